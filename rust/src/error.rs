@@ -1,0 +1,100 @@
+//! Errors of the core, shared by every face. Each is a negative errno-style
+//! code in the C ABI (`COT_E*`), as libuv does.
+
+use std::ffi::CStr;
+use std::fmt;
+
+fn c_str(s: &'static str) -> &'static CStr {
+    CStr::from_bytes_with_nul(s.as_bytes()).expect("NUL-terminated literal")
+}
+
+/// One error list generates the enum, its codes, names and messages.
+macro_rules! errors {
+    ($($(#[$doc:meta])* $name:ident = $code:literal, $cname:literal, $msg:literal;)*) => {
+        /// An error of the core. `code()` is its negative C ABI value.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(i32)]
+        pub enum Error {
+            $($(#[$doc])* $name = $code,)*
+        }
+
+        impl Error {
+            /// All errors, for tables and tests.
+            pub const ALL: &'static [Error] = &[$(Error::$name),*];
+
+            /// The error's C name, e.g. `"COT_EINVAL"`.
+            pub fn name(self) -> &'static str {
+                match self { $(Error::$name => $cname,)* }
+            }
+
+            /// A short description, e.g. `"invalid argument"`.
+            pub fn message(self) -> &'static str {
+                match self { $(Error::$name => $msg,)* }
+            }
+
+            /// [`Error::message`] as a C string.
+            pub fn c_message(self) -> &'static CStr {
+                match self { $(Error::$name => c_str(concat!($msg, "\0")),)* }
+            }
+
+            /// [`Error::name`] as a C string.
+            pub fn c_name(self) -> &'static CStr {
+                match self { $(Error::$name => c_str(concat!($cname, "\0")),)* }
+            }
+        }
+    };
+}
+
+errors! {
+    /// A bad argument: NULL, a freed task, a task of another scheduler, ...
+    Inval = -22, "COT_EINVAL", "invalid argument";
+    /// The object is in use (has waiters, is part of another, or a callback is running).
+    Busy = -16, "COT_EBUSY", "resource busy or locked";
+    /// Out of memory.
+    NoMem = -12, "COT_ENOMEM", "not enough memory";
+    /// The operation was canceled.
+    Canceled = -125, "COT_ECANCELED", "operation canceled";
+}
+
+impl Error {
+    /// The negative code used in the C ABI.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The error with this code, if any.
+    pub fn from_code(code: i32) -> Option<Error> {
+        Error::ALL.iter().copied().find(|e| e.code() == code)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.message())
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Result of the core's fallible operations.
+pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_negative_errno_values() {
+        assert_eq!(Error::Inval.code(), -libc::EINVAL);
+        assert_eq!(Error::Busy.code(), -libc::EBUSY);
+        assert_eq!(Error::NoMem.code(), -libc::ENOMEM);
+        assert_eq!(Error::Canceled.code(), -libc::ECANCELED);
+        for e in Error::ALL {
+            assert_eq!(Error::from_code(e.code()), Some(*e));
+            assert!(e.name().starts_with("COT_E"));
+            assert_eq!(e.c_name().to_str(), Ok(e.name()));
+            assert_eq!(e.c_message().to_str(), Ok(e.message()));
+        }
+        assert_eq!(Error::from_code(0), None);
+    }
+}

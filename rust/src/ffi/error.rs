@@ -1,0 +1,66 @@
+//! Error codes: negative errno values, as libuv's.
+
+use std::ffi::c_char;
+use std::os::raw::c_int;
+
+use crate::error::Error;
+
+/// Invalid argument: NULL, a freed task, a task of another scheduler, a zero
+/// signal, an unknown `when`.
+pub const COT_EINVAL: c_int = -22;
+/// Busy: the object has waiters or is in use, or the call was made from inside
+/// one of the object's own callbacks.
+pub const COT_EBUSY: c_int = -16;
+/// Not enough memory.
+pub const COT_ENOMEM: c_int = -12;
+/// Operation canceled.
+pub const COT_ECANCELED: c_int = -125;
+
+/// A static description of an error code, e.g. `"invalid argument"`;
+/// `"success"` for 0 and `"unknown error"` for codes not listed here.
+/// Safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn cot_strerror(err: c_int) -> *const c_char {
+    match Error::from_code(err) {
+        Some(e) => e.c_message().as_ptr(),
+        None if err == 0 => c"success".as_ptr(),
+        None => c"unknown error".as_ptr(),
+    }
+}
+
+/// The name of an error code, e.g. `"COT_EINVAL"`; `"COT_OK"` for 0 and
+/// `"UNKNOWN"` for codes not listed here. Safe from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn cot_err_name(err: c_int) -> *const c_char {
+    match Error::from_code(err) {
+        Some(e) => e.c_name().as_ptr(),
+        None if err == 0 => c"COT_OK".as_ptr(),
+        None => c"UNKNOWN".as_ptr(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CStr;
+
+    #[test]
+    fn constants_match_the_core() {
+        assert_eq!(COT_EINVAL, Error::Inval.code());
+        assert_eq!(COT_EBUSY, Error::Busy.code());
+        assert_eq!(COT_ENOMEM, Error::NoMem.code());
+        assert_eq!(COT_ECANCELED, Error::Canceled.code());
+        assert_eq!(Error::ALL.len(), 4, "a new error needs its COT_E* constant");
+    }
+
+    #[test]
+    fn names_and_messages() {
+        // SAFETY: both functions return static NUL-terminated strings.
+        let s = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap();
+        assert_eq!(s(cot_err_name(COT_EBUSY)), "COT_EBUSY");
+        assert_eq!(s(cot_strerror(COT_EINVAL)), "invalid argument");
+        assert_eq!(s(cot_strerror(0)), "success");
+        assert_eq!(s(cot_strerror(-9999)), "unknown error");
+        assert_eq!(s(cot_err_name(12345)), "UNKNOWN");
+    }
+}

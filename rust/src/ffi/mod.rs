@@ -1,0 +1,25 @@
+//! The `extern "C"` API: the only thing the library exports. One file per C
+//! object; `include/cothread.h` is generated from these files by cbindgen.
+//!
+//! Conventions: every function checks its arguments and returns 0 (or a
+//! count / boolean as 1 or 0) on success and a negative `COT_E*` code on
+//! failure; a failed call changes nothing and never runs a callback.
+//! Objects are single-threaded unless a function says otherwise.
+//!
+//! The unsafe code of this layer is the pointer handling in `guard`; each
+//! exported function states its caller's duties under `# Safety`.
+
+#![allow(non_camel_case_types)]
+
+mod error;
+mod guard;
+mod sched;
+mod signal;
+mod task;
+mod version;
+
+pub use error::*;
+pub use sched::*;
+pub use signal::*;
+pub use task::*;
+pub use version::*;

@@ -1,0 +1,25 @@
+//! cothread core: a single-threaded coroutine scheduler with O(1) queues and
+//! signals, timers, and the stable C ABI over them.
+//!
+//! Layers (dependencies point down):
+//! - [`ffi`]: the `extern "C"` API, the only thing exported to C.
+//! - [`sched`]: the scheduler: ready queue, signal queues, combined signals,
+//!   postponed queue.
+//! - [`time`]: clocks and the timer heap.
+//! - `util`: small building blocks (a pointer hasher, the OS clock).
+//!
+//! Tasks are opaque to the core: it keeps a node per task with a user value,
+//! and the face (Lua, C++, C) decides what resuming a task means.
+#![warn(missing_docs, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
+pub mod error;
+pub mod ffi;
+pub mod sched;
+pub mod time;
+mod util;
+
+pub use error::Error;
+pub use sched::{Mode, Sched, Task, When};
+
+/// The crate version, `MAJOR.MINOR.PATCH`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,421 @@
+//! The scheduler: where tasks wait, and in which order they run.
+//!
+//! # Queues
+//! - The **ready queue**: the tasks to run, head first. `When::Next` inserts at
+//!   the head, `When::Later` at the tail.
+//! - One **signal queue** per signal key that has waiters. A key is any
+//!   non-zero `usize` chosen by the face (an address it owns, typically). The
+//!   queue, and the scheduler's interest in the key, exist only while it has
+//!   waiters; an optional hook hears when that starts and ends.
+//! - The **postponed queue**: groups of tasks with a wake time, in a heap
+//!   ordered by (time, order of postponing). `schedule` makes a group of one;
+//!   `notify` turns a whole signal queue into one group.
+//!
+//! A task is in at most one queue. Every queue is an intrusive ring in the
+//! node arena (see `arena`), so `notify` moves a signal queue of any length in
+//! O(1) to the ready queue or to another signal, and in O(log n) to the
+//! postponed queue. Nothing scans all tasks.
+//!
+//! # Combined signals
+//! `combine` makes a signal that fires once all (`Mode::All`) or any
+//! (`Mode::Any`) of its parts were notified while it had waiters; see
+//! `combined` for the rules. They are implemented in the scheduler itself,
+//! without helper tasks.
+//!
+//! # Running
+//! The core never runs tasks: a face takes [`Sched::ready_head`], resumes it
+//! as it sees fit, and places it again. [`Sched::take_due`] moves the tasks
+//! whose wake time came to the ready tail; [`Sched::next_wake`] tells how long
+//! a face may sleep.
+//!
+//! A scheduler is single-threaded and owns no global state.
+
+mod arena;
+mod combined;
+mod task;
+
+use crate::error::{Error, Result};
+use crate::time::Clock;
+use crate::time::heap::{Entry, TimerHeap};
+use crate::util::hash::KeyMap;
+use arena::{Arena, NIL, Role};
+use combined::{Combo, Watch};
+
+pub use task::{Mode, Task, When};
+
+/// Called with `(key, true)` when a signal queue gets its first waiter and
+/// `(key, false)` when it loses its last one. It must not call the scheduler.
+pub type SignalHook = Box<dyn FnMut(usize, bool)>;
+
+/// What the scheduler knows of one signal key.
+#[derive(Default)]
+struct Signal {
+    /// Sentinel of the key's queue, or `NIL` while nobody waits.
+    queue: u32,
+    /// Armed combined signals that count a notification of this key.
+    watchers: Vec<Watch>,
+    /// Set when the key is a combined signal made by this scheduler.
+    combo: Option<Box<Combo>>,
+}
+
+impl Signal {
+    fn new() -> Signal {
+        Signal { queue: NIL, watchers: Vec::new(), combo: None }
+    }
+}
+
+/// A scheduler instance. See the [module documentation](self).
+pub struct Sched {
+    arena: Arena,
+    ready: u32,
+    signals: KeyMap<Signal>,
+    timers: TimerHeap,
+    seq: u64,
+    clock: Clock,
+    hook: Option<SignalHook>,
+}
+
+impl Default for Sched {
+    fn default() -> Self {
+        Sched::new()
+    }
+}
+
+impl Sched {
+    /// A scheduler on the monotonic clock.
+    pub fn new() -> Sched {
+        Sched::with_clock(Clock::Monotonic)
+    }
+
+    /// A scheduler reading the given clock.
+    pub fn with_clock(clock: Clock) -> Sched {
+        let mut arena = Arena::new(generation_seed());
+        let ready = arena.alloc(Role::Ready, 0);
+        Sched { arena, ready, signals: KeyMap::default(), timers: TimerHeap::default(), seq: 0, clock, hook: None }
+    }
+
+    /// Replaces the clock. Wake times already set keep their values.
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// The current time of the scheduler's clock, in nanoseconds.
+    pub fn now(&mut self) -> u64 {
+        self.clock.now()
+    }
+
+    /// Sets (or clears) the hook told when a signal queue starts and stops
+    /// having waiters.
+    pub fn set_signal_hook(&mut self, hook: Option<SignalHook>) {
+        self.hook = hook;
+    }
+
+    // ===== tasks =====
+
+    /// A new task, in no queue, carrying the user value `data`.
+    pub fn task_new(&mut self, data: usize) -> Task {
+        let i = self.arena.alloc(Role::Task, data);
+        Task::new(i, self.arena.node(i).generation)
+    }
+
+    /// Unschedules and frees a task; its handle becomes invalid.
+    pub fn task_free(&mut self, t: Task) -> Result<()> {
+        let i = self.index(t)?;
+        self.unlink_task(i);
+        self.arena.release(i);
+        Ok(())
+    }
+
+    /// The user value of a task.
+    pub fn data(&self, t: Task) -> Result<usize> {
+        Ok(self.arena.node(self.index(t)?).data)
+    }
+
+    /// Replaces the user value of a task.
+    pub fn set_data(&mut self, t: Task, data: usize) -> Result<()> {
+        let i = self.index(t)?;
+        self.arena.node_mut(i).data = data;
+        Ok(())
+    }
+
+    #[inline]
+    fn index(&self, t: Task) -> Result<u32> {
+        match self.arena.lookup(t.index(), Role::Task, t.generation()) {
+            Some(_) => Ok(t.index()),
+            None => Err(Error::Inval),
+        }
+    }
+
+    #[inline]
+    fn task_at(&self, i: u32) -> Option<Task> {
+        let n = self.arena.node(i);
+        (n.role == Role::Task).then(|| Task::new(i, n.generation))
+    }
+
+    // ===== scheduling =====
+
+    /// Places a task that is in no queue. Returns `false`, changing nothing,
+    /// if it is already in one.
+    pub fn schedule(&mut self, t: Task, when: When) -> Result<bool> {
+        let i = self.index(t)?;
+        check_when(when)?;
+        if self.arena.is_linked(i) {
+            return Ok(false);
+        }
+        match when {
+            When::Next => self.arena.push_front(self.ready, i),
+            When::Later => self.arena.push_back(self.ready, i),
+            When::Wait(key) => self.wait_on(key, i),
+            When::Postpone(_) | When::Delay(_) => {
+                let s = self.new_group(when);
+                self.arena.push_back(s, i);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Takes a task out of its queue. Returns `false` if it was in none.
+    pub fn unschedule(&mut self, t: Task) -> Result<bool> {
+        let i = self.index(t)?;
+        Ok(self.unlink_task(i))
+    }
+
+    /// Is the task in a queue?
+    pub fn is_scheduled(&self, t: Task) -> Result<bool> {
+        Ok(self.arena.is_linked(self.index(t)?))
+    }
+
+    /// Moves every waiter of `key`, in order, as `when` says (to the ready
+    /// queue or another signal: O(1); to the postponed queue: O(log n), one
+    /// wake time for all). The notification also counts for the combined
+    /// signals waiting for `key`. Returns `true` if a task moved or a combined
+    /// signal counted it.
+    pub fn notify(&mut self, key: usize, when: When) -> Result<bool> {
+        check_key(key)?;
+        check_when(when)?;
+        let moved = self.take_queue(key);
+        if let Some(s) = moved {
+            match when {
+                When::Next | When::Later => self.release_into_ready(s, when == When::Next),
+                When::Wait(target) => self.append_ring(target, s),
+                When::Postpone(_) | When::Delay(_) => {
+                    let group = self.new_group(when);
+                    self.arena.splice(group, s, false);
+                    self.arena.release(s);
+                }
+            }
+        }
+        let counted = self.count(key);
+        if let When::Wait(target) = when {
+            self.settle(target);
+        }
+        self.settle(key);
+        Ok(moved.is_some() || counted)
+    }
+
+    /// Does `key` have waiters?
+    pub fn waiting(&self, key: usize) -> Result<bool> {
+        check_key(key)?;
+        Ok(self.signals.get(&key).is_some_and(|s| s.queue != NIL))
+    }
+
+    // ===== iteration =====
+
+    /// The head of the ready queue.
+    pub fn ready_head(&self) -> Option<Task> {
+        self.task_at(self.arena.node(self.ready).next)
+    }
+
+    /// The first waiter of `key`.
+    pub fn signal_head(&self, key: usize) -> Result<Option<Task>> {
+        check_key(key)?;
+        Ok(match self.signals.get(&key) {
+            Some(s) if s.queue != NIL => self.task_at(self.arena.node(s.queue).next),
+            _ => None,
+        })
+    }
+
+    /// The task after `t` in the queue `t` is in; `None` at the end or if `t`
+    /// is in no queue.
+    pub fn next(&self, t: Task) -> Result<Option<Task>> {
+        let n = self.arena.node(self.index(t)?);
+        Ok(if n.next == NIL { None } else { self.task_at(n.next) })
+    }
+
+    /// The ready queue, head first.
+    pub fn ready(&self) -> impl Iterator<Item = Task> + '_ {
+        std::iter::successors(self.ready_head(), |&t| self.next(t).ok().flatten())
+    }
+
+    /// The waiters of `key`, first first.
+    pub fn waiters(&self, key: usize) -> impl Iterator<Item = Task> + '_ {
+        std::iter::successors(self.signal_head(key).ok().flatten(), |&t| self.next(t).ok().flatten())
+    }
+
+    // ===== time =====
+
+    /// Moves every postponed task whose wake time has come (`now >= wake`) to
+    /// the ready tail, in (wake time, order of postponing) order. Returns
+    /// whether any moved.
+    pub fn take_due(&mut self) -> bool {
+        let Some(first) = self.timers.peek() else { return false };
+        let now = self.clock.now();
+        if first.when > now {
+            return false;
+        }
+        while self.timers.peek().is_some_and(|e| e.when <= now) {
+            let e = self.timers.pop(&mut self.arena).expect("peeked");
+            self.release_into_ready(e.id, false);
+        }
+        true
+    }
+
+    /// The earliest wake time in the postponed queue.
+    pub fn next_wake(&self) -> Option<u64> {
+        self.timers.peek().map(|e| e.when)
+    }
+
+    /// How many groups (postpone calls still pending) the postponed queue has.
+    pub fn postponed_groups(&self) -> usize {
+        self.timers.len()
+    }
+
+    // ===== internals =====
+
+    /// Appends task `i` (in no queue) to the queue of `key`.
+    fn wait_on(&mut self, key: usize, i: u32) {
+        let sig = self.signals.entry(key).or_insert_with(Signal::new);
+        if sig.queue != NIL {
+            self.arena.push_back(sig.queue, i);
+            return;
+        }
+        let s = self.arena.alloc(Role::Signal, key);
+        sig.queue = s;
+        self.arena.push_back(s, i);
+        self.call_hook(key, true);
+        self.settle(key);
+    }
+
+    /// A new, empty postponed group for `when` (`Postpone` or `Delay`).
+    fn new_group(&mut self, when: When) -> u32 {
+        let time = match when {
+            When::Postpone(t) => t,
+            When::Delay(d) => self.clock.now().saturating_add(d),
+            _ => unreachable!("new_group needs a time"),
+        };
+        let s = self.arena.alloc(Role::Timer, 0);
+        self.seq += 1;
+        self.timers.push(Entry { when: time, seq: self.seq, id: s }, &mut self.arena);
+        s
+    }
+
+    /// Unlinks task `i`, dropping the queue it leaves empty. Returns whether it
+    /// was linked.
+    fn unlink_task(&mut self, i: u32) -> bool {
+        if !self.arena.is_linked(i) {
+            return false;
+        }
+        if let Some(s) = self.arena.unlink(i) {
+            let n = *self.arena.node(s);
+            match n.role {
+                Role::Signal => {
+                    self.detach_queue(n.data);
+                    self.arena.release(s);
+                    self.settle(n.data);
+                }
+                Role::Timer => {
+                    self.timers.remove(n.aux as usize, &mut self.arena);
+                    self.arena.release(s);
+                }
+                _ => {}
+            }
+        }
+        true
+    }
+
+    /// Splices the ring of sentinel `s` into the ready queue and frees `s`.
+    fn release_into_ready(&mut self, s: u32, front: bool) {
+        self.arena.splice(self.ready, s, front);
+        self.arena.release(s);
+    }
+
+    /// Detaches the queue of `key`, if any, and returns its sentinel. The key's
+    /// entry stays until `settle`.
+    fn take_queue(&mut self, key: usize) -> Option<u32> {
+        let sig = self.signals.get_mut(&key)?;
+        (sig.queue != NIL).then(|| {
+            self.detach_queue(key)
+        })
+    }
+
+    fn detach_queue(&mut self, key: usize) -> u32 {
+        let sig = self.signals.get_mut(&key).expect("queue of a known key");
+        let s = std::mem::replace(&mut sig.queue, NIL);
+        self.call_hook(key, false);
+        s
+    }
+
+    /// Appends the ring of the detached sentinel `s` to the queue of `key`
+    /// (reusing `s` as that queue if it had none). No `settle`.
+    fn append_ring(&mut self, key: usize, s: u32) {
+        let sig = self.signals.entry(key).or_insert_with(Signal::new);
+        if sig.queue != NIL {
+            self.arena.splice(sig.queue, s, false);
+            self.arena.release(s);
+        } else {
+            sig.queue = s;
+            self.arena.node_mut(s).data = key;
+            self.call_hook(key, true);
+        }
+    }
+
+    /// Brings the key's entry up to date after its queue or watchers changed:
+    /// arms or disarms a combined signal, forgets a plain key nobody needs.
+    fn settle(&mut self, key: usize) {
+        let Some(sig) = self.signals.get(&key) else { return };
+        if sig.combo.is_some() {
+            self.update_demand(key);
+        } else if sig.queue == NIL && sig.watchers.is_empty() {
+            self.signals.remove(&key);
+        }
+    }
+
+    fn call_hook(&mut self, key: usize, active: bool) {
+        if let Some(h) = self.hook.as_mut() {
+            h(key, active);
+        }
+    }
+}
+
+impl std::fmt::Debug for Sched {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sched")
+            .field("signals", &self.signals.len())
+            .field("postponed_groups", &self.timers.len())
+            .field("clock", &self.clock)
+            .finish_non_exhaustive()
+    }
+}
+
+fn check_key(key: usize) -> Result<()> {
+    if key == 0 { Err(Error::Inval) } else { Ok(()) }
+}
+
+fn check_when(when: When) -> Result<()> {
+    match when {
+        When::Wait(key) => check_key(key),
+        _ => Ok(()),
+    }
+}
+
+/// Varies generations between schedulers (see `Arena::new`): the instance's
+/// stack address and the clock, mixed.
+fn generation_seed() -> u32 {
+    let local = 0u8;
+    let x = (&local as *const u8 as u64) ^ crate::time::monotonic_ns();
+    let x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (x >> 32) as u32 ^ x as u32
+}
+
+#[cfg(test)]
+mod tests;
