@@ -127,6 +127,7 @@ impl Sched {
     }
 
     /// The user value of a task.
+    #[inline]
     pub fn data(&self, t: Task) -> Result<usize> {
         Ok(self.arena.node(self.index(t)?).data)
     }
@@ -156,6 +157,7 @@ impl Sched {
 
     /// Places a task that is in no queue. Returns `false`, changing nothing,
     /// if it is already in one.
+    #[inline]
     pub fn schedule(&mut self, t: Task, when: When) -> Result<bool> {
         let i = self.index(t)?;
         check_when(when)?;
@@ -175,12 +177,14 @@ impl Sched {
     }
 
     /// Takes a task out of its queue. Returns `false` if it was in none.
+    #[inline]
     pub fn unschedule(&mut self, t: Task) -> Result<bool> {
         let i = self.index(t)?;
         Ok(self.unlink_task(i))
     }
 
     /// Is the task in a queue?
+    #[inline]
     pub fn is_scheduled(&self, t: Task) -> Result<bool> {
         Ok(self.arena.is_linked(self.index(t)?))
     }
@@ -222,6 +226,7 @@ impl Sched {
     // ===== iteration =====
 
     /// The head of the ready queue.
+    #[inline]
     pub fn ready_head(&self) -> Option<Task> {
         self.task_at(self.arena.node(self.ready).next)
     }
@@ -237,6 +242,7 @@ impl Sched {
 
     /// The task after `t` in the queue `t` is in; `None` at the end or if `t`
     /// is in no queue.
+    #[inline]
     pub fn next(&self, t: Task) -> Result<Option<Task>> {
         let n = self.arena.node(self.index(t)?);
         Ok(if n.next == NIL { None } else { self.task_at(n.next) })
@@ -311,6 +317,7 @@ impl Sched {
 
     /// Unlinks task `i`, dropping the queue it leaves empty. Returns whether it
     /// was linked.
+    #[inline]
     fn unlink_task(&mut self, i: u32) -> bool {
         if !self.arena.is_linked(i) {
             return false;
@@ -319,7 +326,7 @@ impl Sched {
             let n = *self.arena.node(s);
             match n.role {
                 Role::Signal => {
-                    self.detach_queue(n.data);
+                    self.take_queue(n.data);
                     self.arena.release(s);
                     self.settle(n.data);
                 }
@@ -334,6 +341,7 @@ impl Sched {
     }
 
     /// Splices the ring of sentinel `s` into the ready queue and frees `s`.
+    #[inline]
     fn release_into_ready(&mut self, s: u32, front: bool) {
         self.arena.splice(self.ready, s, front);
         self.arena.release(s);
@@ -343,16 +351,12 @@ impl Sched {
     /// entry stays until `settle`.
     fn take_queue(&mut self, key: usize) -> Option<u32> {
         let sig = self.signals.get_mut(&key)?;
-        (sig.queue != NIL).then(|| {
-            self.detach_queue(key)
-        })
-    }
-
-    fn detach_queue(&mut self, key: usize) -> u32 {
-        let sig = self.signals.get_mut(&key).expect("queue of a known key");
+        if sig.queue == NIL {
+            return None;
+        }
         let s = std::mem::replace(&mut sig.queue, NIL);
         self.call_hook(key, false);
-        s
+        Some(s)
     }
 
     /// Appends the ring of the detached sentinel `s` to the queue of `key`
