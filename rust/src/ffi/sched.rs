@@ -66,7 +66,11 @@ pub unsafe extern "C" fn cot_sched_free(sched: *mut cot_sched) -> c_int {
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_schedule(sched: *mut cot_sched, task: cot_task, when: c_int) -> c_int {
+pub unsafe extern "C" fn cot_sched_schedule(
+    sched: *mut cot_sched,
+    task: cot_task,
+    when: c_int,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, ready_when(when)?)) })
 }
@@ -78,7 +82,11 @@ pub unsafe extern "C" fn cot_sched_schedule(sched: *mut cot_sched, task: cot_tas
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_postpone(sched: *mut cot_sched, task: cot_task, time: u64) -> c_int {
+pub unsafe extern "C" fn cot_sched_postpone(
+    sched: *mut cot_sched,
+    task: cot_task,
+    time: u64,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Postpone(time))) })
 }
@@ -182,12 +190,21 @@ pub unsafe extern "C" fn cot_sched_now(sched: *mut cot_sched) -> u64 {
 /// `sched` is NULL or a live scheduler; `clock`, if set, may be called with
 /// `data` whenever the scheduler needs the time, until it is replaced.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_set_clock(sched: *mut cot_sched, clock: cot_clock_cb, data: *mut c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_set_clock(
+    sched: *mut cot_sched,
+    clock: cot_clock_cb,
+    data: *mut c_void,
+) -> c_int {
     let clock = match clock {
         // SAFETY: the caller guarantees `f(data)` may be called.
         Some(f) => Clock::Custom(Box::new(move || unsafe { f(data) })),
         None => Clock::Monotonic,
     };
     // SAFETY: forwarded caller contract.
-    status(unsafe { with_sched(sched, |s| Ok(s.set_clock(clock))) })
+    status(unsafe {
+        with_sched(sched, |s| {
+            s.set_clock(clock);
+            Ok(())
+        })
+    })
 }

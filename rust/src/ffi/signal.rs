@@ -16,10 +16,15 @@ use crate::sched::{Mode, When};
 /// last one (`active` = 0), e.g. to hold a reference to the key only while it
 /// is waited on. Runs inside the call that changed the queue; it must not call
 /// the scheduler (such calls fail with `COT_EBUSY`).
-pub type cot_signal_cb = Option<unsafe extern "C" fn(data: *mut c_void, signal: *const c_void, active: c_int)>;
+pub type cot_signal_cb =
+    Option<unsafe extern "C" fn(data: *mut c_void, signal: *const c_void, active: c_int)>;
 
 fn key(signal: *const c_void) -> Result<usize> {
-    if signal.is_null() { Err(Error::Inval) } else { Ok(signal as usize) }
+    if signal.is_null() {
+        Err(Error::Inval)
+    } else {
+        Ok(signal as usize)
+    }
 }
 
 /// Puts `task`, which must be in no queue, at the tail of the queue of
@@ -29,9 +34,17 @@ fn key(signal: *const c_void) -> Result<usize> {
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_wait(sched: *mut cot_sched, task: cot_task, signal: *const c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_wait(
+    sched: *mut cot_sched,
+    task: cot_task,
+    signal: *const c_void,
+) -> c_int {
     // SAFETY: forwarded caller contract.
-    boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Wait(key(signal)?))) })
+    boolean(unsafe {
+        with_sched(sched, |s| {
+            s.schedule(to_task(task)?, When::Wait(key(signal)?))
+        })
+    })
 }
 
 /// Moves all waiters of `signal`, in their order, to the head (`COT_NEXT`) or
@@ -43,7 +56,11 @@ pub unsafe extern "C" fn cot_sched_wait(sched: *mut cot_sched, task: cot_task, s
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify(sched: *mut cot_sched, signal: *const c_void, when: c_int) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify(
+    sched: *mut cot_sched,
+    signal: *const c_void,
+    when: c_int,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, ready_when(when)?)) })
 }
@@ -54,7 +71,11 @@ pub unsafe extern "C" fn cot_sched_notify(sched: *mut cot_sched, signal: *const 
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify_wait(sched: *mut cot_sched, signal: *const c_void, target: *const c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify_wait(
+    sched: *mut cot_sched,
+    signal: *const c_void,
+    target: *const c_void,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Wait(key(target)?))) })
 }
@@ -65,7 +86,11 @@ pub unsafe extern "C" fn cot_sched_notify_wait(sched: *mut cot_sched, signal: *c
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify_postpone(sched: *mut cot_sched, signal: *const c_void, time: u64) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify_postpone(
+    sched: *mut cot_sched,
+    signal: *const c_void,
+    time: u64,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Postpone(time))) })
 }
@@ -75,7 +100,11 @@ pub unsafe extern "C" fn cot_sched_notify_postpone(sched: *mut cot_sched, signal
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify_delay(sched: *mut cot_sched, signal: *const c_void, ns: u64) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify_delay(
+    sched: *mut cot_sched,
+    signal: *const c_void,
+    ns: u64,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Delay(ns))) })
 }
@@ -96,7 +125,10 @@ pub unsafe extern "C" fn cot_sched_waiting(sched: *mut cot_sched, signal: *const
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_signal_head(sched: *mut cot_sched, signal: *const c_void) -> cot_task {
+pub unsafe extern "C" fn cot_sched_signal_head(
+    sched: *mut cot_sched,
+    signal: *const c_void,
+) -> cot_task {
     // SAFETY: forwarded caller contract.
     task_raw(unsafe { with_sched(sched, |s| s.signal_head(key(signal)?)) })
 }
@@ -108,13 +140,22 @@ pub unsafe extern "C" fn cot_sched_signal_head(sched: *mut cot_sched, signal: *c
 /// `sched` is NULL or a live scheduler; `hook`, if set, may be called with
 /// `data` during any later call on this scheduler, until it is replaced.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_set_signal_hook(sched: *mut cot_sched, hook: cot_signal_cb, data: *mut c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_set_signal_hook(
+    sched: *mut cot_sched,
+    hook: cot_signal_cb,
+    data: *mut c_void,
+) -> c_int {
     let hook = hook.map(|f| -> crate::sched::SignalHook {
         // SAFETY: the caller guarantees `f(data, ...)` may be called.
         Box::new(move |k, active| unsafe { f(data, k as *const c_void, active as c_int) })
     });
     // SAFETY: forwarded caller contract.
-    status(unsafe { with_sched(sched, |s| Ok(s.set_signal_hook(hook))) })
+    status(unsafe {
+        with_sched(sched, |s| {
+            s.set_signal_hook(hook);
+            Ok(())
+        })
+    })
 }
 
 /// Reads `n` keys from `parts` (which may be NULL when `n` is 0).
@@ -133,7 +174,13 @@ unsafe fn read_parts<'a>(parts: *const *const c_void, n: usize) -> Result<&'a [u
     Ok(unsafe { std::slice::from_raw_parts(parts.cast::<usize>(), n) })
 }
 
-unsafe fn combine(sched: *mut cot_sched, mode: Mode, parts: *const *const c_void, n: usize, out: *mut *const c_void) -> c_int {
+unsafe fn combine(
+    sched: *mut cot_sched,
+    mode: Mode,
+    parts: *const *const c_void,
+    n: usize,
+    out: *mut *const c_void,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     let r = unsafe { read_parts(parts, n) }
         // SAFETY: forwarded caller contract.
@@ -157,7 +204,12 @@ unsafe fn combine(sched: *mut cot_sched, mode: Mode, parts: *const *const c_void
 /// `sched` is NULL or a live scheduler; `parts` is NULL or readable for `n`
 /// pointers; `signal` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_onall(sched: *mut cot_sched, parts: *const *const c_void, n: usize, signal: *mut *const c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_onall(
+    sched: *mut cot_sched,
+    parts: *const *const c_void,
+    n: usize,
+    signal: *mut *const c_void,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     unsafe { combine(sched, Mode::All, parts, n, signal) }
 }
@@ -168,7 +220,12 @@ pub unsafe extern "C" fn cot_sched_onall(sched: *mut cot_sched, parts: *const *c
 /// # Safety
 /// As `cot_sched_onall`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_onany(sched: *mut cot_sched, parts: *const *const c_void, n: usize, signal: *mut *const c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_onany(
+    sched: *mut cot_sched,
+    parts: *const *const c_void,
+    n: usize,
+    signal: *mut *const c_void,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     unsafe { combine(sched, Mode::Any, parts, n, signal) }
 }
@@ -192,7 +249,10 @@ pub unsafe extern "C" fn cot_sched_reset(sched: *mut cot_sched, signal: *const c
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_combined_free(sched: *mut cot_sched, signal: *const c_void) -> c_int {
+pub unsafe extern "C" fn cot_sched_combined_free(
+    sched: *mut cot_sched,
+    signal: *const c_void,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     status(unsafe { with_sched(sched, |s| s.free_combined(signal as usize)) })
 }

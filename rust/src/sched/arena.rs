@@ -50,7 +50,11 @@ impl Arena {
     /// `seed` varies the first generation of each slot between schedulers, so a
     /// handle of one scheduler is almost never valid in another.
     pub fn new(seed: u32) -> Arena {
-        Arena { nodes: Vec::new(), free: NIL, seed }
+        Arena {
+            nodes: Vec::new(),
+            free: NIL,
+            seed,
+        }
     }
 
     #[inline]
@@ -66,7 +70,9 @@ impl Arena {
     /// The node at `i` if it exists and has this role and generation.
     #[inline]
     pub fn lookup(&self, i: u32, role: Role, generation: u32) -> Option<&Node> {
-        self.nodes.get(i as usize).filter(|n| n.role == role && n.generation == generation)
+        self.nodes
+            .get(i as usize)
+            .filter(|n| n.role == role && n.generation == generation)
     }
 
     /// A new node: a sentinel starts as an empty ring, a task unlinked.
@@ -76,14 +82,31 @@ impl Arena {
             self.free = self.node(i).next;
             i
         } else {
-            let i = u32::try_from(self.nodes.len()).ok().filter(|&i| i != NIL).expect("too many nodes");
+            let i = u32::try_from(self.nodes.len())
+                .ok()
+                .filter(|&i| i != NIL)
+                .expect("too many nodes");
             let generation = first_generation(self.seed, i);
-            self.nodes.push(Node { prev: NIL, next: NIL, generation, role: Role::Free, aux: 0, data: 0 });
+            self.nodes.push(Node {
+                prev: NIL,
+                next: NIL,
+                generation,
+                role: Role::Free,
+                aux: 0,
+                data: 0,
+            });
             i
         };
         let ring = if role == Role::Task { NIL } else { i };
         let n = self.node_mut(i);
-        *n = Node { prev: ring, next: ring, role, aux: 0, data, ..*n };
+        *n = Node {
+            prev: ring,
+            next: ring,
+            role,
+            aux: 0,
+            data,
+            ..*n
+        };
         i
     }
 
@@ -92,7 +115,14 @@ impl Arena {
         let free = self.free;
         let n = self.node_mut(i);
         n.generation = next_generation(n.generation);
-        *n = Node { prev: NIL, next: free, role: Role::Free, aux: 0, data: 0, ..*n };
+        *n = Node {
+            prev: NIL,
+            next: free,
+            role: Role::Free,
+            aux: 0,
+            data: 0,
+            ..*n
+        };
         self.free = i;
     }
 
@@ -110,7 +140,11 @@ impl Arena {
     /// Inserts `i` between `prev` and `next`.
     #[inline]
     fn link_between(&mut self, i: u32, prev: u32, next: u32) {
-        *self.node_mut(i) = Node { prev, next, ..*self.node(i) };
+        *self.node_mut(i) = Node {
+            prev,
+            next,
+            ..*self.node(i)
+        };
         self.node_mut(prev).next = i;
         self.node_mut(next).prev = i;
     }
@@ -150,7 +184,11 @@ impl Arena {
         }
         let first = self.node(src).next;
         let last = self.node(src).prev;
-        let (before, after) = if front { (dst, self.node(dst).next) } else { (self.node(dst).prev, dst) };
+        let (before, after) = if front {
+            (dst, self.node(dst).next)
+        } else {
+            (self.node(dst).prev, dst)
+        };
         self.node_mut(before).next = first;
         self.node_mut(first).prev = before;
         self.node_mut(last).next = after;

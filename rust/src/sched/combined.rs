@@ -49,7 +49,14 @@ impl Sched {
             return Err(Error::Inval);
         }
         let n = parts.len();
-        let mut combo = Box::new(Combo { mode, parts: parts.to_vec(), fired: vec![false; n], unfired: n, armed: false, parents: 0 });
+        let mut combo = Box::new(Combo {
+            mode,
+            parts: parts.to_vec(),
+            fired: vec![false; n],
+            unfired: n,
+            armed: false,
+            parents: 0,
+        });
         // The address is the key. A key the program already uses (a dangling
         // address of its own) would alias: take another allocation.
         let mut rejected = Vec::new();
@@ -58,7 +65,11 @@ impl Sched {
             if !self.signals.contains_key(&key) && !parts.contains(&key) {
                 break key;
             }
-            let fresh = Box::new(Combo { parts: Vec::new(), fired: Vec::new(), ..*combo });
+            let fresh = Box::new(Combo {
+                parts: Vec::new(),
+                fired: Vec::new(),
+                ..*combo
+            });
             rejected.push(std::mem::replace(&mut combo, fresh));
             combo.parts = parts.to_vec();
             combo.fired = vec![false; n];
@@ -68,7 +79,13 @@ impl Sched {
                 c.parents += 1;
             }
         }
-        self.signals.insert(key, Signal { combo: Some(combo), ..Signal::new() });
+        self.signals.insert(
+            key,
+            Signal {
+                combo: Some(combo),
+                ..Signal::default()
+            },
+        );
         Ok(key)
     }
 
@@ -128,7 +145,10 @@ impl Sched {
     pub(super) fn update_demand(&mut self, key: usize) {
         let sig = &self.signals[&key];
         let demanded = sig.queue != NIL || !sig.watchers.is_empty();
-        match (demanded, sig.combo.as_ref().expect("a combined signal").armed) {
+        match (
+            demanded,
+            sig.combo.as_ref().expect("a combined signal").armed,
+        ) {
             (true, false) => self.arm(key),
             (false, true) => self.disarm(key),
             _ => {}
@@ -154,7 +174,10 @@ impl Sched {
         c.armed = false;
         let parts = c.parts.clone();
         for (i, p) in parts.into_iter().enumerate() {
-            let w = Watch { combo: key, part: i };
+            let w = Watch {
+                combo: key,
+                part: i,
+            };
             if let Some(sig) = self.signals.get_mut(&p) {
                 if let Some(at) = sig.watchers.iter().position(|&x| x == w) {
                     sig.watchers.swap_remove(at);
@@ -167,10 +190,15 @@ impl Sched {
     /// Registers combined signal `key`'s watch on its part `i`, if `key` is
     /// still armed (arming a part may fire it, and so `key`, on the spot).
     fn watch_part(&mut self, key: usize, i: usize) {
-        let Some(c) = self.combo_mut(key).filter(|c| c.armed) else { return };
+        let Some(c) = self.combo_mut(key).filter(|c| c.armed) else {
+            return;
+        };
         let p = c.parts[i];
-        let sig = self.signals.entry(p).or_insert_with(Signal::new);
-        sig.watchers.push(Watch { combo: key, part: i });
+        let sig = self.signals.entry(p).or_default();
+        sig.watchers.push(Watch {
+            combo: key,
+            part: i,
+        });
         self.settle(p);
     }
 
@@ -183,16 +211,28 @@ impl Sched {
         };
         for w in watchers {
             // Firing an earlier watcher may have removed this one.
-            let Some(sig) = self.signals.get_mut(&key) else { break };
-            let Some(at) = sig.watchers.iter().position(|&x| x == w) else { continue };
-            let c = self.signals.get_mut(&w.combo).and_then(|s| s.combo.as_deref_mut()).expect("a watching combined signal");
+            let Some(sig) = self.signals.get_mut(&key) else {
+                break;
+            };
+            let Some(at) = sig.watchers.iter().position(|&x| x == w) else {
+                continue;
+            };
+            let c = self
+                .signals
+                .get_mut(&w.combo)
+                .and_then(|s| s.combo.as_deref_mut())
+                .expect("a watching combined signal");
             match c.mode {
                 Mode::Any => self.fire(w.combo),
                 Mode::All => {
                     c.fired[w.part] = true;
                     c.unfired -= 1;
                     let done = c.unfired == 0;
-                    self.signals.get_mut(&key).expect("still here").watchers.swap_remove(at);
+                    self.signals
+                        .get_mut(&key)
+                        .expect("still here")
+                        .watchers
+                        .swap_remove(at);
                     if done {
                         self.fire(w.combo);
                     }

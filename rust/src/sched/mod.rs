@@ -48,7 +48,6 @@ pub use task::{Mode, Task, When};
 pub type SignalHook = Box<dyn FnMut(usize, bool)>;
 
 /// What the scheduler knows of one signal key.
-#[derive(Default)]
 struct Signal {
     /// Sentinel of the key's queue, or `NIL` while nobody waits.
     queue: u32,
@@ -58,9 +57,13 @@ struct Signal {
     combo: Option<Box<Combo>>,
 }
 
-impl Signal {
-    fn new() -> Signal {
-        Signal { queue: NIL, watchers: Vec::new(), combo: None }
+impl Default for Signal {
+    fn default() -> Signal {
+        Signal {
+            queue: NIL,
+            watchers: Vec::new(),
+            combo: None,
+        }
     }
 }
 
@@ -91,7 +94,15 @@ impl Sched {
     pub fn with_clock(clock: Clock) -> Sched {
         let mut arena = Arena::new(generation_seed());
         let ready = arena.alloc(Role::Ready, 0);
-        Sched { arena, ready, signals: KeyMap::default(), timers: TimerHeap::default(), seq: 0, clock, hook: None }
+        Sched {
+            arena,
+            ready,
+            signals: KeyMap::default(),
+            timers: TimerHeap::default(),
+            seq: 0,
+            clock,
+            hook: None,
+        }
     }
 
     /// Replaces the clock. Wake times already set keep their values.
@@ -245,7 +256,11 @@ impl Sched {
     #[inline]
     pub fn next(&self, t: Task) -> Result<Option<Task>> {
         let n = self.arena.node(self.index(t)?);
-        Ok(if n.next == NIL { None } else { self.task_at(n.next) })
+        Ok(if n.next == NIL {
+            None
+        } else {
+            self.task_at(n.next)
+        })
     }
 
     /// The ready queue, head first.
@@ -255,7 +270,9 @@ impl Sched {
 
     /// The waiters of `key`, first first.
     pub fn waiters(&self, key: usize) -> impl Iterator<Item = Task> + '_ {
-        std::iter::successors(self.signal_head(key).ok().flatten(), |&t| self.next(t).ok().flatten())
+        std::iter::successors(self.signal_head(key).ok().flatten(), |&t| {
+            self.next(t).ok().flatten()
+        })
     }
 
     // ===== time =====
@@ -264,7 +281,9 @@ impl Sched {
     /// the ready tail, in (wake time, order of postponing) order. Returns
     /// whether any moved.
     pub fn take_due(&mut self) -> bool {
-        let Some(first) = self.timers.peek() else { return false };
+        let Some(first) = self.timers.peek() else {
+            return false;
+        };
         let now = self.clock.now();
         if first.when > now {
             return false;
@@ -290,7 +309,7 @@ impl Sched {
 
     /// Appends task `i` (in no queue) to the queue of `key`.
     fn wait_on(&mut self, key: usize, i: u32) {
-        let sig = self.signals.entry(key).or_insert_with(Signal::new);
+        let sig = self.signals.entry(key).or_default();
         if sig.queue != NIL {
             self.arena.push_back(sig.queue, i);
             return;
@@ -311,7 +330,14 @@ impl Sched {
         };
         let s = self.arena.alloc(Role::Timer, 0);
         self.seq += 1;
-        self.timers.push(Entry { when: time, seq: self.seq, id: s }, &mut self.arena);
+        self.timers.push(
+            Entry {
+                when: time,
+                seq: self.seq,
+                id: s,
+            },
+            &mut self.arena,
+        );
         s
     }
 
@@ -362,7 +388,7 @@ impl Sched {
     /// Appends the ring of the detached sentinel `s` to the queue of `key`
     /// (reusing `s` as that queue if it had none). No `settle`.
     fn append_ring(&mut self, key: usize, s: u32) {
-        let sig = self.signals.entry(key).or_insert_with(Signal::new);
+        let sig = self.signals.entry(key).or_default();
         if sig.queue != NIL {
             self.arena.splice(sig.queue, s, false);
             self.arena.release(s);
@@ -376,7 +402,9 @@ impl Sched {
     /// Brings the key's entry up to date after its queue or watchers changed:
     /// arms or disarms a combined signal, forgets a plain key nobody needs.
     fn settle(&mut self, key: usize) {
-        let Some(sig) = self.signals.get(&key) else { return };
+        let Some(sig) = self.signals.get(&key) else {
+            return;
+        };
         if sig.combo.is_some() {
             self.update_demand(key);
         } else if sig.queue == NIL && sig.watchers.is_empty() {

@@ -10,7 +10,10 @@ use std::rc::Rc;
 fn sched() -> (Sched, Rc<Cell<u64>>) {
     let now = Rc::new(Cell::new(1_000));
     let n = now.clone();
-    (Sched::with_clock(Clock::Custom(Box::new(move || n.get()))), now)
+    (
+        Sched::with_clock(Clock::Custom(Box::new(move || n.get()))),
+        now,
+    )
 }
 
 fn tasks(s: &mut Sched, n: usize) -> Vec<Task> {
@@ -50,7 +53,13 @@ fn schedule_refuses_a_registered_task_and_unschedule_reports() {
     assert!(!s.is_scheduled(t[0]).unwrap());
     assert!(!s.unschedule(t[0]).unwrap());
     assert!(s.schedule(t[0], When::Wait(A)).unwrap());
-    for when in [When::Next, When::Later, When::Wait(B), When::Postpone(0), When::Delay(5)] {
+    for when in [
+        When::Next,
+        When::Later,
+        When::Wait(B),
+        When::Postpone(0),
+        When::Delay(5),
+    ] {
         assert!(!s.schedule(t[0], when).unwrap(), "{when:?}");
     }
     assert_eq!(waiters(&s, A), [0]);
@@ -160,7 +169,11 @@ fn freeing_a_task_unschedules_it_and_invalidates_its_handle() {
     s.task_free(t[1]).unwrap();
     assert!(!s.waiting(A).unwrap());
     assert_eq!(s.postponed_groups(), 0);
-    for r in [s.schedule(t[0], When::Later), s.unschedule(t[0]), s.is_scheduled(t[0])] {
+    for r in [
+        s.schedule(t[0], When::Later),
+        s.unschedule(t[0]),
+        s.is_scheduled(t[0]),
+    ] {
         assert_eq!(r, Err(Error::Inval));
     }
     assert_eq!(s.data(t[0]), Err(Error::Inval));
@@ -205,7 +218,17 @@ fn the_hook_hears_when_queues_start_and_stop_having_waiters() {
     s.notify(A, When::Wait(C)).unwrap();
     s.unschedule(t[2]).unwrap();
     s.notify(C, When::Later).unwrap();
-    assert_eq!(*log.borrow(), [(A, true), (B, true), (A, false), (C, true), (B, false), (C, false)]);
+    assert_eq!(
+        *log.borrow(),
+        [
+            (A, true),
+            (B, true),
+            (A, false),
+            (C, true),
+            (B, false),
+            (C, false)
+        ]
+    );
 }
 
 // ===== combined signals =====
@@ -221,15 +244,21 @@ fn onall_fires_once_every_part_was_notified_while_waited_on() {
     s.schedule(t[0], When::Wait(all)).unwrap();
     s.schedule(t[1], When::Wait(all)).unwrap();
     s.schedule(t[2], When::Later).unwrap();
-    assert!(s.notify(A, When::Next).unwrap(), "counted, though nobody waits on A");
-    assert!(!s.notify(A, When::Later).unwrap(), "A already counted: nothing left to count");
+    assert!(
+        s.notify(A, When::Next).unwrap(),
+        "counted, though nobody waits on A"
+    );
+    assert!(
+        !s.notify(A, When::Later).unwrap(),
+        "A already counted: nothing left to count"
+    );
     assert_eq!(ready(&s), [2]);
     assert!(s.notify(B, When::Postpone(0)).unwrap(), "any `when` counts");
     assert_eq!(ready(&s), [2, 0, 1]);
     assert!(!s.waiting(all).unwrap());
     // Disarmed: parts are free again.
     assert!(!s.notify(B, When::Later).unwrap());
-    assert!(s.signals.get(&A).is_none() && s.signals.get(&B).is_none());
+    assert!(!s.signals.contains_key(&A) && !s.signals.contains_key(&B));
 }
 
 #[test]
@@ -368,7 +397,11 @@ impl Model {
             When::Later => self.ready.extend(ids),
             When::Wait(k) => self.signal(k).extend(ids),
             When::Postpone(t) | When::Delay(t) => {
-                let at = if let When::Delay(_) = when { now + t } else { t };
+                let at = if let When::Delay(_) = when {
+                    now + t
+                } else {
+                    t
+                };
                 self.seq += 1;
                 self.postponed.push((at, self.seq, ids));
             }
@@ -380,7 +413,11 @@ impl Model {
             self.ready.remove(p);
             return true;
         }
-        let queues = self.signals.iter_mut().map(|(_, q)| q).chain(self.postponed.iter_mut().map(|(_, _, q)| q));
+        let queues = self
+            .signals
+            .iter_mut()
+            .map(|(_, q)| q)
+            .chain(self.postponed.iter_mut().map(|(_, _, q)| q));
         for q in queues {
             if let Some(p) = q.iter().position(|&x| x == id) {
                 q.remove(p);
@@ -391,13 +428,19 @@ impl Model {
     }
 
     fn scheduled(&self, id: usize) -> bool {
-        self.ready.contains(&id) || self.signals.iter().any(|(_, q)| q.contains(&id)) || self.postponed.iter().any(|(_, _, q)| q.contains(&id))
+        self.ready.contains(&id)
+            || self.signals.iter().any(|(_, q)| q.contains(&id))
+            || self.postponed.iter().any(|(_, _, q)| q.contains(&id))
     }
 
     fn take_due(&mut self, now: u64) {
         self.postponed.retain(|(_, _, q)| !q.is_empty());
         self.postponed.sort_by_key(|&(t, s, _)| (t, s));
-        let n = self.postponed.iter().take_while(|(t, _, _)| *t <= now).count();
+        let n = self
+            .postponed
+            .iter()
+            .take_while(|(t, _, _)| *t <= now)
+            .count();
         for (_, _, q) in self.postponed.drain(..n) {
             self.ready.extend(q);
         }
@@ -441,7 +484,11 @@ fn randomized_against_a_reference_model() {
                 0..=2 => {
                     let when = random_when(&mut r, &keys);
                     let expect = !m.scheduled(id);
-                    assert_eq!(s.schedule(t[id], when).unwrap(), expect, "seed {seed} step {step}");
+                    assert_eq!(
+                        s.schedule(t[id], when).unwrap(),
+                        expect,
+                        "seed {seed} step {step}"
+                    );
                     if expect {
                         m.place(vec![id], when, now.get());
                     }
@@ -474,9 +521,17 @@ fn randomized_against_a_reference_model() {
                 }
                 _ => assert_eq!(s.is_scheduled(t[id]).unwrap(), m.scheduled(id)),
             }
-            assert_eq!(ready(&s), Vec::from(m.ready.clone()), "seed {seed} step {step}");
+            assert_eq!(
+                ready(&s),
+                Vec::from(m.ready.clone()),
+                "seed {seed} step {step}"
+            );
             for &k in &keys {
-                let expect = m.signals.iter().find(|(key, _)| *key == k).map_or(vec![], |(_, q)| q.clone());
+                let expect = m
+                    .signals
+                    .iter()
+                    .find(|(key, _)| *key == k)
+                    .map_or(vec![], |(_, q)| q.clone());
                 assert_eq!(waiters(&s, k), expect, "seed {seed} step {step} key {k:x}");
             }
             m.postponed.retain(|(_, _, q)| !q.is_empty());

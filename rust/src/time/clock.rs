@@ -2,8 +2,10 @@
 
 /// Where a scheduler reads the time. Times are `u64` nanoseconds; only their
 /// order and differences matter to the core.
+#[derive(Default)]
 pub enum Clock {
     /// `CLOCK_MONOTONIC` (see [`super::monotonic_ns`]).
+    #[default]
     Monotonic,
     /// A function supplied by the user (tests, simulations, a host's clock).
     Custom(Box<dyn FnMut() -> u64>),
@@ -17,12 +19,6 @@ impl Clock {
             Clock::Monotonic => super::monotonic_ns(),
             Clock::Custom(f) => f(),
         }
-    }
-}
-
-impl Default for Clock {
-    fn default() -> Self {
-        Clock::Monotonic
     }
 }
 

@@ -135,7 +135,14 @@ mod tests {
         let mut p = Pos::default();
         let times = [50u64, 10, 30, 10, 70, 20, 30, 5, 90, 10];
         for (i, &t) in times.iter().enumerate() {
-            h.push(Entry { when: t, seq: i as u64, id: i as u32 }, &mut p);
+            h.push(
+                Entry {
+                    when: t,
+                    seq: i as u64,
+                    id: i as u32,
+                },
+                &mut p,
+            );
             check(&h, &p);
         }
         // Remove ids 2 (30) and 9 (10) from wherever they are.
