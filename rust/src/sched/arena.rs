@@ -57,6 +57,12 @@ impl Arena {
         }
     }
 
+    /// Slots ever allocated (live and free).
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.nodes.len()
+    }
+
     #[inline]
     pub fn node(&self, i: u32) -> &Node {
         &self.nodes[i as usize]

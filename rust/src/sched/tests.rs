@@ -231,6 +231,31 @@ fn the_hook_hears_when_queues_start_and_stop_having_waiters() {
     );
 }
 
+#[test]
+fn finished_tasks_leave_nothing_behind() {
+    let (mut s, now) = sched();
+    let all = s.onall(&[A, B]).unwrap();
+    let mut high_water = 0;
+    for round in 0..100_000u64 {
+        let t = tasks(&mut s, 3);
+        s.schedule(t[0], When::Wait(all)).unwrap();
+        s.schedule(t[1], When::Wait(A)).unwrap();
+        s.schedule(t[2], When::Delay(round % 7)).unwrap();
+        s.notify(A, When::Wait(C)).unwrap();
+        s.notify(B, When::Postpone(now.get() + 3)).unwrap();
+        now.set(now.get() + 1);
+        s.take_due();
+        for t in t {
+            s.task_free(t).unwrap();
+        }
+        high_water = high_water.max(s.arena.capacity());
+    }
+    assert!(high_water <= 16, "slots are reused: {high_water}");
+    assert_eq!(s.ready_head(), None);
+    assert_eq!(s.postponed_groups(), 0);
+    assert_eq!(s.signals.len(), 1, "only the combined signal remains");
+}
+
 // ===== combined signals =====
 
 #[test]
