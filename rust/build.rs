@@ -11,6 +11,8 @@ fn main() {
     let crate_dir = Path::new(&crate_dir);
     println!("cargo:rerun-if-changed=src/ffi");
     println!("cargo:rerun-if-changed=cbindgen.toml");
+    // A hand-edited header is regenerated too (it is rewritten only on change).
+    println!("cargo:rerun-if-changed=../include/cothread.h");
     if std::env::var("CARGO_CFG_TARGET_OS").as_deref() == Ok("linux") {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
     }

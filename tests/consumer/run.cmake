@@ -1,0 +1,120 @@
+# The `consumer` ctest: install the build tree into a temporary prefix, then use it
+# from outside, as a user would, through find_package(cothread) and pkg-config.
+#
+#   cmake -DCOTHREAD_BUILD_DIR=<build> -DCONSUMER_SOURCE_DIR=<src>/tests/consumer
+#         -DCONSUMER_PREFIX=<tmp prefix> -DCONSUMER_BUILD_DIR=<tmp build>
+#         [-DCONSUMER_GENERATOR=...] [-DCONSUMER_BUILD_TYPE=...]
+#         [-DCONSUMER_C_COMPILER=...] [-DCONSUMER_CXX_COMPILER=...]
+#         [-DPKG_CONFIG_EXECUTABLE=...] -P run.cmake
+cmake_minimum_required(VERSION 3.20)
+
+foreach(_var COTHREAD_BUILD_DIR CONSUMER_SOURCE_DIR CONSUMER_PREFIX CONSUMER_BUILD_DIR)
+  if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
+    message(FATAL_ERROR "consumer: -D${_var}=... is required")
+  endif()
+endforeach()
+
+# Runs a command; stops the test with the step name and the command's output if it fails.
+function(step name)
+  message(STATUS "consumer: ${name}")
+  execute_process(COMMAND ${ARGN}
+    RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _err)
+  if(NOT _rc EQUAL 0)
+    string(JOIN " " _cmd ${ARGN})
+    message(FATAL_ERROR "consumer: ${name} FAILED (${_rc})\n  command: ${_cmd}\n"
+                        "--- stdout ---\n${_out}\n--- stderr ---\n${_err}")
+  endif()
+  set(STEP_OUTPUT "${_out}" PARENT_SCOPE)
+endfunction()
+
+# Runs a test program and checks that it printed `expect` on a line of its own.
+function(run_program name expect)
+  step("run ${name}" ${ARGN})
+  if(NOT STEP_OUTPUT MATCHES "(^|\n)${expect}\n")
+    message(FATAL_ERROR "consumer: ${name} did not print '${expect}':\n${STEP_OUTPUT}")
+  endif()
+  message(STATUS "consumer: ${name}: ${expect}")
+endfunction()
+
+file(REMOVE_RECURSE "${CONSUMER_PREFIX}" "${CONSUMER_BUILD_DIR}")
+
+# 1. Install.
+step("install into ${CONSUMER_PREFIX}"
+  "${CMAKE_COMMAND}" --install "${COTHREAD_BUILD_DIR}" --prefix "${CONSUMER_PREFIX}")
+foreach(_f lib/libcothread.so lib/libcothread.so.0 lib/libcothread.a include/cothread.h
+           lib/lua/5.4/cothread.so lib/cmake/cothread/cothreadConfig.cmake
+           lib/cmake/cothread/cothreadConfigVersion.cmake lib/pkgconfig/cothread.pc)
+  if(NOT EXISTS "${CONSUMER_PREFIX}/${_f}")
+    message(FATAL_ERROR "consumer: the install did not produce ${_f}")
+  endif()
+endforeach()
+if(NOT IS_SYMLINK "${CONSUMER_PREFIX}/lib/libcothread.so")
+  message(FATAL_ERROR "consumer: lib/libcothread.so should be a symlink to libcothread.so.0")
+endif()
+if(NOT IS_DIRECTORY "${CONSUMER_PREFIX}/include/cocls")
+  message(FATAL_ERROR "consumer: the install did not produce include/cocls/")
+endif()
+
+# 2. find_package(cothread) from an outside CMake project: shared, static and C++.
+set(_configure "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${CONSUMER_BUILD_DIR}"
+               "-DCMAKE_PREFIX_PATH=${CONSUMER_PREFIX}")
+if(CONSUMER_GENERATOR)
+  list(APPEND _configure -G "${CONSUMER_GENERATOR}")
+endif()
+if(CONSUMER_BUILD_TYPE)
+  list(APPEND _configure "-DCMAKE_BUILD_TYPE=${CONSUMER_BUILD_TYPE}")
+endif()
+if(CONSUMER_C_COMPILER)
+  list(APPEND _configure "-DCMAKE_C_COMPILER=${CONSUMER_C_COMPILER}")
+endif()
+if(CONSUMER_CXX_COMPILER)
+  list(APPEND _configure "-DCMAKE_CXX_COMPILER=${CONSUMER_CXX_COMPILER}")
+endif()
+step("configure tests/consumer (find_package)" ${_configure})
+step("build tests/consumer" "${CMAKE_COMMAND}" --build "${CONSUMER_BUILD_DIR}")
+
+set(_env "${CMAKE_COMMAND}" -E env "LD_LIBRARY_PATH=${CONSUMER_PREFIX}/lib")
+run_program(consumer_shared "consumer ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_shared")
+run_program(consumer_static "consumer ok" "${CONSUMER_BUILD_DIR}/consumer_static")
+run_program(consumer_cpp "consumer_cpp ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_cpp")
+
+# The shared one must need the library by its SONAME, the static one not at all.
+find_program(_readelf readelf)
+if(_readelf)
+  step("readelf consumer_shared" "${_readelf}" -d "${CONSUMER_BUILD_DIR}/consumer_shared")
+  if(NOT STEP_OUTPUT MATCHES "NEEDED[^\n]*\\[libcothread\\.so\\.0\\]")
+    message(FATAL_ERROR "consumer: consumer_shared does not need libcothread.so.0:\n${STEP_OUTPUT}")
+  endif()
+  step("readelf consumer_static" "${_readelf}" -d "${CONSUMER_BUILD_DIR}/consumer_static")
+  if(STEP_OUTPUT MATCHES "libcothread")
+    message(FATAL_ERROR "consumer: consumer_static depends on a shared libcothread:\n${STEP_OUTPUT}")
+  endif()
+endif()
+
+# 3. pkg-config: flags from the installed cothread.pc, compile main.c by hand.
+if(NOT PKG_CONFIG_EXECUTABLE)
+  find_program(PKG_CONFIG_EXECUTABLE NAMES pkg-config pkgconf)
+endif()
+if(NOT PKG_CONFIG_EXECUTABLE)
+  message(FATAL_ERROR "consumer: pkg-config not found (scripts/setup installs it)")
+endif()
+set(_pc_env "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${CONSUMER_PREFIX}/lib/pkgconfig")
+step("pkg-config --modversion cothread" ${_pc_env} "${PKG_CONFIG_EXECUTABLE}" --modversion cothread)
+string(STRIP "${STEP_OUTPUT}" _pc_version)
+message(STATUS "consumer: pkg-config: cothread ${_pc_version}")
+step("pkg-config --cflags --libs cothread" ${_pc_env} "${PKG_CONFIG_EXECUTABLE}" --cflags --libs cothread)
+string(STRIP "${STEP_OUTPUT}" _pc_flags)
+message(STATUS "consumer: pkg-config flags: ${_pc_flags}")
+separate_arguments(_pc_flags UNIX_COMMAND "${_pc_flags}")
+
+if(CONSUMER_C_COMPILER)
+  set(_cc "${CONSUMER_C_COMPILER}")
+else()
+  find_program(_cc NAMES cc gcc REQUIRED)
+endif()
+set(_pc_exe "${CONSUMER_BUILD_DIR}/consumer_pkgconfig")
+step("compile main.c with the pkg-config flags"
+  "${_cc}" -std=c11 -Wall -Wextra -Werror "${CONSUMER_SOURCE_DIR}/main.c" ${_pc_flags} -o "${_pc_exe}")
+run_program(consumer_pkgconfig "consumer ok" ${_env} "${_pc_exe}")
+
+message(STATUS "consumer: all checks passed")
