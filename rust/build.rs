@@ -17,8 +17,7 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{SONAME}");
     }
 
-    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml"))
-        .expect("rust/cbindgen.toml is valid");
+    let config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("rust/cbindgen.toml is valid");
     let header = crate_dir.join("../include/cothread.h");
     let bindings = match cbindgen::generate_with_config(crate_dir, config) {
         Ok(b) => b,

@@ -10,11 +10,7 @@
 //!
 //! Tasks are opaque to the core: it keeps a node per task with a user value,
 //! and the face (Lua, C++, C) decides what resuming a task means.
-#![warn(
-    missing_docs,
-    unsafe_op_in_unsafe_fn,
-    clippy::undocumented_unsafe_blocks
-)]
+#![warn(missing_docs, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod error;
 pub mod ffi;

@@ -29,10 +29,7 @@ fn best(runs: usize, units: u64, mut f: impl FnMut()) -> f64 {
 }
 
 fn row(what: &str, ours: f64, base: f64) {
-    println!(
-        "{what:<44} {ours:>10.1} ns {base:>10.1} ns {:>8.2}x",
-        ours / base
-    );
+    println!("{what:<44} {ours:>10.1} ns {base:>10.1} ns {:>8.2}x", ours / base);
 }
 
 fn schedule_cycle() {
@@ -91,9 +88,7 @@ fn notify(n: usize) -> (f64, f64) {
 /// ns per task to postpone `n` tasks at pseudo-random times and expire them
 /// all, and the same with `BinaryHeap` push + pop.
 fn postpone(n: usize) -> (f64, f64) {
-    let times: Vec<u64> = (0..n as u64)
-        .map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44)
-        .collect();
+    let times: Vec<u64> = (0..n as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 44).collect();
     let now = Rc::new(Cell::new(0u64));
     let clock = now.clone();
     let mut s = Sched::with_clock(Clock::Custom(Box::new(move || clock.get())));
@@ -126,27 +121,18 @@ fn postpone(n: usize) -> (f64, f64) {
 
 fn main() {
     println!("cothread core scheduler benchmark (best of several runs; baseline in the same run)");
-    println!(
-        "{:<44} {:>13} {:>13} {:>9}",
-        "", "cothread", "baseline", "ratio"
-    );
+    println!("{:<44} {:>13} {:>13} {:>9}", "", "cothread", "baseline", "ratio");
     schedule_cycle();
 
     let (n10, b10) = notify(10);
     let (n100k, b100k) = notify(100_000);
     row("notify, 10 waiters (vs VecDeque move)", n10, b10);
     row("notify, 100000 waiters (vs VecDeque move)", n100k, b100k);
-    println!(
-        "notify 100000 / notify 10 waiters: {:.2}x (O(1) means within 2x)",
-        n100k / n10
-    );
+    println!("notify 100000 / notify 10 waiters: {:.2}x (O(1) means within 2x)", n100k / n10);
 
     let (p100k, q100k) = postpone(100_000);
     let (p1m, q1m) = postpone(1_000_000);
     row("postpone + expire, per task, n=100000", p100k, q100k);
     row("postpone + expire, per task, n=1000000", p1m, q1m);
-    println!(
-        "per-task cost at 1000000 / at 100000: {:.2}x (log n growth: ~1.2x)",
-        p1m / p100k
-    );
+    println!("per-task cost at 1000000 / at 100000: {:.2}x (log n growth: ~1.2x)", p1m / p100k);
 }

@@ -20,10 +20,7 @@ pub struct cot_sched {
 
 impl cot_sched {
     pub(crate) fn new(s: Sched) -> cot_sched {
-        cot_sched {
-            busy: Cell::new(false),
-            inner: UnsafeCell::new(s),
-        }
+        cot_sched { busy: Cell::new(false), inner: UnsafeCell::new(s) }
     }
 
     pub(crate) fn is_busy(&self) -> bool {
@@ -46,10 +43,7 @@ impl Drop for Busy<'_> {
 /// # Safety
 /// `p` is NULL or a pointer from `cot_sched_new` not yet freed, used on one
 /// thread at a time.
-pub(crate) unsafe fn with_sched<R>(
-    p: *mut cot_sched,
-    f: impl FnOnce(&mut Sched) -> Result<R>,
-) -> Result<R> {
+pub(crate) unsafe fn with_sched<R>(p: *mut cot_sched, f: impl FnOnce(&mut Sched) -> Result<R>) -> Result<R> {
     // SAFETY: by the caller's contract `p` is NULL or valid; a shared
     // reference only reads the `Cell`.
     let Some(s) = (unsafe { p.as_ref() }) else {

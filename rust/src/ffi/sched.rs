@@ -66,11 +66,7 @@ pub unsafe extern "C" fn cot_sched_free(sched: *mut cot_sched) -> c_int {
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_schedule(
-    sched: *mut cot_sched,
-    task: cot_task,
-    when: c_int,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_schedule(sched: *mut cot_sched, task: cot_task, when: c_int) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, ready_when(when)?)) })
 }
@@ -82,11 +78,7 @@ pub unsafe extern "C" fn cot_sched_schedule(
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_postpone(
-    sched: *mut cot_sched,
-    task: cot_task,
-    time: u64,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_postpone(sched: *mut cot_sched, task: cot_task, time: u64) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Postpone(time))) })
 }
@@ -190,11 +182,7 @@ pub unsafe extern "C" fn cot_sched_now(sched: *mut cot_sched) -> u64 {
 /// `sched` is NULL or a live scheduler; `clock`, if set, may be called with
 /// `data` whenever the scheduler needs the time, until it is replaced.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_set_clock(
-    sched: *mut cot_sched,
-    clock: cot_clock_cb,
-    data: *mut c_void,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_set_clock(sched: *mut cot_sched, clock: cot_clock_cb, data: *mut c_void) -> c_int {
     let clock = match clock {
         // SAFETY: the caller guarantees `f(data)` may be called.
         Some(f) => Clock::Custom(Box::new(move || unsafe { f(data) })),

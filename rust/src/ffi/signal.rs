@@ -16,15 +16,10 @@ use crate::sched::{Mode, When};
 /// last one (`active` = 0), e.g. to hold a reference to the key only while it
 /// is waited on. Runs inside the call that changed the queue; it must not call
 /// the scheduler (such calls fail with `COT_EBUSY`).
-pub type cot_signal_cb =
-    Option<unsafe extern "C" fn(data: *mut c_void, signal: *const c_void, active: c_int)>;
+pub type cot_signal_cb = Option<unsafe extern "C" fn(data: *mut c_void, signal: *const c_void, active: c_int)>;
 
 fn key(signal: *const c_void) -> Result<usize> {
-    if signal.is_null() {
-        Err(Error::Inval)
-    } else {
-        Ok(signal as usize)
-    }
+    if signal.is_null() { Err(Error::Inval) } else { Ok(signal as usize) }
 }
 
 /// Puts `task`, which must be in no queue, at the tail of the queue of
@@ -34,17 +29,9 @@ fn key(signal: *const c_void) -> Result<usize> {
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_wait(
-    sched: *mut cot_sched,
-    task: cot_task,
-    signal: *const c_void,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_wait(sched: *mut cot_sched, task: cot_task, signal: *const c_void) -> c_int {
     // SAFETY: forwarded caller contract.
-    boolean(unsafe {
-        with_sched(sched, |s| {
-            s.schedule(to_task(task)?, When::Wait(key(signal)?))
-        })
-    })
+    boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Wait(key(signal)?))) })
 }
 
 /// Moves all waiters of `signal`, in their order, to the head (`COT_NEXT`) or
@@ -56,11 +43,7 @@ pub unsafe extern "C" fn cot_sched_wait(
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify(
-    sched: *mut cot_sched,
-    signal: *const c_void,
-    when: c_int,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify(sched: *mut cot_sched, signal: *const c_void, when: c_int) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, ready_when(when)?)) })
 }
@@ -86,11 +69,7 @@ pub unsafe extern "C" fn cot_sched_notify_wait(
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify_postpone(
-    sched: *mut cot_sched,
-    signal: *const c_void,
-    time: u64,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify_postpone(sched: *mut cot_sched, signal: *const c_void, time: u64) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Postpone(time))) })
 }
@@ -100,11 +79,7 @@ pub unsafe extern "C" fn cot_sched_notify_postpone(
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_notify_delay(
-    sched: *mut cot_sched,
-    signal: *const c_void,
-    ns: u64,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_notify_delay(sched: *mut cot_sched, signal: *const c_void, ns: u64) -> c_int {
     // SAFETY: forwarded caller contract.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Delay(ns))) })
 }
@@ -125,10 +100,7 @@ pub unsafe extern "C" fn cot_sched_waiting(sched: *mut cot_sched, signal: *const
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_signal_head(
-    sched: *mut cot_sched,
-    signal: *const c_void,
-) -> cot_task {
+pub unsafe extern "C" fn cot_sched_signal_head(sched: *mut cot_sched, signal: *const c_void) -> cot_task {
     // SAFETY: forwarded caller contract.
     task_raw(unsafe { with_sched(sched, |s| s.signal_head(key(signal)?)) })
 }
@@ -249,10 +221,7 @@ pub unsafe extern "C" fn cot_sched_reset(sched: *mut cot_sched, signal: *const c
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_sched_combined_free(
-    sched: *mut cot_sched,
-    signal: *const c_void,
-) -> c_int {
+pub unsafe extern "C" fn cot_sched_combined_free(sched: *mut cot_sched, signal: *const c_void) -> c_int {
     // SAFETY: forwarded caller contract.
     status(unsafe { with_sched(sched, |s| s.free_combined(signal as usize)) })
 }

@@ -28,11 +28,7 @@ pub(crate) fn task_raw(r: Result<Option<Task>>) -> cot_task {
 /// # Safety
 /// `sched` is NULL or a live scheduler; `task` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_task_new(
-    sched: *mut cot_sched,
-    data: *mut c_void,
-    task: *mut cot_task,
-) -> c_int {
+pub unsafe extern "C" fn cot_task_new(sched: *mut cot_sched, data: *mut c_void, task: *mut cot_task) -> c_int {
     if task.is_null() {
         return Error::Inval.code();
     }
@@ -58,11 +54,7 @@ pub unsafe extern "C" fn cot_task_free(sched: *mut cot_sched, task: cot_task) ->
 /// # Safety
 /// `sched` is NULL or a live scheduler; `data` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_task_data(
-    sched: *mut cot_sched,
-    task: cot_task,
-    data: *mut *mut c_void,
-) -> c_int {
+pub unsafe extern "C" fn cot_task_data(sched: *mut cot_sched, task: cot_task, data: *mut *mut c_void) -> c_int {
     // SAFETY: forwarded caller contract.
     let r = unsafe { with_sched(sched, |s| Ok(s.data(to_task(task)?)? as *mut c_void)) };
     // SAFETY: forwarded caller contract.
@@ -74,11 +66,7 @@ pub unsafe extern "C" fn cot_task_data(
 /// # Safety
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_task_set_data(
-    sched: *mut cot_sched,
-    task: cot_task,
-    data: *mut c_void,
-) -> c_int {
+pub unsafe extern "C" fn cot_task_set_data(sched: *mut cot_sched, task: cot_task, data: *mut c_void) -> c_int {
     // SAFETY: forwarded caller contract.
     status(unsafe { with_sched(sched, |s| s.set_data(to_task(task)?, data as usize)) })
 }

@@ -9,8 +9,6 @@
 //! Freed slots form a free list through `next`, and their generation is bumped
 //! so stale [`Task`](super::Task) handles are recognised.
 
-use crate::time::heap::Positions;
-
 /// "No node": the links of a task that is in no queue.
 pub(crate) const NIL: u32 = u32::MAX;
 
@@ -23,7 +21,7 @@ pub(crate) enum Role {
     Ready,
     /// Sentinel of a signal queue; `data` is the signal key.
     Signal,
-    /// Sentinel of a postponed group; `aux` is its heap position.
+    /// Sentinel of a postponed group (its heap entry checks the generation).
     Timer,
 }
 
@@ -33,8 +31,6 @@ pub(crate) struct Node {
     pub next: u32,
     pub generation: u32,
     pub role: Role,
-    /// Role-specific: a timer sentinel's heap position.
-    pub aux: u32,
     /// Role-specific: a task's user value, a signal sentinel's key.
     pub data: usize,
 }
@@ -50,11 +46,7 @@ impl Arena {
     /// `seed` varies the first generation of each slot between schedulers, so a
     /// handle of one scheduler is almost never valid in another.
     pub fn new(seed: u32) -> Arena {
-        Arena {
-            nodes: Vec::new(),
-            free: NIL,
-            seed,
-        }
+        Arena { nodes: Vec::new(), free: NIL, seed }
     }
 
     /// Slots ever allocated (live and free).
@@ -76,9 +68,7 @@ impl Arena {
     /// The node at `i` if it exists and has this role and generation.
     #[inline]
     pub fn lookup(&self, i: u32, role: Role, generation: u32) -> Option<&Node> {
-        self.nodes
-            .get(i as usize)
-            .filter(|n| n.role == role && n.generation == generation)
+        self.nodes.get(i as usize).filter(|n| n.role == role && n.generation == generation)
     }
 
     /// A new node: a sentinel starts as an empty ring, a task unlinked.
@@ -88,31 +78,14 @@ impl Arena {
             self.free = self.node(i).next;
             i
         } else {
-            let i = u32::try_from(self.nodes.len())
-                .ok()
-                .filter(|&i| i != NIL)
-                .expect("too many nodes");
+            let i = u32::try_from(self.nodes.len()).ok().filter(|&i| i != NIL).expect("too many nodes");
             let generation = first_generation(self.seed, i);
-            self.nodes.push(Node {
-                prev: NIL,
-                next: NIL,
-                generation,
-                role: Role::Free,
-                aux: 0,
-                data: 0,
-            });
+            self.nodes.push(Node { prev: NIL, next: NIL, generation, role: Role::Free, data: 0 });
             i
         };
         let ring = if role == Role::Task { NIL } else { i };
         let n = self.node_mut(i);
-        *n = Node {
-            prev: ring,
-            next: ring,
-            role,
-            aux: 0,
-            data,
-            ..*n
-        };
+        *n = Node { prev: ring, next: ring, role, data, ..*n };
         i
     }
 
@@ -121,14 +94,7 @@ impl Arena {
         let free = self.free;
         let n = self.node_mut(i);
         n.generation = next_generation(n.generation);
-        *n = Node {
-            prev: NIL,
-            next: free,
-            role: Role::Free,
-            aux: 0,
-            data: 0,
-            ..*n
-        };
+        *n = Node { prev: NIL, next: free, role: Role::Free, data: 0, ..*n };
         self.free = i;
     }
 
@@ -146,11 +112,7 @@ impl Arena {
     /// Inserts `i` between `prev` and `next`.
     #[inline]
     fn link_between(&mut self, i: u32, prev: u32, next: u32) {
-        *self.node_mut(i) = Node {
-            prev,
-            next,
-            ..*self.node(i)
-        };
+        *self.node_mut(i) = Node { prev, next, ..*self.node(i) };
         self.node_mut(prev).next = i;
         self.node_mut(next).prev = i;
     }
@@ -190,11 +152,7 @@ impl Arena {
         }
         let first = self.node(src).next;
         let last = self.node(src).prev;
-        let (before, after) = if front {
-            (dst, self.node(dst).next)
-        } else {
-            (self.node(dst).prev, dst)
-        };
+        let (before, after) = if front { (dst, self.node(dst).next) } else { (self.node(dst).prev, dst) };
         self.node_mut(before).next = first;
         self.node_mut(first).prev = before;
         self.node_mut(last).next = after;
@@ -202,13 +160,6 @@ impl Arena {
         let s = self.node_mut(src);
         s.next = src;
         s.prev = src;
-    }
-}
-
-impl Positions for Arena {
-    #[inline]
-    fn set_position(&mut self, id: u32, pos: usize) {
-        self.node_mut(id).aux = pos as u32;
     }
 }
 

@@ -65,11 +65,7 @@ impl Sched {
             if !self.signals.contains_key(&key) && !parts.contains(&key) {
                 break key;
             }
-            let fresh = Box::new(Combo {
-                parts: Vec::new(),
-                fired: Vec::new(),
-                ..*combo
-            });
+            let fresh = Box::new(Combo { parts: Vec::new(), fired: Vec::new(), ..*combo });
             rejected.push(std::mem::replace(&mut combo, fresh));
             combo.parts = parts.to_vec();
             combo.fired = vec![false; n];
@@ -79,13 +75,7 @@ impl Sched {
                 c.parents += 1;
             }
         }
-        self.signals.insert(
-            key,
-            Signal {
-                combo: Some(combo),
-                ..Signal::default()
-            },
-        );
+        self.signals.insert(key, Signal { combo: Some(combo), ..Signal::default() });
         Ok(key)
     }
 
@@ -145,10 +135,7 @@ impl Sched {
     pub(super) fn update_demand(&mut self, key: usize) {
         let sig = &self.signals[&key];
         let demanded = sig.queue != NIL || !sig.watchers.is_empty();
-        match (
-            demanded,
-            sig.combo.as_ref().expect("a combined signal").armed,
-        ) {
+        match (demanded, sig.combo.as_ref().expect("a combined signal").armed) {
             (true, false) => self.arm(key),
             (false, true) => self.disarm(key),
             _ => {}
@@ -174,10 +161,7 @@ impl Sched {
         c.armed = false;
         let parts = c.parts.clone();
         for (i, p) in parts.into_iter().enumerate() {
-            let w = Watch {
-                combo: key,
-                part: i,
-            };
+            let w = Watch { combo: key, part: i };
             if let Some(sig) = self.signals.get_mut(&p) {
                 if let Some(at) = sig.watchers.iter().position(|&x| x == w) {
                     sig.watchers.swap_remove(at);
@@ -195,10 +179,7 @@ impl Sched {
         };
         let p = c.parts[i];
         let sig = self.signals.entry(p).or_default();
-        sig.watchers.push(Watch {
-            combo: key,
-            part: i,
-        });
+        sig.watchers.push(Watch { combo: key, part: i });
         self.settle(p);
     }
 
@@ -228,11 +209,7 @@ impl Sched {
                     c.fired[w.part] = true;
                     c.unfired -= 1;
                     let done = c.unfired == 0;
-                    self.signals
-                        .get_mut(&key)
-                        .expect("still here")
-                        .watchers
-                        .swap_remove(at);
+                    self.signals.get_mut(&key).expect("still here").watchers.swap_remove(at);
                     if done {
                         self.fire(w.combo);
                     }

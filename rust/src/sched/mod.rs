@@ -59,11 +59,7 @@ struct Signal {
 
 impl Default for Signal {
     fn default() -> Signal {
-        Signal {
-            queue: NIL,
-            watchers: Vec::new(),
-            combo: None,
-        }
+        Signal { queue: NIL, watchers: Vec::new(), combo: None }
     }
 }
 
@@ -94,15 +90,7 @@ impl Sched {
     pub fn with_clock(clock: Clock) -> Sched {
         let mut arena = Arena::new(generation_seed());
         let ready = arena.alloc(Role::Ready, 0);
-        Sched {
-            arena,
-            ready,
-            signals: KeyMap::default(),
-            timers: TimerHeap::default(),
-            seq: 0,
-            clock,
-            hook: None,
-        }
+        Sched { arena, ready, signals: KeyMap::default(), timers: TimerHeap::default(), seq: 0, clock, hook: None }
     }
 
     /// Replaces the clock. Wake times already set keep their values.
@@ -256,11 +244,7 @@ impl Sched {
     #[inline]
     pub fn next(&self, t: Task) -> Result<Option<Task>> {
         let n = self.arena.node(self.index(t)?);
-        Ok(if n.next == NIL {
-            None
-        } else {
-            self.task_at(n.next)
-        })
+        Ok(if n.next == NIL { None } else { self.task_at(n.next) })
     }
 
     /// The ready queue, head first.
@@ -270,9 +254,7 @@ impl Sched {
 
     /// The waiters of `key`, first first.
     pub fn waiters(&self, key: usize) -> impl Iterator<Item = Task> + '_ {
-        std::iter::successors(self.signal_head(key).ok().flatten(), |&t| {
-            self.next(t).ok().flatten()
-        })
+        std::iter::successors(self.signal_head(key).ok().flatten(), |&t| self.next(t).ok().flatten())
     }
 
     // ===== time =====
@@ -281,18 +263,16 @@ impl Sched {
     /// the ready tail, in (wake time, order of postponing) order. Returns
     /// whether any moved.
     pub fn take_due(&mut self) -> bool {
-        let Some(first) = self.timers.peek() else {
+        if self.timers.peek().is_none() {
             return false;
-        };
+        }
         let now = self.clock.now();
-        if first.when > now {
-            return false;
-        }
-        while self.timers.peek().is_some_and(|e| e.when <= now) {
-            let e = self.timers.pop(&mut self.arena).expect("peeked");
+        let mut moved = false;
+        while let Some(e) = self.timers.pop_due(now, |e| timer_live(&self.arena, e)) {
             self.release_into_ready(e.id, false);
+            moved = true;
         }
-        true
+        moved
     }
 
     /// The earliest wake time in the postponed queue.
@@ -330,14 +310,8 @@ impl Sched {
         };
         let s = self.arena.alloc(Role::Timer, 0);
         self.seq += 1;
-        self.timers.push(
-            Entry {
-                when: time,
-                seq: self.seq,
-                id: s,
-            },
-            &mut self.arena,
-        );
+        let generation = self.arena.node(s).generation;
+        self.timers.push(Entry { when: time, seq: self.seq, id: s, generation });
         s
     }
 
@@ -357,8 +331,8 @@ impl Sched {
                     self.settle(n.data);
                 }
                 Role::Timer => {
-                    self.timers.remove(n.aux as usize, &mut self.arena);
                     self.arena.release(s);
+                    self.timers.cancelled(|e| timer_live(&self.arena, e));
                 }
                 _ => {}
             }
@@ -427,6 +401,12 @@ impl std::fmt::Debug for Sched {
             .field("clock", &self.clock)
             .finish_non_exhaustive()
     }
+}
+
+/// Is the timer entry's group still there (not emptied and freed)?
+#[inline]
+fn timer_live(arena: &Arena, e: &Entry) -> bool {
+    arena.lookup(e.id, Role::Timer, e.generation).is_some()
 }
 
 fn check_key(key: usize) -> Result<()> {

@@ -10,10 +10,7 @@ use std::rc::Rc;
 fn sched() -> (Sched, Rc<Cell<u64>>) {
     let now = Rc::new(Cell::new(1_000));
     let n = now.clone();
-    (
-        Sched::with_clock(Clock::Custom(Box::new(move || n.get()))),
-        now,
-    )
+    (Sched::with_clock(Clock::Custom(Box::new(move || n.get()))), now)
 }
 
 fn tasks(s: &mut Sched, n: usize) -> Vec<Task> {
@@ -53,13 +50,7 @@ fn schedule_refuses_a_registered_task_and_unschedule_reports() {
     assert!(!s.is_scheduled(t[0]).unwrap());
     assert!(!s.unschedule(t[0]).unwrap());
     assert!(s.schedule(t[0], When::Wait(A)).unwrap());
-    for when in [
-        When::Next,
-        When::Later,
-        When::Wait(B),
-        When::Postpone(0),
-        When::Delay(5),
-    ] {
+    for when in [When::Next, When::Later, When::Wait(B), When::Postpone(0), When::Delay(5)] {
         assert!(!s.schedule(t[0], when).unwrap(), "{when:?}");
     }
     assert_eq!(waiters(&s, A), [0]);
@@ -152,6 +143,26 @@ fn postponed_tasks_become_ready_in_time_then_insertion_order() {
 }
 
 #[test]
+fn cancelled_timers_do_not_pile_up() {
+    let (mut s, now) = sched();
+    let t = tasks(&mut s, 1_000);
+    for (i, &task) in t.iter().enumerate() {
+        s.schedule(task, When::Postpone(5_000 - i as u64)).unwrap();
+    }
+    // Cancel all but every 100th, the earliest first and the latest first.
+    for (i, &task) in t.iter().enumerate().filter(|(i, _)| i % 100 != 0) {
+        assert!(s.unschedule(task).unwrap(), "{i}");
+    }
+    assert_eq!(s.postponed_groups(), 10);
+    assert!(s.timers.stored() <= 10 + 64, "{} entries kept", s.timers.stored());
+    assert_eq!(s.next_wake(), Some(5_000 - 900));
+    now.set(u64::MAX);
+    assert!(s.take_due());
+    assert_eq!(ready(&s), [900, 800, 700, 600, 500, 400, 300, 200, 100, 0]);
+    assert_eq!(s.next_wake(), None);
+}
+
+#[test]
 fn delay_saturates_instead_of_wrapping() {
     let (mut s, _) = sched();
     let t = s.task_new(0);
@@ -169,11 +180,7 @@ fn freeing_a_task_unschedules_it_and_invalidates_its_handle() {
     s.task_free(t[1]).unwrap();
     assert!(!s.waiting(A).unwrap());
     assert_eq!(s.postponed_groups(), 0);
-    for r in [
-        s.schedule(t[0], When::Later),
-        s.unschedule(t[0]),
-        s.is_scheduled(t[0]),
-    ] {
+    for r in [s.schedule(t[0], When::Later), s.unschedule(t[0]), s.is_scheduled(t[0])] {
         assert_eq!(r, Err(Error::Inval));
     }
     assert_eq!(s.data(t[0]), Err(Error::Inval));
@@ -218,17 +225,7 @@ fn the_hook_hears_when_queues_start_and_stop_having_waiters() {
     s.notify(A, When::Wait(C)).unwrap();
     s.unschedule(t[2]).unwrap();
     s.notify(C, When::Later).unwrap();
-    assert_eq!(
-        *log.borrow(),
-        [
-            (A, true),
-            (B, true),
-            (A, false),
-            (C, true),
-            (B, false),
-            (C, false)
-        ]
-    );
+    assert_eq!(*log.borrow(), [(A, true), (B, true), (A, false), (C, true), (B, false), (C, false)]);
 }
 
 #[test]
@@ -269,14 +266,8 @@ fn onall_fires_once_every_part_was_notified_while_waited_on() {
     s.schedule(t[0], When::Wait(all)).unwrap();
     s.schedule(t[1], When::Wait(all)).unwrap();
     s.schedule(t[2], When::Later).unwrap();
-    assert!(
-        s.notify(A, When::Next).unwrap(),
-        "counted, though nobody waits on A"
-    );
-    assert!(
-        !s.notify(A, When::Later).unwrap(),
-        "A already counted: nothing left to count"
-    );
+    assert!(s.notify(A, When::Next).unwrap(), "counted, though nobody waits on A");
+    assert!(!s.notify(A, When::Later).unwrap(), "A already counted: nothing left to count");
     assert_eq!(ready(&s), [2]);
     assert!(s.notify(B, When::Postpone(0)).unwrap(), "any `when` counts");
     assert_eq!(ready(&s), [2, 0, 1]);
@@ -422,11 +413,7 @@ impl Model {
             When::Later => self.ready.extend(ids),
             When::Wait(k) => self.signal(k).extend(ids),
             When::Postpone(t) | When::Delay(t) => {
-                let at = if let When::Delay(_) = when {
-                    now + t
-                } else {
-                    t
-                };
+                let at = if let When::Delay(_) = when { now + t } else { t };
                 self.seq += 1;
                 self.postponed.push((at, self.seq, ids));
             }
@@ -438,11 +425,7 @@ impl Model {
             self.ready.remove(p);
             return true;
         }
-        let queues = self
-            .signals
-            .iter_mut()
-            .map(|(_, q)| q)
-            .chain(self.postponed.iter_mut().map(|(_, _, q)| q));
+        let queues = self.signals.iter_mut().map(|(_, q)| q).chain(self.postponed.iter_mut().map(|(_, _, q)| q));
         for q in queues {
             if let Some(p) = q.iter().position(|&x| x == id) {
                 q.remove(p);
@@ -461,11 +444,7 @@ impl Model {
     fn take_due(&mut self, now: u64) {
         self.postponed.retain(|(_, _, q)| !q.is_empty());
         self.postponed.sort_by_key(|&(t, s, _)| (t, s));
-        let n = self
-            .postponed
-            .iter()
-            .take_while(|(t, _, _)| *t <= now)
-            .count();
+        let n = self.postponed.iter().take_while(|(t, _, _)| *t <= now).count();
         for (_, _, q) in self.postponed.drain(..n) {
             self.ready.extend(q);
         }
@@ -509,11 +488,7 @@ fn randomized_against_a_reference_model() {
                 0..=2 => {
                     let when = random_when(&mut r, &keys);
                     let expect = !m.scheduled(id);
-                    assert_eq!(
-                        s.schedule(t[id], when).unwrap(),
-                        expect,
-                        "seed {seed} step {step}"
-                    );
+                    assert_eq!(s.schedule(t[id], when).unwrap(), expect, "seed {seed} step {step}");
                     if expect {
                         m.place(vec![id], when, now.get());
                     }
@@ -546,17 +521,9 @@ fn randomized_against_a_reference_model() {
                 }
                 _ => assert_eq!(s.is_scheduled(t[id]).unwrap(), m.scheduled(id)),
             }
-            assert_eq!(
-                ready(&s),
-                Vec::from(m.ready.clone()),
-                "seed {seed} step {step}"
-            );
+            assert_eq!(ready(&s), Vec::from(m.ready.clone()), "seed {seed} step {step}");
             for &k in &keys {
-                let expect = m
-                    .signals
-                    .iter()
-                    .find(|(key, _)| *key == k)
-                    .map_or(vec![], |(_, q)| q.clone());
+                let expect = m.signals.iter().find(|(key, _)| *key == k).map_or(vec![], |(_, q)| q.clone());
                 assert_eq!(waiters(&s, k), expect, "seed {seed} step {step} key {k:x}");
             }
             m.postponed.retain(|(_, _, q)| !q.is_empty());

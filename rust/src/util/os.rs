@@ -3,10 +3,7 @@
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock of every time in the C ABI, so
 /// that C code may compute wake times with `clock_gettime` itself.
 pub(crate) fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists
     // on Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
