@@ -153,14 +153,14 @@ unsafe fn combine(
     n: usize,
     out: *mut *const c_void,
 ) -> c_int {
+    if out.is_null() {
+        return Error::Inval.code(); // before anything is made
+    }
     // SAFETY: forwarded caller contract.
     let r = unsafe { read_parts(parts, n) }
         // SAFETY: forwarded caller contract.
         .and_then(|parts| unsafe { with_sched(sched, |s| s.combine(mode, parts)) })
         .map(|k| k as *const c_void);
-    if out.is_null() {
-        return Error::Inval.code();
-    }
     // SAFETY: forwarded caller contract.
     unsafe { write_out(out, r) }
 }

@@ -49,26 +49,18 @@ impl Sched {
             return Err(Error::Inval);
         }
         let n = parts.len();
-        let mut combo = Box::new(Combo {
-            mode,
-            parts: parts.to_vec(),
-            fired: vec![false; n],
-            unfired: n,
-            armed: false,
-            parents: 0,
-        });
+        let make = || Box::new(Combo { mode, parts: parts.to_vec(), fired: vec![false; n], unfired: n, armed: false, parents: 0 });
         // The address is the key. A key the program already uses (a dangling
-        // address of its own) would alias: take another allocation.
+        // address of its own) would alias: take another allocation, keeping the
+        // rejected ones alive until then so the allocator cannot hand them back.
+        let mut combo = make();
         let mut rejected = Vec::new();
         let key = loop {
             let key = &*combo as *const Combo as usize;
             if !self.signals.contains_key(&key) && !parts.contains(&key) {
                 break key;
             }
-            let fresh = Box::new(Combo { parts: Vec::new(), fired: Vec::new(), ..*combo });
-            rejected.push(std::mem::replace(&mut combo, fresh));
-            combo.parts = parts.to_vec();
-            combo.fired = vec![false; n];
+            rejected.push(std::mem::replace(&mut combo, make()));
         };
         for &p in parts {
             if let Some(c) = self.combo_mut(p) {
