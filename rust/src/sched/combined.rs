@@ -49,7 +49,9 @@ impl Sched {
             return Err(Error::Inval);
         }
         let n = parts.len();
-        let make = || Box::new(Combo { mode, parts: parts.to_vec(), fired: vec![false; n], unfired: n, armed: false, parents: 0 });
+        let make = || {
+            Box::new(Combo { mode, parts: parts.to_vec(), fired: vec![false; n], unfired: n, armed: false, parents: 0 })
+        };
         // The address is the key. A key the program already uses (a dangling
         // address of its own) would alias: take another allocation, keeping the
         // rejected ones alive until then so the allocator cannot hand them back.
@@ -219,5 +221,26 @@ impl Sched {
         }
         self.count(key);
         self.settle(key);
+    }
+}
+
+#[cfg(test)]
+impl Sched {
+    /// Panics unless every combined signal is armed exactly while demanded and
+    /// its watches match what it has counted.
+    pub(super) fn check_combined(&self) {
+        for (&key, sig) in &self.signals {
+            for w in &sig.watchers {
+                let c = self.signals[&w.combo].combo.as_ref().expect("a watch of a combined signal");
+                assert!(c.armed && c.parts[w.part] == key, "stray watch {w:?} on {key:x}");
+            }
+            let Some(c) = &sig.combo else { continue };
+            assert_eq!(c.armed, sig.queue != NIL || !sig.watchers.is_empty(), "armed iff demanded: {key:x}");
+            for (i, &p) in c.parts.iter().enumerate() {
+                let watched = self.signals.get(&p).is_some_and(|s| s.watchers.contains(&Watch { combo: key, part: i }));
+                assert_eq!(watched, c.armed && !c.fired[i], "watch of part {i} of {key:x}");
+            }
+            assert_eq!(c.unfired, c.fired.iter().filter(|f| !**f).count());
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Unit tests of every queue operation and `when`, and a randomized
 //! comparison against a plain reference model.
 
+use super::arena::Role;
 use super::*;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -530,5 +531,98 @@ fn randomized_against_a_reference_model() {
             assert_eq!(s.postponed_groups(), m.postponed.len());
             assert_eq!(s.next_wake(), m.postponed.iter().map(|&(t, _, _)| t).min());
         }
+    }
+}
+
+/// Panics unless the queues are consistent: rings well linked, each linked
+/// task in exactly one ring, no stale signal entry, one live timer per group.
+fn check_invariants(s: &Sched) {
+    let mut seen = std::collections::HashSet::new();
+    let mut walk = |head: u32| {
+        let mut i = s.arena.node(head).next;
+        while i != head {
+            let n = s.arena.node(i);
+            assert_eq!(n.role, Role::Task);
+            assert_eq!(s.arena.node(n.next).prev, i, "broken back link");
+            assert!(seen.insert(i), "task {i} in two queues");
+            i = n.next;
+        }
+    };
+    walk(s.ready);
+    for (&key, sig) in &s.signals {
+        assert!(sig.queue != NIL || !sig.watchers.is_empty() || sig.combo.is_some(), "stale entry {key:x}");
+        if sig.queue != NIL {
+            let n = s.arena.node(sig.queue);
+            assert!(n.role == Role::Signal && n.data == key && !s.arena.is_empty(sig.queue));
+            walk(sig.queue);
+        }
+    }
+    let mut groups = 0;
+    for i in 0..s.arena.capacity() as u32 {
+        if s.arena.node(i).role == Role::Timer {
+            assert!(!s.arena.is_empty(i), "empty postponed group");
+            groups += 1;
+            walk(i);
+        }
+    }
+    assert_eq!(groups, s.timers.len());
+    let linked =
+        (0..s.arena.capacity() as u32).filter(|&i| s.arena.node(i).role == Role::Task && s.arena.is_linked(i)).count();
+    assert_eq!(linked, seen.len(), "a linked task outside every queue");
+    s.check_combined();
+}
+
+#[test]
+fn randomized_with_combined_signals_keeps_every_invariant() {
+    let plain = [A, B, C];
+    for seed in 1..=20u64 {
+        let (mut s, now) = sched();
+        let mut r = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+        let inner_any = s.onany(&[A, B]).unwrap();
+        let inner_all = s.onall(&[B, C]).unwrap();
+        let outer = s.onall(&[inner_any, inner_all, A]).unwrap();
+        let keys = [A, B, C, inner_any, inner_all, outer];
+        let t = tasks(&mut s, 16);
+        for _ in 0..4_000 {
+            let task = t[r.below(t.len() as u64) as usize];
+            let key = keys[r.below(keys.len() as u64) as usize];
+            match r.below(8) {
+                0..=2 => {
+                    let when = match r.below(3) {
+                        0 => When::Wait(keys[r.below(keys.len() as u64) as usize]),
+                        _ => random_when(&mut r, &keys),
+                    };
+                    s.schedule(task, when).unwrap();
+                }
+                3 => {
+                    s.unschedule(task).unwrap();
+                }
+                4 => {
+                    let key = if r.below(2) == 0 { plain[r.below(3) as usize] } else { key };
+                    s.notify(key, random_when(&mut r, &keys)).unwrap();
+                }
+                5 => {
+                    s.reset(keys[3 + r.below(3) as usize]).unwrap();
+                }
+                6 => {
+                    now.set(now.get() + r.below(50));
+                    s.take_due();
+                }
+                _ => {
+                    if let Some(h) = s.ready_head() {
+                        s.unschedule(h).unwrap();
+                        s.schedule(h, random_when(&mut r, &keys)).unwrap();
+                    }
+                }
+            }
+            check_invariants(&s);
+        }
+        for &k in &[outer, inner_any, inner_all] {
+            for w in s.waiters(k).collect::<Vec<_>>() {
+                s.unschedule(w).unwrap();
+            }
+            s.free_combined(k).unwrap();
+        }
+        check_invariants(&s);
     }
 }
