@@ -1,34 +1,138 @@
-//! The Lua 5.4 module `cothread`.
+//! The Lua 5.4 module `cothread`: cooperative threads on the cothread core.
 //!
-//! Built as `cothread.so` (a cdylib whose entry point is `luaopen_cothread`), loaded
-//! with `require "cothread"` from a stock `lua5.4` or any host that embeds Lua 5.4.
-//! The module resolves the Lua C API from the host process, as every Lua C module does.
+//! `require "cothread"` returns a scheduler table; `cothread.new()` makes more.
+//! The API is documented in doc/lua.md. The module is written against the Lua
+//! C API (`mlua::ffi`), like Lua's own `lcorolib.c`, for two reasons: resuming
+//! is the hot path (a loop over `lua_resume` in Rust beats a Lua loop over
+//! `coroutine.resume`), and errors must keep Lua's semantics exactly (an error
+//! object crosses `step`/`run` unchanged; misuse raises `bad argument`), which
+//! a conversion into Rust errors would not.
 //!
-//! For now the module only reports the version of the core it was built with:
-//!
-//! ```lua
-//! local cothread = require "cothread"
-//! print(cothread.version)                 --> "0.1.0"
-//! print(cothread.version_major,           --> 0
-//!       cothread.version_minor,           --> 1
-//!       cothread.version_patch)           --> 0
-//! ```
+//! Files: `state` (an instance and the mapping of threads and signal values
+//! onto the core), `sched` (the scheduler functions), `ops` (yield operations,
+//! `when`s, plugins), `signal` (combined signals), `time` (`time`, `idle`),
+//! `raw` (helpers over the C API).
+
+use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
-use mlua::prelude::*;
 
-/// Entry point of the module: `luaopen_cothread`, called by `require "cothread"`.
+mod ops;
+mod raw;
+mod sched;
+mod signal;
+mod state;
+mod time;
+
+use ops::Builtin;
+use raw::{L, ffi};
+use state::{State, UV_MODULE, UV_NAMES, UV_WHENS, UV_YIELDOPS};
+
+/// The functions of an instance; each is a closure over the instance's state.
+const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"schedule", sched::schedule),
+    (c"unschedule", sched::unschedule),
+    (c"scheduled", sched::scheduled),
+    (c"current", sched::current),
+    (c"running", sched::running),
+    (c"iready", sched::iready),
+    (c"notify", sched::notify),
+    (c"step", sched::step),
+    (c"run", sched::run),
+    (c"onall", signal::onall),
+    (c"onany", signal::onany),
+    (c"plugin", ops::plugin),
+    (c"idle", time::idle_default),
+    (c"new", new),
+];
+
+/// Entry point of `require "cothread"`: the default scheduler.
 ///
-/// Returns the module table with the fields
-/// - `version`: the core's version string (`cothread::VERSION`, e.g. `"0.1.0"`),
-/// - `version_major`, `version_minor`, `version_patch`: its components as integers
-///   (the C ABI's `COT_VERSION_*`).
-#[mlua::lua_module(name = "cothread")]
-fn cothread(lua: &Lua) -> LuaResult<LuaTable> {
-    let module = lua.create_table()?;
-    module.set("version", cothread::VERSION)?;
-    module.set("version_major", COT_VERSION_MAJOR)?;
-    module.set("version_minor", COT_VERSION_MINOR)?;
-    module.set("version_patch", COT_VERSION_PATCH)?;
-    Ok(module)
+/// # Safety
+/// Called by Lua 5.4 with a valid state.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
+    // SAFETY: Lua calls this with a valid state.
+    unsafe { new(l) }
+}
+
+/// `cothread.new()`: a new, independent scheduler table.
+unsafe extern "C-unwind" fn new(l: L) -> c_int {
+    // SAFETY: valid state; pushes are balanced as the comments show.
+    unsafe {
+        raw::check_stack(l, 8);
+        ffi::lua_createtable(l, 0, 32); // M
+        let m = ffi::lua_gettop(l);
+        let p = state::push_new(l); // M S
+        let s = ffi::lua_gettop(l);
+        ffi::lua_pushvalue(l, m);
+        ffi::lua_setiuservalue(l, s, UV_MODULE);
+        for (name, f) in FUNCTIONS {
+            ffi::lua_pushvalue(l, s);
+            ffi::lua_pushcclosure(l, *f, 1);
+            ffi::lua_setfield(l, m, name.as_ptr());
+        }
+        add_builtins(l, m, s, p);
+        ffi::lua_pushcfunction(l, time::time_default);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setiuservalue(l, s, state::UV_TIME);
+        ffi::lua_setfield(l, m, c"time".as_ptr());
+        ffi::lua_getglobal(l, c"error".as_ptr());
+        ffi::lua_setfield(l, m, c"error".as_ptr());
+        ffi::lua_newtable(l); // trap, with weak keys
+        ffi::lua_createtable(l, 0, 1);
+        ffi::lua_pushliteral(l, c"k");
+        ffi::lua_setfield(l, -2, c"__mode".as_ptr());
+        ffi::lua_setmetatable(l, -2);
+        ffi::lua_setfield(l, m, c"trap".as_ptr());
+        ffi::lua_pushstring(l, cothread::ffi::cot_version_string());
+        ffi::lua_setfield(l, m, c"version".as_ptr());
+        for (name, v) in [
+            (c"version_major", COT_VERSION_MAJOR),
+            (c"version_minor", COT_VERSION_MINOR),
+            (c"version_patch", COT_VERSION_PATCH),
+        ] {
+            ffi::lua_pushinteger(l, v as ffi::lua_Integer);
+            ffi::lua_setfield(l, m, name.as_ptr());
+        }
+        ffi::lua_settop(l, m);
+        1
+    }
+}
+
+/// `[-0, +0, m]` Interns the built-in operation names (caching their addresses),
+/// records the built-ins in the operation tables as plugins would be, and sets
+/// the yield operation functions on the scheduler table at `m`.
+unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
+    // SAFETY: valid state and indices; the name strings stay referenced by
+    // UV_NAMES for the life of the state, so their addresses stay valid.
+    unsafe {
+        ffi::lua_getiuservalue(l, s, UV_NAMES);
+        ffi::lua_getiuservalue(l, s, UV_YIELDOPS);
+        ffi::lua_getiuservalue(l, s, UV_WHENS); // names yieldops whens
+        let (names, yieldops, whens) = (s + 1, s + 2, s + 3);
+        for (i, b) in Builtin::ALL.into_iter().enumerate() {
+            ffi::lua_pushstring(l, b.name().as_ptr());
+            (*p).names[i] = ffi::lua_tolstring(l, -1, std::ptr::null_mut());
+            ffi::lua_pushvalue(l, -1);
+            ffi::lua_rawseti(l, names, i as ffi::lua_Integer + 1);
+            for (table, yes) in [(yieldops, b.is_yield()), (whens, b.is_when())] {
+                if yes {
+                    ffi::lua_pushvalue(l, -1);
+                    ffi::lua_createtable(l, 2, 0);
+                    ffi::lua_pushinteger(l, b.nfixed() as ffi::lua_Integer);
+                    ffi::lua_rawseti(l, -2, 1);
+                    ffi::lua_pushboolean(l, 0);
+                    ffi::lua_rawseti(l, -2, 2);
+                    ffi::lua_rawset(l, table);
+                }
+            }
+            if b.is_yield() {
+                ops::push_yield_op(l, -1, b.function());
+                ffi::lua_setfield(l, m, b.name().as_ptr());
+            }
+            ffi::lua_pop(l, 1);
+        }
+        ffi::lua_settop(l, s);
+    }
 }

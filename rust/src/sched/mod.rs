@@ -261,12 +261,18 @@ impl Sched {
 
     /// Moves every postponed task whose wake time has come (`now >= wake`) to
     /// the ready tail, in (wake time, order of postponing) order. Returns
-    /// whether any moved.
+    /// whether any moved. Reads the clock only if something is postponed.
     pub fn take_due(&mut self) -> bool {
         if self.timers.peek().is_none() {
             return false;
         }
         let now = self.clock.now();
+        self.take_due_at(now)
+    }
+
+    /// [`Sched::take_due`] at a time the caller read (a face with its own
+    /// clock, e.g. Lua's `cothread.time`).
+    pub fn take_due_at(&mut self, now: u64) -> bool {
         let mut moved = false;
         while let Some(e) = self.timers.pop_due(now, |e| timer_live(&self.arena, e)) {
             self.release_into_ready(e.id, false);

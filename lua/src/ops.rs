@@ -1,0 +1,487 @@
+//! Operations: the yield operations a cothread ends a turn with (`yield`,
+//! `wait`, ...) and the `when`s that place a thread (`next`, `wait`, ...).
+//!
+//! Built-in and plugin operations share one table per kind (`UV_YIELDOPS`,
+//! `UV_WHENS`: name -> `{nfixed, handler}`, handler `false` for a built-in).
+//! The built-ins are dispatched natively by the address of their interned name
+//! string, so the hot path compares pointers instead of looking names up.
+
+use std::ffi::{CStr, c_int};
+
+use cothread::{Task, When};
+
+use crate::raw::{self, L, ffi};
+use crate::state::{self, State, this};
+use crate::time;
+
+/// The built-in operations. `Wait`, `Postpone` and `Delay` are both yield
+/// operations and `when`s.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Builtin {
+    Halt,
+    Yield,
+    Suspend,
+    Wait,
+    Postpone,
+    Delay,
+    Next,
+    Later,
+}
+
+impl Builtin {
+    pub const COUNT: usize = 8;
+    pub const ALL: [Builtin; Builtin::COUNT] = [
+        Builtin::Halt,
+        Builtin::Yield,
+        Builtin::Suspend,
+        Builtin::Wait,
+        Builtin::Postpone,
+        Builtin::Delay,
+        Builtin::Next,
+        Builtin::Later,
+    ];
+
+    pub fn name(self) -> &'static CStr {
+        match self {
+            Builtin::Halt => c"halt",
+            Builtin::Yield => c"yield",
+            Builtin::Suspend => c"suspend",
+            Builtin::Wait => c"wait",
+            Builtin::Postpone => c"postpone",
+            Builtin::Delay => c"delay",
+            Builtin::Next => c"next",
+            Builtin::Later => c"later",
+        }
+    }
+
+    pub fn nfixed(self) -> c_int {
+        matches!(self, Builtin::Wait | Builtin::Postpone | Builtin::Delay) as c_int
+    }
+
+    pub fn is_yield(self) -> bool {
+        !matches!(self, Builtin::Next | Builtin::Later)
+    }
+
+    pub fn is_when(self) -> bool {
+        matches!(self, Builtin::Next | Builtin::Later | Builtin::Wait | Builtin::Postpone | Builtin::Delay)
+    }
+
+    /// The C function of a built-in yield operation.
+    pub fn function(self) -> ffi::lua_CFunction {
+        match self {
+            Builtin::Wait => op_wait,
+            Builtin::Postpone | Builtin::Delay => op_time,
+            _ => op_plain,
+        }
+    }
+}
+
+/// `[-0, +0, -]` The built-in whose name is the string at `idx`, if any.
+///
+/// # Safety
+/// `l` is valid; `p` is a live state.
+#[inline]
+pub unsafe fn builtin_at(l: L, idx: c_int, p: *mut State) -> Option<Builtin> {
+    // SAFETY: valid state; `names` holds interned strings kept alive by UV_NAMES,
+    // and equal short strings are one object in Lua 5.4.
+    unsafe {
+        let s = raw::to_str(l, idx)?;
+        let i = (*p).names.iter().position(|&n| n == s)?;
+        Some(Builtin::ALL[i])
+    }
+}
+
+// ===== the yield operations, as called by cothreads =====
+
+/// A yield operation: yields its name (upvalue 1) and its arguments.
+pub unsafe extern "C-unwind" fn op_plain(l: L) -> c_int {
+    // SAFETY: a closure made by `push_yield_op`; yielding from a C function
+    // without continuation longjmps, and this frame holds nothing to drop.
+    unsafe {
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(l, 1);
+        ffi::lua_yield(l, ffi::lua_gettop(l))
+    }
+}
+
+/// `wait(signal, ...)`: checks the signal before yielding.
+unsafe extern "C-unwind" fn op_wait(l: L) -> c_int {
+    // SAFETY: as `op_plain`.
+    unsafe {
+        if raw::is_nil_or_nan(l, 1) {
+            raw::arg_error(l, 1, c"signal expected");
+        }
+        op_plain(l)
+    }
+}
+
+/// `postpone(time, ...)`, `delay(seconds, ...)`: check the number first.
+unsafe extern "C-unwind" fn op_time(l: L) -> c_int {
+    // SAFETY: as `op_plain`.
+    unsafe {
+        raw::check_time(l, 1, 1);
+        op_plain(l)
+    }
+}
+
+/// `[-0, +1, m]` Pushes a yield operation function named `name` (the string
+/// at `name_idx`).
+///
+/// # Safety
+/// `l` is valid.
+pub unsafe fn push_yield_op(l: L, name_idx: c_int, f: ffi::lua_CFunction) {
+    // SAFETY: valid state (caller's contract).
+    unsafe {
+        ffi::lua_pushvalue(l, name_idx);
+        ffi::lua_pushcclosure(l, f, 1);
+    }
+}
+
+// ===== dispatch of a yield =====
+
+/// What the resumed cothread asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Turn {
+    /// Keep running the scheduler.
+    Continue,
+    /// `halt`: `run` returns.
+    Halt,
+}
+
+/// `[-?, +?, e]` Handles the yield of cothread `co` (task `task`): its values are
+/// on `l` above `base` (the operation name first). Places the thread, and leaves
+/// the produced values above `base`.
+///
+/// # Safety
+/// In a closure of the module whose state is `p`; `co` is the thread of
+/// `task`, just yielded.
+pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> Turn {
+    // SAFETY: as `this`; the state is reached in short expressions.
+    unsafe {
+        let n = ffi::lua_gettop(l) - base;
+        let name = base + 1;
+        let Some(op) = (if n > 0 { builtin_at(l, name, p) } else { None }) else {
+            return custom_yield(l, base, co, task);
+        };
+        let when = match op {
+            Builtin::Yield => When::Later,
+            Builtin::Halt => When::Next,
+            Builtin::Suspend => {
+                state::unregister(l, co, task);
+                drop_fixed(l, name, 0);
+                return Turn::Continue;
+            }
+            Builtin::Wait => {
+                if n < 2 || raw::is_nil_or_nan(l, name + 1) {
+                    return invalid(l, base, co, task, c"bad argument #1 to 'wait' (signal expected)");
+                }
+                When::Wait(state::signal_key(l, name + 1, true).expect("made"))
+            }
+            Builtin::Postpone | Builtin::Delay => {
+                if n < 2 || ffi::lua_type(l, name + 1) != ffi::LUA_TNUMBER || raw::is_nan(l, name + 1) {
+                    let msg = if op == Builtin::Delay {
+                        c"bad argument #1 to 'delay' (number expected)"
+                    } else {
+                        c"bad argument #1 to 'postpone' (number expected)"
+                    };
+                    return invalid(l, base, co, task, msg);
+                }
+                let t = ffi::lua_tonumber(l, name + 1);
+                // Read the clock before touching the queues: a user's `time` may raise.
+                let at = if op == Builtin::Delay { time::now(l) + t } else { t };
+                When::Postpone(time::to_core(at))
+            }
+            Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
+        };
+        // Taken out of every queue, then placed by the operation.
+        let core = &mut (*p).core;
+        let _ = core.unschedule(task);
+        let _ = core.schedule(task, when);
+        drop_fixed(l, name, op.nfixed());
+        if op == Builtin::Halt { Turn::Halt } else { Turn::Continue }
+    }
+}
+
+/// `[-(1+k), +0, -]` Removes the operation name at `name` and its `k` fixed
+/// arguments, keeping the produced values after them.
+unsafe fn drop_fixed(l: L, name: c_int, k: c_int) {
+    // SAFETY: valid indices (callers pass the dispatched operation's).
+    unsafe {
+        if ffi::lua_gettop(l) == name + k {
+            ffi::lua_settop(l, name - 1);
+        } else {
+            ffi::lua_rotate(l, name, -(1 + k));
+            ffi::lua_pop(l, 1 + k);
+        }
+    }
+}
+
+/// A plugin yield operation: unregisters the thread and calls
+/// `handler(thread, fixed...)`, which places it or leaves it out.
+unsafe fn custom_yield(l: L, base: c_int, co: L, task: Task) -> Turn {
+    // SAFETY: as `dispatch`.
+    unsafe {
+        let name = base + 1;
+        let n = ffi::lua_gettop(l) - base;
+        if n == 0 || raw::to_str(l, name).is_none() {
+            return invalid(l, base, co, task, c"invalid yield operation (cothreads yield with an operation name)");
+        }
+        state::push_uv(l, state::UV_YIELDOPS);
+        ffi::lua_pushvalue(l, name);
+        ffi::lua_rawget(l, -2);
+        ffi::lua_remove(l, -2);
+        if ffi::lua_type(l, -1) != ffi::LUA_TTABLE || ffi::lua_rawgeti(l, -1, 2) != ffi::LUA_TFUNCTION {
+            ffi::lua_settop(l, base + n);
+            ffi::lua_pushfstring(
+                l,
+                c"invalid yield operation '%s'".as_ptr(),
+                ffi::lua_tolstring(l, name, std::ptr::null_mut()),
+            );
+            return invalid_top(l, base, co, task);
+        }
+        ffi::lua_rawgeti(l, -2, 1);
+        let k = (ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int).max(0);
+        ffi::lua_pop(l, 1);
+        ffi::lua_remove(l, -2); // ... handler
+        raw::check_stack(l, k + 2);
+        raw::push_thread(l, co);
+        for i in 0..k {
+            if i + 1 < n {
+                ffi::lua_pushvalue(l, name + 1 + i);
+            } else {
+                ffi::lua_pushnil(l);
+            }
+        }
+        state::unregister(l, co, task);
+        ffi::lua_call(l, 1 + k, 0);
+        drop_fixed(l, name, k.min(n - 1));
+        Turn::Continue
+    }
+}
+
+/// An invalid yield is an error raised by the cothread: drops what it yielded
+/// and reports `msg` through `trap` / `error`.
+unsafe fn invalid(l: L, base: c_int, co: L, task: Task, msg: &CStr) -> Turn {
+    // SAFETY: as `dispatch`.
+    unsafe {
+        ffi::lua_pushstring(l, msg.as_ptr());
+        invalid_top(l, base, co, task)
+    }
+}
+
+/// As `invalid`, with the message on the top of the stack.
+unsafe fn invalid_top(l: L, base: c_int, co: L, task: Task) -> Turn {
+    // SAFETY: as `dispatch`.
+    unsafe {
+        ffi::lua_replace(l, base + 1);
+        ffi::lua_settop(l, base + 1);
+        crate::sched::finish(l, base, co, Some(task), false);
+        Turn::Continue
+    }
+}
+
+// ===== whens =====
+
+/// A `when` argument, resolved.
+pub enum Place {
+    /// A core placement.
+    Core(When),
+    /// A plugin `when`: its handler is on the top of the stack, with `nfixed`.
+    Custom(c_int),
+}
+
+/// `[-0, +(0|1), e]` Resolves the `when` at `idx` (default `"later"`) and its
+/// fixed arguments after it, raising argument errors. For `wait` the target's
+/// key is made (release it with `state::release_key` if it ends up unused).
+///
+/// # Safety
+/// In a closure of the module.
+pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
+    // SAFETY: as `this`.
+    unsafe {
+        let p = this(l);
+        if ffi::lua_isnoneornil(l, idx) != 0 {
+            return Place::Core(When::Later);
+        }
+        if let Some(b) = builtin_at(l, idx, p).filter(|b| b.is_when()) {
+            let arg = idx + 1;
+            return Place::Core(match b {
+                Builtin::Next => When::Next,
+                Builtin::Later => When::Later,
+                Builtin::Wait => {
+                    if raw::is_nil_or_nan(l, arg) {
+                        raw::arg_error(l, arg, c"signal expected");
+                    }
+                    When::Wait(state::signal_key(l, arg, true).expect("made"))
+                }
+                Builtin::Postpone => When::Postpone(time::to_core(raw::check_time(l, arg, arg))),
+                _ => {
+                    let s = raw::check_time(l, arg, arg);
+                    When::Postpone(time::to_core(time::now(l) + s))
+                }
+            });
+        }
+        if ffi::lua_type(l, idx) == ffi::LUA_TSTRING {
+            state::push_uv(l, state::UV_WHENS);
+            ffi::lua_pushvalue(l, idx);
+            ffi::lua_rawget(l, -2);
+            ffi::lua_remove(l, -2);
+            if ffi::lua_type(l, -1) == ffi::LUA_TTABLE && ffi::lua_rawgeti(l, -1, 2) == ffi::LUA_TFUNCTION {
+                ffi::lua_rawgeti(l, -2, 1);
+                let k = (ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int).max(0);
+                ffi::lua_pop(l, 1);
+                ffi::lua_remove(l, -2);
+                return Place::Custom(k);
+            }
+            ffi::lua_pop(l, 2);
+        }
+        let msg =
+            ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), ffi::luaL_tolstring(l, idx, std::ptr::null_mut()));
+        ffi::luaL_argerror(l, idx, msg);
+        unreachable!()
+    }
+}
+
+/// `[-0, +0, e]` Calls the plugin `when` handler below the top... : with the
+/// handler at `handler`, calls `handler(thread at thread_idx, fixed args from
+/// `first`...)` (missing ones nil). Returns the status of `lua_pcall` if
+/// `protected`, else raises on error.
+///
+/// # Safety
+/// Valid indices.
+pub unsafe fn call_when(l: L, handler: c_int, thread_idx: c_int, first: c_int, k: c_int, protected: bool) -> c_int {
+    // SAFETY: valid state and indices (caller's contract).
+    unsafe {
+        raw::check_stack(l, k + 2);
+        ffi::lua_pushvalue(l, handler);
+        ffi::lua_pushvalue(l, thread_idx);
+        for i in 0..k {
+            ffi::lua_pushvalue(l, first + i); // none reads as nil
+        }
+        if protected {
+            ffi::lua_pcall(l, 1 + k, 0, 0)
+        } else {
+            ffi::lua_call(l, 1 + k, 0);
+            ffi::LUA_OK
+        }
+    }
+}
+
+// ===== plugin =====
+
+/// `cothread.plugin(f)`: calls `f(cothread, ops)` once and remembers its results.
+pub unsafe extern "C-unwind" fn plugin(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
+        ffi::lua_settop(l, 1);
+        state::push_uv(l, state::UV_PLUGINS); // f plugins
+        ffi::lua_pushvalue(l, 1);
+        if ffi::lua_rawget(l, 2) == ffi::LUA_TTABLE {
+            return unpack(l, 3);
+        }
+        ffi::lua_pop(l, 1);
+        ffi::lua_pushvalue(l, 1); // f plugins f
+        state::push_uv(l, state::UV_MODULE);
+        ffi::lua_createtable(l, 0, 2);
+        for (name, f) in [(c"yieldop", yieldop as ffi::lua_CFunction), (c"scheduleop", scheduleop)] {
+            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+            ffi::lua_pushcclosure(l, f, 1);
+            ffi::lua_setfield(l, -2, name.as_ptr());
+        }
+        ffi::lua_call(l, 2, ffi::LUA_MULTRET); // f plugins results...
+        let n = ffi::lua_gettop(l) - 2;
+        ffi::lua_createtable(l, n, 1);
+        for i in (1..=n).rev() {
+            ffi::lua_pushvalue(l, 2 + i);
+            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer);
+        }
+        ffi::lua_pushinteger(l, n as ffi::lua_Integer);
+        ffi::lua_setfield(l, -2, c"n".as_ptr());
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_rawset(l, 2); // plugins[f] = {results, n}
+        ffi::lua_pop(l, 1);
+        n
+    }
+}
+
+/// `[-0, +n, m]` Pushes the `n` values of the results table at `idx`.
+unsafe fn unpack(l: L, idx: c_int) -> c_int {
+    // SAFETY: a table made by `plugin` is at `idx`.
+    unsafe {
+        ffi::lua_getfield(l, idx, c"n".as_ptr());
+        let n = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int;
+        ffi::lua_pop(l, 1);
+        raw::check_stack(l, n);
+        for i in 1..=n {
+            ffi::lua_rawgeti(l, idx, i as ffi::lua_Integer);
+        }
+        n
+    }
+}
+
+/// `[-0, +0, e]` Checks `(name, nfixed, handler)` and records them in the
+/// operation table `uv` unless the name is taken. Leaves the stack as it was.
+unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
+    // SAFETY: a closure of the module.
+    unsafe {
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+        let nfixed = ffi::luaL_checkinteger(l, 2);
+        if !(0..=250).contains(&nfixed) {
+            raw::arg_error(l, 2, c"number of fixed arguments out of range");
+        }
+        ffi::luaL_checktype(l, 3, ffi::LUA_TFUNCTION);
+        ffi::lua_settop(l, 3);
+        state::push_uv(l, uv);
+        ffi::lua_pushvalue(l, 1);
+        if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
+            ffi::luaL_error(
+                l,
+                c"%s '%s' already exists".as_ptr(),
+                what.as_ptr(),
+                ffi::lua_tolstring(l, 1, std::ptr::null_mut()),
+            );
+        }
+        ffi::lua_pop(l, 1);
+        ffi::lua_pushvalue(l, 1);
+        ffi::lua_createtable(l, 2, 0);
+        ffi::lua_pushvalue(l, 2);
+        ffi::lua_rawseti(l, -2, 1);
+        ffi::lua_pushvalue(l, 3);
+        ffi::lua_rawseti(l, -2, 2);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 1);
+    }
+}
+
+/// `ops.yieldop(name, nfixed, handler)`: defines the yield operation
+/// `cothread[name]`.
+unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        state::push_uv(l, state::UV_MODULE);
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+        ffi::lua_pushvalue(l, 1);
+        if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
+            ffi::luaL_error(l, c"cothread.%s already exists".as_ptr(), ffi::lua_tolstring(l, 1, std::ptr::null_mut()));
+        }
+        ffi::lua_pop(l, 2);
+        define_op(l, state::UV_YIELDOPS, c"yield operation");
+        state::push_uv(l, state::UV_MODULE);
+        ffi::lua_pushvalue(l, 1);
+        push_yield_op(l, 1, op_plain);
+        ffi::lua_rawset(l, -3);
+        0
+    }
+}
+
+/// `ops.scheduleop(name, nfixed, handler)`: defines a new `when` for
+/// `schedule` and `notify`.
+unsafe extern "C-unwind" fn scheduleop(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        define_op(l, state::UV_WHENS, c"scheduling operation");
+        0
+    }
+}

@@ -1,0 +1,347 @@
+//! The scheduler functions of an instance: `schedule`, `unschedule`,
+//! `scheduled`, `current`, `running`, `iready`, `notify`, `step`, `run`.
+
+use std::ffi::c_int;
+
+use cothread::{Task, When};
+
+use crate::ops::{self, Place, Turn};
+use crate::raw::{self, L, Status, ffi};
+use crate::state::{self, State, this};
+use crate::time;
+
+/// `[-0, +0, e]` The thread argument `arg`, which must be schedulable: a
+/// suspended coroutine, or this scheduler's running cothread.
+unsafe fn check_schedulable(l: L, arg: c_int) -> L {
+    // SAFETY: a closure of the module.
+    unsafe {
+        ffi::luaL_checktype(l, arg, ffi::LUA_TTHREAD);
+        let co = ffi::lua_tothread(l, arg);
+        if co != (*this(l)).running {
+            match raw::status(l, co) {
+                Status::Suspended => {}
+                Status::Dead => raw::arg_error(l, arg, c"cannot schedule a dead coroutine"),
+                Status::Running | Status::Normal => raw::arg_error(l, arg, c"cannot schedule a running coroutine"),
+            }
+        }
+        co
+    }
+}
+
+/// `schedule(thread [, when, ...])`: registers `thread` unless it is already.
+pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
+    // SAFETY: a closure of the module; the state is reached in short expressions.
+    unsafe {
+        let p = this(l);
+        let co = check_schedulable(l, 1);
+        let registered = state::task_of(l, 1);
+        if registered.is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true)) {
+            ffi::lua_pushboolean(l, 0);
+            return 1;
+        }
+        match ops::resolve_when(l, 2) {
+            Place::Core(when) => {
+                // The running cothread keeps its task even while it is out of every queue.
+                let task = match registered {
+                    Some(t) => t,
+                    None => state::register(l, 1, co),
+                };
+                let _ = (*p).core.schedule(task, when);
+            }
+            Place::Custom(k) => {
+                let handler = ffi::lua_gettop(l);
+                ops::call_when(l, handler, 1, 3, k, false);
+            }
+        }
+        ffi::lua_pushboolean(l, 1);
+        1
+    }
+}
+
+/// `unschedule(thread)`: takes `thread` out of its queue and forgets it.
+pub unsafe extern "C-unwind" fn unschedule(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
+        let p = this(l);
+        let co = ffi::lua_tothread(l, 1);
+        let done = match state::task_of(l, 1) {
+            None => false,
+            // The running cothread stays known: its yield operation places it.
+            Some(t) if co == (*p).running => (*p).core.unschedule(t) == Ok(true),
+            Some(t) => {
+                state::unregister(l, co, t);
+                true
+            }
+        };
+        state::settle_signals(l);
+        ffi::lua_pushboolean(l, done as c_int);
+        1
+    }
+}
+
+/// `scheduled(thread)`: is `thread` in a queue?
+pub unsafe extern "C-unwind" fn scheduled(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
+        let p = this(l);
+        let yes = state::task_of(l, 1).is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
+        ffi::lua_pushboolean(l, yes as c_int);
+        1
+    }
+}
+
+/// `[-0, +1, -]` Pushes the thread of `task`, or nil.
+unsafe fn push_task(l: L, task: Option<Task>) {
+    // SAFETY: a closure of the module; a task's data is its live thread.
+    unsafe {
+        match task.and_then(|t| state::thread_of(this(l), t)) {
+            Some(co) => raw::push_thread(l, co),
+            None => ffi::lua_pushnil(l),
+        }
+    }
+}
+
+/// `current()`: the head of the ready queue, or nil.
+pub unsafe extern "C-unwind" fn current(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        push_task(l, (*this(l)).core.ready_head());
+        1
+    }
+}
+
+/// `running()`: the cothread this scheduler is resuming, or nil.
+pub unsafe extern "C-unwind" fn running(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        let co = (*this(l)).running;
+        if co.is_null() {
+            ffi::lua_pushnil(l)
+        } else {
+            raw::push_thread(l, co)
+        }
+        1
+    }
+}
+
+/// `iready()`: an iterator over the ready queue, head first.
+pub unsafe extern "C-unwind" fn iready(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+        ffi::lua_pushcclosure(l, iready_next, 1);
+        1
+    }
+}
+
+/// The `iready` iterator: the thread after the control value (the head first).
+unsafe extern "C-unwind" fn iready_next(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        let p = this(l);
+        let next = if ffi::lua_type(l, 2) == ffi::LUA_TTHREAD {
+            state::task_of(l, 2).and_then(|t| (*p).core.next(t).ok().flatten())
+        } else {
+            (*p).core.ready_head()
+        };
+        push_task(l, next);
+        1
+    }
+}
+
+/// `notify(signal [, when, ...])`: moves every waiter of `signal` as `when` says.
+pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
+    // SAFETY: a closure of the module; the state is reached in short expressions.
+    unsafe {
+        let p = this(l);
+        if raw::is_nil_or_nan(l, 1) {
+            raw::arg_error(l, 1, c"signal expected");
+        }
+        let place = ops::resolve_when(l, 2);
+        let key = state::signal_key(l, 1, false);
+        let done = match (place, key) {
+            (Place::Core(when), Some(key)) => {
+                let done = (*p).core.notify(key, when) == Ok(true);
+                if let When::Wait(target) = when {
+                    state::release_key(l, target);
+                }
+                done
+            }
+            (Place::Core(When::Wait(target)), None) => {
+                state::release_key(l, target);
+                false
+            }
+            (Place::Core(_), None) => false,
+            (Place::Custom(k), Some(key)) => notify_custom(l, key, k),
+            (Place::Custom(_), None) => false,
+        };
+        state::settle_signals(l);
+        ffi::lua_pushboolean(l, done as c_int);
+        1
+    }
+}
+
+/// Notify with a plugin `when` (its handler on the top of the stack, `k` fixed
+/// arguments from index 3): each waiter, in order, is taken out and given to
+/// `handler(thread, fixed...)`. Every waiter is handed over even if a handler
+/// raises; the first error is raised afterwards.
+unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
+    // SAFETY: a closure of the module; the state is reached in short expressions.
+    unsafe {
+        let p = this(l);
+        let handler = ffi::lua_gettop(l);
+        // Move the waiters aside first: handlers may wait on `key` again.
+        let aside = (*p).scratch_key();
+        let done = (*p).core.notify(key, When::Wait(aside)) == Ok(true);
+        let mut failed = false;
+        while let Some(task) = (*p).core.signal_head(aside).ok().flatten() {
+            let co = state::thread_of(p, task).expect("a registered thread");
+            raw::check_stack(l, 2);
+            raw::push_thread(l, co);
+            let thread = ffi::lua_gettop(l);
+            state::unregister(l, co, task);
+            if ops::call_when(l, handler, thread, 3, k, true) != ffi::LUA_OK && !failed {
+                failed = true;
+                ffi::lua_replace(l, thread); // keep the first error in the thread's slot
+                continue;
+            }
+            ffi::lua_settop(l, if failed { thread } else { handler });
+        }
+        if failed {
+            ffi::lua_error(l);
+        }
+        done
+    }
+}
+
+/// `[-0, +0, e]` Raises unless called from outside this scheduler's cothreads.
+unsafe fn check_outside(l: L) {
+    // SAFETY: a closure of the module.
+    unsafe {
+        if !(*this(l)).running.is_null() {
+            raw::error(l, c"cannot step or run a scheduler from inside one of its own cothreads");
+        }
+    }
+}
+
+/// `step(...)`: resumes the ready head with `...`; returns what it produced.
+pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe {
+        check_outside(l);
+        state::settle_signals(l);
+        let p = this(l);
+        time::take_due(l, p);
+        resume_head(l, p, 0);
+        ffi::lua_gettop(l)
+    }
+}
+
+/// `run(...)`: steps until nothing is ready or postponed, or a cothread halts.
+pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
+    // SAFETY: a closure of the module; the state is reached in short expressions.
+    unsafe {
+        check_outside(l);
+        state::settle_signals(l);
+        let p = this(l);
+        loop {
+            time::take_due(l, p);
+            match resume_head(l, p, 0) {
+                Some(Turn::Halt) => break,
+                Some(Turn::Continue) => {}
+                None => match (*p).core.next_wake() {
+                    Some(wake) => {
+                        state::push_field(l, c"idle");
+                        ffi::lua_pushnumber(l, time::from_core(wake));
+                        ffi::lua_call(l, 1, 0);
+                    }
+                    None => break,
+                },
+            }
+        }
+        ffi::lua_gettop(l)
+    }
+}
+
+/// `[-n, +m, e]` Resumes the ready head with the values above `base`, leaving
+/// the values it produced there. `None` (and nothing changed) if nothing is
+/// ready. `p` is the state of the running closure (passed down: this is the
+/// hot path).
+unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
+    // SAFETY: a closure of the module; the state is reached in short
+    // expressions and never across `lua_resume`.
+    unsafe {
+        let task = (*p).core.ready_head()?;
+        let co = state::thread_of(p, task).expect("a ready task has a thread");
+        let nargs = ffi::lua_gettop(l) - base;
+        if nargs > 0 && ffi::lua_checkstack(co, nargs) == 0 {
+            raw::error(l, c"too many values to resume a cothread with");
+        }
+        ffi::lua_xmove(l, co, nargs);
+        (*p).running = co;
+        (*p).running_task = Some(task);
+        let mut nres: c_int = 0;
+        let status = ffi::lua_resume(co, l, nargs, &mut nres);
+        (*p).running = std::ptr::null_mut();
+        let task = (*p).running_task.take();
+        if status == ffi::LUA_YIELD || status == ffi::LUA_OK {
+            // A C function has LUA_MINSTACK (20) free slots: check beyond that only.
+            if nres > 8 && ffi::lua_checkstack(l, nres + 8) == 0 {
+                ffi::lua_settop(co, 0);
+                raw::error(l, c"too many values produced by a cothread");
+            }
+            ffi::lua_xmove(co, l, nres);
+        } else {
+            ffi::lua_xmove(co, l, 1); // the error object
+        }
+        Some(match (status, task) {
+            (ffi::LUA_YIELD, Some(task)) => ops::dispatch(l, p, base, co, task),
+            (ffi::LUA_YIELD, None) => Turn::Continue, // forgotten while running
+            _ => {
+                finish(l, base, co, task, status == ffi::LUA_OK);
+                Turn::Continue
+            }
+        })
+    }
+}
+
+/// `[-?, +?, e]` A cothread ended (`ok`) or failed: forgets it, then its values
+/// above `base` (results, or the error object) go through `trap[co]` or, for an
+/// error without a trap, through `error`. What they return is what it produced.
+pub unsafe fn finish(l: L, base: c_int, co: L, task: Option<Task>, ok: bool) {
+    // SAFETY: a closure of the module. The scheduler is consistent before any
+    // Lua function is called, so an error raised there leaves it usable.
+    unsafe {
+        if let Some(task) = task {
+            state::unregister(l, co, task);
+        }
+        raw::check_stack(l, 4);
+        state::push_field(l, c"trap");
+        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+            raw::push_thread(l, co);
+            ffi::lua_gettable(l, -2);
+            ffi::lua_remove(l, -2);
+        } else {
+            ffi::lua_pop(l, 1);
+            ffi::lua_pushnil(l);
+        }
+        let n = ffi::lua_gettop(l) - 1 - base;
+        if ffi::lua_isnoneornil(l, -1) == 0 {
+            ffi::lua_insert(l, base + 1); // trap values...
+            raw::push_thread(l, co);
+            ffi::lua_insert(l, base + 2);
+            ffi::lua_pushboolean(l, ok as c_int);
+            ffi::lua_insert(l, base + 3); // trap co ok values...
+            ffi::lua_call(l, n + 2, ffi::LUA_MULTRET);
+        } else if ok {
+            ffi::lua_pop(l, 1);
+        } else {
+            ffi::lua_pop(l, 1);
+            state::push_field(l, c"error");
+            ffi::lua_insert(l, base + 1); // error err
+            ffi::lua_call(l, n, ffi::LUA_MULTRET);
+        }
+    }
+}

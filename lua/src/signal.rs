@@ -1,0 +1,140 @@
+//! Combined signals: `onall(...)` and `onany(...)`.
+//!
+//! A combined signal is a Lua function (calling it resets it) whose upvalues
+//! are the state and a small handle userdata holding the core key. When the
+//! function is collected, the handle's `__gc` queues the key; the core signal
+//! is freed once nothing waits on it and no other combined signal includes it.
+
+use std::ffi::c_int;
+
+use cothread::Mode;
+
+use crate::raw::{self, L, ffi};
+use crate::state::{self, State, this};
+
+/// `[-0, +0, -]` The core key of the value at `idx` if it is a combined signal
+/// of state `p`: a C closure whose upvalues are `p` and a combined handle.
+///
+/// # Safety
+/// `l` is valid.
+pub unsafe fn combined_key(l: L, idx: c_int, p: *mut State) -> Option<usize> {
+    // SAFETY: valid state; a `combined` closure has the state and the handle
+    // (a userdata holding a usize) as upvalues 1 and 2.
+    unsafe {
+        if ffi::lua_iscfunction(l, idx) == 0 || ffi::lua_getupvalue(l, idx, 1).is_null() {
+            return None;
+        }
+        let same = ffi::lua_touserdata(l, -1) as *mut State == p;
+        ffi::lua_pop(l, 1);
+        if !same || ffi::lua_getupvalue(l, idx, 2).is_null() {
+            return None;
+        }
+        let handle = ffi::luaL_testudata(l, -1, c"cothread.combined".as_ptr()) as *const usize;
+        let key = (!handle.is_null()).then(|| *handle);
+        ffi::lua_pop(l, 1);
+        key
+    }
+}
+
+/// A combined signal, called: forgets the notifications counted so far.
+unsafe extern "C-unwind" fn combined(l: L) -> c_int {
+    // SAFETY: a closure made by `combine`.
+    unsafe {
+        let key = *(ffi::lua_touserdata(l, ffi::lua_upvalueindex(2)) as *const usize);
+        let _ = (*this(l)).core.reset(key);
+    }
+    0
+}
+
+/// `__gc` of a combined signal's handle: queues its key for freeing.
+unsafe extern "C-unwind" fn handle_gc(l: L) -> c_int {
+    // SAFETY: the handle's user value 1 is its state userdata, alive at least
+    // until this finalizer ran (finalizers run in reverse order of creation).
+    unsafe {
+        let key = *(ffi::lua_touserdata(l, 1) as *const usize);
+        ffi::lua_getiuservalue(l, 1, 1);
+        let p = ffi::lua_touserdata(l, -1) as *mut State;
+        if !p.is_null() && !(*p).closed {
+            (*p).unreferenced.push(key);
+        }
+    }
+    0
+}
+
+unsafe fn combine(l: L, mode: Mode) -> c_int {
+    // SAFETY: a closure of the module; no value with a destructor is alive
+    // across the calls that may raise.
+    unsafe {
+        let p = this(l);
+        let n = ffi::lua_gettop(l);
+        for i in 1..=n {
+            if raw::is_nil_or_nan(l, i) {
+                raw::arg_error(l, i, c"signal expected");
+            }
+            state::signal_key(l, i, true); // may raise (memory): nothing made yet
+        }
+        raw::check_stack(l, 4);
+        let handle = ffi::lua_newuserdatauv(l, std::mem::size_of::<usize>(), 1) as *mut usize;
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+        ffi::lua_setiuservalue(l, -2, 1);
+        if ffi::luaL_newmetatable(l, c"cothread.combined".as_ptr()) != 0 {
+            ffi::lua_pushcfunction(l, handle_gc);
+            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
+        }
+        handle.write(0);
+        ffi::lua_setmetatable(l, -2);
+        // From here on nothing raises until the closure exists.
+        let parts: Vec<usize> = (1..=n).map(|i| state::signal_key(l, i, false).expect("made above")).collect();
+        let key = (*p).core.combine(mode, &parts).expect("parts are valid keys");
+        for &k in parts.iter().filter(|k| *k % 2 == 1) {
+            *(*p).pins.entry(k).or_insert(0) += 1;
+        }
+        (*p).combo_parts.insert(key, parts);
+        handle.write(key);
+        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
+        ffi::lua_insert(l, -2);
+        ffi::lua_pushcclosure(l, combined, 2);
+        1
+    }
+}
+
+/// `onall(...)`: a signal that fires once all of `...` were notified.
+pub unsafe extern "C-unwind" fn onall(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe { combine(l, Mode::All) }
+}
+
+/// `onany(...)`: a signal that fires once any of `...` was notified.
+pub unsafe extern "C-unwind" fn onany(l: L) -> c_int {
+    // SAFETY: a closure of the module.
+    unsafe { combine(l, Mode::Any) }
+}
+
+/// Frees the combined signals whose functions were collected and that nothing
+/// needs any more, unpinning their parts (freeing one may free its parts).
+///
+/// # Safety
+/// `p` is a live state.
+pub unsafe fn free_unreferenced(p: *mut State) {
+    // SAFETY: live state; only Rust code runs here: the keys to release are
+    // handed to `settle_signals` through the emptied list.
+    unsafe {
+        loop {
+            let before = (*p).unreferenced.len();
+            let mut i = 0;
+            while i < (*p).unreferenced.len() {
+                let key = (&(*p).unreferenced)[i];
+                match (*p).core.free_combined(key) {
+                    Err(cothread::Error::Busy) => i += 1,
+                    _ => {
+                        (*p).unreferenced.swap_remove(i);
+                        (*p).unpin_parts(key);
+                    }
+                }
+            }
+            if (*p).unreferenced.len() == before || (*p).unreferenced.is_empty() {
+                return;
+            }
+        }
+    }
+}

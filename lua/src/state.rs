@@ -1,0 +1,391 @@
+//! One scheduler instance: the core scheduler and what maps Lua onto it.
+//!
+//! The `State` lives in a full userdata (freed by its `__gc`) whose user values
+//! hold the Lua side (see the `UV_*` slots). Every function of an instance is a
+//! C closure whose first upvalue is that userdata.
+//!
+//! Mapping:
+//! - a registered cothread is a core task whose user value is its `lua_State*`;
+//!   the `alive` table maps the thread to the task handle and keeps it alive;
+//! - a signal value is a core key: an odd integer from a counter, kept in the
+//!   `keyof` / `valof` tables only while the key is waited on or is a part of a
+//!   combined signal (pinned); combined signals use the core's keys (addresses,
+//!   even), so the two never collide.
+//!
+//! Rust references into a `State` never live across a call into Lua: Lua may
+//! re-enter (a cothread calls `schedule`) or longjmp out (an error). Code reaches
+//! the state through `*mut State` in short expressions instead.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int};
+use std::rc::Rc;
+
+use cothread::{Sched, Task};
+
+use crate::ops::Builtin;
+use crate::raw::{self, L, ffi};
+
+/// User value slots of the state userdata.
+pub const UV_MODULE: c_int = 1; // the scheduler table (fields error, trap, time, idle)
+pub const UV_ALIVE: c_int = 2; // thread -> task handle (integer)
+pub const UV_KEYOF: c_int = 3; // signal value -> key
+pub const UV_VALOF: c_int = 4; // key -> signal value
+pub const UV_YIELDOPS: c_int = 5; // name -> {nfixed, handler} (handler false: built-in)
+pub const UV_WHENS: c_int = 6; // name -> {nfixed, handler} (handler false: built-in)
+pub const UV_PLUGINS: c_int = 7; // plugin function -> {n = count, results...}
+pub const UV_NAMES: c_int = 8; // the built-in operation names (kept alive: their addresses are cached)
+pub const UV_TIME: c_int = 9; // the default `time` function
+pub const NUV: c_int = 9;
+
+/// Tables this large are replaced by fresh ones once empty, to give memory back.
+const SHRINK_AFTER: usize = 256;
+
+pub struct State {
+    pub core: Sched,
+    /// The cothread being resumed by `step`/`run`, or null.
+    pub running: L,
+    /// Its task (valid while `running` is set).
+    pub running_task: Option<Task>,
+    /// Cothreads in `alive`, and the most there were since it was last replaced.
+    pub registered: usize,
+    pub registered_peak: usize,
+    /// Signal keys in `keyof`, and the most there were.
+    pub mapped: usize,
+    pub mapped_peak: usize,
+    /// Next odd key for a signal value.
+    next_key: usize,
+    /// Plain keys pinned by combined signals, with their pin counts.
+    pub pins: HashMap<usize, u32>,
+    /// Keys whose queue lost its last waiter (told by the core's hook).
+    emptied: Rc<RefCell<Vec<usize>>>,
+    /// Combined signals whose Lua function was collected, to free.
+    pub unreferenced: Vec<usize>,
+    /// The parts of each live combined signal (to unpin them when it is freed).
+    pub combo_parts: HashMap<usize, Vec<usize>>,
+    /// The interned strings of the built-in operation names, by `Builtin`.
+    pub names: [*const c_char; Builtin::COUNT],
+    /// Set by `__gc`: the userdata may still be reached by finalizers.
+    pub closed: bool,
+}
+
+impl State {
+    fn new() -> State {
+        let emptied = Rc::new(RefCell::new(Vec::new()));
+        let mut core = Sched::new();
+        let hook = emptied.clone();
+        core.set_signal_hook(Some(Box::new(move |key, active| {
+            if !active {
+                hook.borrow_mut().push(key);
+            }
+        })));
+        State {
+            core,
+            running: std::ptr::null_mut(),
+            running_task: None,
+            registered: 0,
+            registered_peak: 0,
+            mapped: 0,
+            mapped_peak: 0,
+            next_key: 1,
+            pins: HashMap::new(),
+            emptied,
+            unreferenced: Vec::new(),
+            combo_parts: HashMap::new(),
+            names: [std::ptr::null(); Builtin::COUNT],
+            closed: false,
+        }
+    }
+
+    /// A key for a new signal value: odd, so never a combined signal's address.
+    fn new_key(&mut self) -> usize {
+        let k = self.next_key;
+        self.next_key += 2;
+        k
+    }
+
+    /// A key that no value maps to, for moving a queue aside.
+    pub fn scratch_key(&mut self) -> usize {
+        self.new_key()
+    }
+
+    fn pop_emptied(&self) -> Option<usize> {
+        self.emptied.borrow_mut().pop()
+    }
+
+    /// Unpins the plain parts of a freed combined signal; keys left unpinned
+    /// are released by the next `settle_signals`.
+    pub fn unpin_parts(&mut self, combo: usize) {
+        for k in self.combo_parts.remove(&combo).unwrap_or_default() {
+            if let Some(n) = self.pins.get_mut(&k) {
+                *n -= 1;
+                if *n == 0 {
+                    self.pins.remove(&k);
+                    self.emptied.borrow_mut().push(k);
+                }
+            }
+        }
+    }
+}
+
+/// `[-0, +1, m]` Creates a state userdata with its metatable and user values
+/// (the module table slot is left for the caller to fill).
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_new(l: L) -> *mut State {
+    // SAFETY: valid state; the userdata block is fresh, sized and aligned for a
+    // `State` (Lua aligns userdata for any C type; `State` needs 8).
+    unsafe {
+        raw::check_stack(l, 4);
+        let p = ffi::lua_newuserdatauv(l, std::mem::size_of::<State>(), NUV) as *mut State;
+        p.write(State::new());
+        if ffi::luaL_newmetatable(l, c"cothread.state".as_ptr()) != 0 {
+            ffi::lua_pushcfunction(l, state_gc);
+            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
+            ffi::lua_pushliteral(l, c"cothread.state");
+            ffi::lua_setfield(l, -2, c"__metatable".as_ptr());
+        }
+        ffi::lua_setmetatable(l, -2);
+        for uv in [UV_ALIVE, UV_KEYOF, UV_VALOF, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
+            ffi::lua_newtable(l);
+            ffi::lua_setiuservalue(l, -2, uv);
+        }
+        // Plugins are remembered by function, weakly: a collected plugin is forgotten.
+        ffi::lua_newtable(l);
+        ffi::lua_newtable(l);
+        ffi::lua_pushliteral(l, c"k");
+        ffi::lua_setfield(l, -2, c"__mode".as_ptr());
+        ffi::lua_setmetatable(l, -2);
+        ffi::lua_setiuservalue(l, -2, UV_PLUGINS);
+        p
+    }
+}
+
+/// `__gc` of the state: drops the core (and everything it holds).
+unsafe extern "C-unwind" fn state_gc(l: L) -> c_int {
+    // SAFETY: called by Lua with the state userdata at index 1; it is dropped
+    // once, and `closed` tells finalizers that run later.
+    unsafe {
+        let p = ffi::lua_touserdata(l, 1) as *mut State;
+        if !p.is_null() && !(*p).closed {
+            std::ptr::drop_in_place(p);
+            std::ptr::addr_of_mut!((*p).closed).write(true);
+        }
+    }
+    0
+}
+
+/// The state of the running C closure (upvalue 1).
+///
+/// # Safety
+/// Called from a C closure of this module whose upvalue 1 is a state userdata.
+#[inline]
+pub unsafe fn this(l: L) -> *mut State {
+    // SAFETY: upvalue 1 of every closure of the module is its state (contract).
+    unsafe { ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *mut State }
+}
+
+/// `[-0, +1, -]` Pushes the user value `uv` of the running closure's state.
+///
+/// # Safety
+/// As `this`.
+#[inline]
+pub unsafe fn push_uv(l: L, uv: c_int) {
+    // SAFETY: upvalue 1 is the state userdata (contract).
+    unsafe {
+        ffi::lua_getiuservalue(l, ffi::lua_upvalueindex(1), uv);
+    }
+}
+
+/// `[-0, +1, e]` Pushes field `name` of the scheduler table.
+///
+/// # Safety
+/// As `this`.
+pub unsafe fn push_field(l: L, name: &std::ffi::CStr) {
+    // SAFETY: as `this`; the module slot holds the scheduler table.
+    unsafe {
+        push_uv(l, UV_MODULE);
+        ffi::lua_getfield(l, -1, name.as_ptr());
+        ffi::lua_remove(l, -2);
+    }
+}
+
+// ===== cothreads =====
+
+/// `[-0, +0, m]` The task of the thread at `idx`, if registered.
+///
+/// # Safety
+/// As `this`; `idx` is a valid index.
+pub unsafe fn task_of(l: L, idx: c_int) -> Option<Task> {
+    // SAFETY: as `this`.
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        push_uv(l, UV_ALIVE);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawget(l, -2);
+        let t = ffi::lua_tointegerx(l, -1, std::ptr::null_mut());
+        ffi::lua_pop(l, 2);
+        Task::from_raw(t as u64)
+    }
+}
+
+/// `[-0, +0, m]` Registers the thread `co` (at `idx`) as a new task in no queue.
+///
+/// # Safety
+/// As `this`; `idx` holds `co`, which is not registered.
+pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
+    // SAFETY: a closure of the module (caller's contract).
+    let p = unsafe { this(l) };
+    // SAFETY: as `this`; no reference into the state outlives its expression.
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        let task = (*p).core.task_new(co as usize);
+        push_uv(l, UV_ALIVE);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_pushinteger(l, task.to_raw() as ffi::lua_Integer);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 1);
+        (*p).registered += 1;
+        (*p).registered_peak = (*p).registered_peak.max((*p).registered);
+        task
+    }
+}
+
+/// `[-0, +0, m]` Forgets the registered thread `co`: frees its task (taking it
+/// out of its queue) and lets the thread be collected.
+///
+/// # Safety
+/// As `this`; `task` is the task of `co`.
+pub unsafe fn unregister(l: L, co: L, task: Task) {
+    // SAFETY: a closure of the module (caller's contract).
+    let p = unsafe { this(l) };
+    // SAFETY: as `this`; no reference into the state outlives its expression.
+    unsafe {
+        if (*p).running_task == Some(task) {
+            (*p).running_task = None;
+        }
+        if (*p).core.task_free(task).is_err() {
+            return;
+        }
+        push_uv(l, UV_ALIVE);
+        raw::push_thread(l, co);
+        ffi::lua_pushnil(l);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 1);
+        (*p).registered -= 1;
+        if (*p).registered == 0 && (*p).registered_peak > SHRINK_AFTER {
+            // A table keeps its size after its entries go: start a fresh one.
+            ffi::lua_newtable(l);
+            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_ALIVE);
+            (*p).registered_peak = 0;
+        }
+        settle_signals(l);
+    }
+}
+
+/// The thread of a task.
+///
+/// # Safety
+/// `p` is a live state.
+pub unsafe fn thread_of(p: *mut State, task: Task) -> Option<L> {
+    // SAFETY: live state (contract).
+    unsafe { (*p).core.data(task).ok().map(|d| d as L) }
+}
+
+// ===== signals =====
+
+/// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
+/// this scheduler answers its own key; another value its mapped key, made now if
+/// `make` (otherwise `None` when it has none: nobody waits on it).
+///
+/// # Safety
+/// As `this`; the value at `idx` is not nil or NaN.
+pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
+    // SAFETY: a closure of the module (caller's contract).
+    let p = unsafe { this(l) };
+    // SAFETY: as `this`; no reference into the state outlives its expression.
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        if let Some(k) = crate::signal::combined_key(l, idx, p) {
+            return Some(k);
+        }
+        push_uv(l, UV_KEYOF);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawget(l, -2);
+        let k = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as usize;
+        ffi::lua_pop(l, 1);
+        if k != 0 || !make {
+            ffi::lua_pop(l, 1);
+            return (k != 0).then_some(k);
+        }
+        let k = (*p).new_key();
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_pushinteger(l, k as ffi::lua_Integer);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 1);
+        push_uv(l, UV_VALOF);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawseti(l, -2, k as ffi::lua_Integer);
+        ffi::lua_pop(l, 1);
+        (*p).mapped += 1;
+        (*p).mapped_peak = (*p).mapped_peak.max((*p).mapped);
+        Some(k)
+    }
+}
+
+/// `[-0, +0, m]` Drops the mapping of plain key `k` if nothing needs it: no
+/// waiters and no pin.
+///
+/// # Safety
+/// As `this`.
+pub unsafe fn release_key(l: L, k: usize) {
+    // SAFETY: a closure of the module (caller's contract).
+    let p = unsafe { this(l) };
+    // SAFETY: as `this`; no reference into the state outlives its expression.
+    unsafe {
+        if k % 2 == 0 || (*p).pins.contains_key(&k) || (*p).core.waiting(k) != Ok(false) {
+            return;
+        }
+        push_uv(l, UV_VALOF);
+        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) == ffi::LUA_TNIL {
+            ffi::lua_pop(l, 2);
+            return;
+        }
+        push_uv(l, UV_KEYOF);
+        ffi::lua_insert(l, -2); // valof keyof value
+        ffi::lua_pushnil(l);
+        ffi::lua_rawset(l, -3); // keyof[value] = nil
+        ffi::lua_pop(l, 1);
+        ffi::lua_pushnil(l);
+        ffi::lua_rawseti(l, -2, k as ffi::lua_Integer); // valof[k] = nil
+        ffi::lua_pop(l, 1);
+        (*p).mapped -= 1;
+        if (*p).mapped == 0 && (*p).mapped_peak > SHRINK_AFTER {
+            for uv in [UV_KEYOF, UV_VALOF] {
+                ffi::lua_newtable(l);
+                ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), uv);
+            }
+            (*p).mapped_peak = 0;
+        }
+    }
+}
+
+/// `[-0, +0, m]` Drops the mappings of the keys whose queues emptied, and frees
+/// the combined signals whose functions were collected.
+///
+/// # Safety
+/// As `this`.
+pub unsafe fn settle_signals(l: L) {
+    // SAFETY: a closure of the module (caller's contract).
+    let p = unsafe { this(l) };
+    // SAFETY: as `this`; `pop_emptied` returns a copy, no borrow is held.
+    unsafe {
+        if !(*p).unreferenced.is_empty() {
+            crate::signal::free_unreferenced(p);
+        }
+        while let Some(k) = (*p).pop_emptied() {
+            release_key(l, k);
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Time: the scheduler's `time` and `idle` fields and their defaults.
+//!
+//! Lua times are numbers in the unit of `cothread.time` (seconds by default).
+//! The core only compares times, so a Lua time maps onto a core `u64` by an
+//! order-preserving bijection of `f64`; any unit a user's `time` returns works.
+
+use std::ffi::c_int;
+
+use crate::raw::{self, L, ffi};
+use crate::state::{self, State};
+
+/// The core time of Lua time `t` (order-preserving, exact).
+pub fn to_core(t: f64) -> u64 {
+    let b = t.to_bits();
+    if b >> 63 == 0 { b | 1 << 63 } else { !b }
+}
+
+/// The Lua time of core time `u` (inverse of `to_core`).
+pub fn from_core(u: u64) -> f64 {
+    if u >> 63 == 1 { f64::from_bits(u & !(1 << 63)) } else { f64::from_bits(!u) }
+}
+
+/// Monotonic seconds.
+fn monotonic() -> f64 {
+    cothread::time::monotonic_ns() as f64 * 1e-9
+}
+
+/// `cothread.time()`: the default clock, monotonic seconds (float).
+pub unsafe extern "C-unwind" fn time_default(l: L) -> c_int {
+    // SAFETY: Lua calls this with a valid state.
+    unsafe { ffi::lua_pushnumber(l, monotonic()) };
+    1
+}
+
+/// `[-0, +0, e]` The scheduler's current time: its `time` field, called.
+///
+/// # Safety
+/// In a closure of the module (see `state::this`).
+pub unsafe fn now(l: L) -> f64 {
+    // SAFETY: as `state::this`.
+    unsafe {
+        state::push_field(l, c"time");
+        if is_default_time(l, -1) {
+            ffi::lua_pop(l, 1);
+            return monotonic();
+        }
+        ffi::lua_call(l, 0, 1);
+        if ffi::lua_type(l, -1) != ffi::LUA_TNUMBER || raw::is_nan(l, -1) {
+            raw::error(l, c"cothread.time must return a number");
+        }
+        let t = ffi::lua_tonumber(l, -1);
+        ffi::lua_pop(l, 1);
+        t
+    }
+}
+
+/// `[-0, +0, -]` Is the value at `idx` the default `time`?
+unsafe fn is_default_time(l: L, idx: c_int) -> bool {
+    // SAFETY: in a closure of the module (caller's contract).
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        state::push_uv(l, state::UV_TIME);
+        let yes = ffi::lua_rawequal(l, idx, -1) != 0;
+        ffi::lua_pop(l, 1);
+        yes
+    }
+}
+
+/// `[-0, +0, e]` Moves the postponed cothreads whose time has come to the ready
+/// tail (reads the time only if something is postponed).
+///
+/// # Safety
+/// In a closure of the module whose state is `p`.
+#[inline]
+pub unsafe fn take_due(l: L, p: *mut State) {
+    // SAFETY: as `state::this`; the state is reached in short expressions.
+    unsafe {
+        if (*p).core.next_wake().is_none() {
+            return;
+        }
+        let t = now(l);
+        (*p).core.take_due_at(to_core(t));
+    }
+}
+
+/// `cothread.idle(t)`: the default idle. With the default `time`, sleeps until
+/// `t`; with a user's `time`, calls it until it reaches `t` (it cannot know how
+/// that clock relates to real time).
+pub unsafe extern "C-unwind" fn idle_default(l: L) -> c_int {
+    // SAFETY: a closure of the module; Lua calls it with a valid state.
+    unsafe {
+        let t = raw::check_time(l, 1, 1);
+        state::push_field(l, c"time");
+        let default = is_default_time(l, -1);
+        ffi::lua_pop(l, 1);
+        if default {
+            sleep_until(t);
+        } else {
+            while now(l) < t {}
+        }
+    }
+    0
+}
+
+fn sleep_until(t: f64) {
+    loop {
+        let left = t - monotonic();
+        if left <= 0.0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_secs_f64(left.min(86_400.0)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_mapping_keeps_order_and_round_trips() {
+        let ts = [f64::NEG_INFINITY, -1e300, -2.5, -1e-300, -0.0, 0.0, 1e-300, 1.0, 1.5, 1.7e9, 1e300, f64::INFINITY];
+        for w in ts.windows(2) {
+            assert!(to_core(w[0]) <= to_core(w[1]), "{} vs {}", w[0], w[1]);
+        }
+        for &t in &ts {
+            assert_eq!(from_core(to_core(t)).to_bits(), t.to_bits());
+        }
+    }
+}
