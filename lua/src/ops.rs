@@ -273,8 +273,9 @@ unsafe fn invalid(l: L, base: c_int, co: L, task: Task, msg: &CStr) -> Turn {
 unsafe fn invalid_top(l: L, base: c_int, co: L, task: Task) -> Turn {
     // SAFETY: as `dispatch`.
     unsafe {
-        ffi::lua_replace(l, base + 1);
-        ffi::lua_settop(l, base + 1);
+        ffi::lua_insert(l, base + 1);
+        ffi::lua_settop(l, base + 1); // only the message
+
         crate::sched::finish(l, base, co, Some(task), false);
         Turn::Continue
     }
