@@ -194,9 +194,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
             Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
         };
         // Taken out of every queue, then placed by the operation.
-        let core = &mut (*p).core;
-        let _ = core.unschedule(task);
-        let _ = core.schedule(task, when);
+        let _ = (*p).core.reschedule(task, when);
         drop_fixed(l, name, op.nfixed());
         if op == Builtin::Halt { Turn::Halt } else { Turn::Continue }
     }

@@ -196,18 +196,18 @@ unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
         let aside = (*p).scratch_key();
         let done = (*p).core.notify(key, When::Wait(aside)) == Ok(true);
         let mut failed = false;
+        let mut keep = handler; // the stack height between waiters
         while let Some(task) = (*p).core.signal_head(aside).ok().flatten() {
             let co = state::thread_of(p, task).expect("a registered thread");
             raw::check_stack(l, 2);
             raw::push_thread(l, co);
-            let thread = ffi::lua_gettop(l);
             state::unregister(l, co, task);
-            if ops::call_when(l, handler, thread, 3, k, true) != ffi::LUA_OK && !failed {
+            if ops::call_when(l, handler, keep + 1, 3, k, true) != ffi::LUA_OK && !failed {
                 failed = true;
-                ffi::lua_replace(l, thread); // keep the first error in the thread's slot
-                continue;
+                ffi::lua_replace(l, keep + 1); // the first error takes the thread's slot
+                keep += 1;
             }
-            ffi::lua_settop(l, if failed { thread } else { handler });
+            ffi::lua_settop(l, keep);
         }
         if failed {
             ffi::lua_error(l);

@@ -163,6 +163,24 @@ impl Sched {
         if self.arena.is_linked(i) {
             return Ok(false);
         }
+        self.place(i, when);
+        Ok(true)
+    }
+
+    /// Takes `t` out of its queue, if any, and places it as `when` says: what
+    /// a face does with a task it has just resumed, in one call.
+    #[inline]
+    pub fn reschedule(&mut self, t: Task, when: When) -> Result<()> {
+        let i = self.index(t)?;
+        check_when(when)?;
+        self.unlink_task(i);
+        self.place(i, when);
+        Ok(())
+    }
+
+    /// Places task `i`, which is in no queue.
+    #[inline]
+    fn place(&mut self, i: u32, when: When) {
         match when {
             When::Next => self.arena.push_front(self.ready, i),
             When::Later => self.arena.push_back(self.ready, i),
@@ -172,7 +190,6 @@ impl Sched {
                 self.arena.push_back(s, i);
             }
         }
-        Ok(true)
     }
 
     /// Takes a task out of its queue. Returns `false` if it was in none.

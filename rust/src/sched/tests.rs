@@ -172,6 +172,29 @@ fn delay_saturates_instead_of_wrapping() {
 }
 
 #[test]
+fn reschedule_moves_a_task_from_any_queue() {
+    let (mut s, _) = sched();
+    let t = tasks(&mut s, 3);
+    for &i in &t {
+        s.schedule(i, When::Later).unwrap();
+    }
+    s.reschedule(t[0], When::Later).unwrap();
+    assert_eq!(ready(&s), [1, 2, 0]);
+    s.reschedule(t[0], When::Wait(A)).unwrap();
+    assert_eq!(waiters(&s, A), [0]);
+    s.reschedule(t[0], When::Delay(5)).unwrap();
+    assert!(!s.waiting(A).unwrap() && s.postponed_groups() == 1);
+    s.reschedule(t[0], When::Next).unwrap();
+    assert_eq!(ready(&s), [0, 1, 2]);
+    assert_eq!(s.postponed_groups(), 0);
+    let unlinked = s.task_new(9);
+    s.reschedule(unlinked, When::Later).unwrap();
+    assert_eq!(ready(&s), [0, 1, 2, 9]);
+    assert_eq!(s.reschedule(t[1], When::Wait(0)), Err(Error::Inval));
+    assert_eq!(ready(&s), [0, 1, 2, 9], "a failed call changes nothing");
+}
+
+#[test]
 fn freeing_a_task_unschedules_it_and_invalidates_its_handle() {
     let (mut s, _) = sched();
     let t = tasks(&mut s, 2);
