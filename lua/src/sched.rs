@@ -254,7 +254,7 @@ pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
                 None => match (*p).core.next_wake() {
                     Some(wake) => {
                         state::push_field(l, c"idle");
-                        ffi::lua_pushnumber(l, time::from_core(wake));
+                        time::push(l, p, wake);
                         ffi::lua_call(l, 1, 0);
                     }
                     None => break,

@@ -65,6 +65,9 @@ pub struct State {
     pub combo_parts: HashMap<usize, Vec<usize>>,
     /// The interned strings of the built-in operation names, by `Builtin`.
     pub names: [*const c_char; Builtin::COUNT],
+    /// Did the `time` field last return an integer? Then wake times handed to
+    /// `idle` are integers too.
+    pub integer_clock: bool,
     /// Set by `__gc`: the userdata may still be reached by finalizers.
     pub closed: bool,
 }
@@ -93,6 +96,7 @@ impl State {
             unreferenced: Vec::new(),
             combo_parts: HashMap::new(),
             names: [std::ptr::null(); Builtin::COUNT],
+            integer_clock: false,
             closed: false,
         }
     }

@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 
 use crate::raw::{self, L, ffi};
-use crate::state::{self, State};
+use crate::state::{self, State, this};
 
 /// The core time of Lua time `t` (order-preserving, exact).
 pub fn to_core(t: f64) -> u64 {
@@ -18,6 +18,23 @@ pub fn to_core(t: f64) -> u64 {
 /// The Lua time of core time `u` (inverse of `to_core`).
 pub fn from_core(u: u64) -> f64 {
     if u >> 63 == 1 { f64::from_bits(u & !(1 << 63)) } else { f64::from_bits(!u) }
+}
+
+/// `[-0, +1, -]` Pushes core time `u` as a Lua number: an integer if the
+/// clock gives integers and the time is one.
+///
+/// # Safety
+/// In a closure of the module whose state is `p`.
+pub unsafe fn push(l: L, p: *mut State, u: u64) {
+    let t = from_core(u);
+    // SAFETY: valid state (caller's contract).
+    unsafe {
+        if (*p).integer_clock && t.fract() == 0.0 && t.abs() < 9.0e15 {
+            ffi::lua_pushinteger(l, t as ffi::lua_Integer);
+        } else {
+            ffi::lua_pushnumber(l, t);
+        }
+    }
 }
 
 /// Monotonic seconds.
@@ -42,12 +59,14 @@ pub unsafe fn now(l: L) -> f64 {
         state::push_field(l, c"time");
         if is_default_time(l, -1) {
             ffi::lua_pop(l, 1);
+            (*this(l)).integer_clock = false;
             return monotonic();
         }
         ffi::lua_call(l, 0, 1);
         if ffi::lua_type(l, -1) != ffi::LUA_TNUMBER || raw::is_nan(l, -1) {
             raw::error(l, c"cothread.time must return a number");
         }
+        (*this(l)).integer_clock = ffi::lua_isinteger(l, -1) != 0;
         let t = ffi::lua_tonumber(l, -1);
         ffi::lua_pop(l, 1);
         t
