@@ -195,6 +195,9 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
         };
         // Taken out of every queue, then placed by the operation.
         let _ = (*p).core.reschedule(task, when);
+        if let When::Wait(k) = when {
+            state::hold(l, name + 1, k);
+        }
         drop_fixed(l, name, op.nfixed());
         if op == Builtin::Halt { Turn::Halt } else { Turn::Continue }
     }
@@ -291,7 +294,7 @@ pub enum Place {
 
 /// `[-0, +(0|1), e]` Resolves the `when` at `idx` (default `"later"`) and its
 /// fixed arguments after it, raising argument errors. For `wait` the target's
-/// key is made (release it with `state::release_key` if it ends up unused).
+/// key is made (the caller holds the value with `state::hold` once waited on).
 ///
 /// # Safety
 /// In a closure of the module.
@@ -325,14 +328,17 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
             ffi::lua_pushvalue(l, idx);
             ffi::lua_rawget(l, -2);
             ffi::lua_remove(l, -2);
-            if ffi::lua_type(l, -1) == ffi::LUA_TTABLE && ffi::lua_rawgeti(l, -1, 2) == ffi::LUA_TFUNCTION {
-                ffi::lua_rawgeti(l, -2, 1);
-                let k = (ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int).max(0);
+            if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
+                if ffi::lua_rawgeti(l, -1, 2) == ffi::LUA_TFUNCTION {
+                    ffi::lua_rawgeti(l, -2, 1);
+                    let k = (ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int).max(0);
+                    ffi::lua_pop(l, 1);
+                    ffi::lua_remove(l, -2);
+                    return Place::Custom(k);
+                }
                 ffi::lua_pop(l, 1);
-                ffi::lua_remove(l, -2);
-                return Place::Custom(k);
             }
-            ffi::lua_pop(l, 2);
+            ffi::lua_pop(l, 1);
         }
         let msg =
             ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), ffi::luaL_tolstring(l, idx, std::ptr::null_mut()));

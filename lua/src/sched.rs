@@ -47,6 +47,9 @@ pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
                     None => state::register(l, 1, co),
                 };
                 let _ = (*p).core.schedule(task, when);
+                if let When::Wait(k) = when {
+                    state::hold(l, 3, k);
+                }
             }
             Place::Custom(k) => {
                 let handler = ffi::lua_gettop(l);
@@ -165,17 +168,12 @@ pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
             (Place::Core(when), Some(key)) => {
                 let done = (*p).core.notify(key, when) == Ok(true);
                 if let When::Wait(target) = when {
-                    state::release_key(l, target);
+                    state::hold(l, 3, target);
                 }
                 done
             }
-            (Place::Core(When::Wait(target)), None) => {
-                state::release_key(l, target);
-                false
-            }
-            (Place::Core(_), None) => false,
             (Place::Custom(k), Some(key)) => notify_custom(l, key, k),
-            (Place::Custom(_), None) => false,
+            (_, None) => false, // nobody ever waited on it
         };
         state::settle_signals(l);
         ffi::lua_pushboolean(l, done as c_int);

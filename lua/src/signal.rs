@@ -54,7 +54,7 @@ unsafe extern "C-unwind" fn handle_gc(l: L) -> c_int {
         let key = *(ffi::lua_touserdata(l, 1) as *const usize);
         ffi::lua_getiuservalue(l, 1, 1);
         let p = ffi::lua_touserdata(l, -1) as *mut State;
-        if !p.is_null() && !(*p).closed {
+        if key != 0 && !p.is_null() && !(*p).closed {
             (*p).unreferenced.push(key);
         }
     }
@@ -67,33 +67,36 @@ unsafe fn combine(l: L, mode: Mode) -> c_int {
     unsafe {
         let p = this(l);
         let n = ffi::lua_gettop(l);
+        raw::check_stack(l, 4);
+        ffi::lua_createtable(l, n, 0); // parts: the handle holds them, so their keys stay
         for i in 1..=n {
             if raw::is_nil_or_nan(l, i) {
                 raw::arg_error(l, i, c"signal expected");
             }
-            state::signal_key(l, i, true); // may raise (memory): nothing made yet
+            state::signal_key(l, i, true);
+            ffi::lua_pushvalue(l, i);
+            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer);
         }
-        raw::check_stack(l, 4);
-        let handle = ffi::lua_newuserdatauv(l, std::mem::size_of::<usize>(), 1) as *mut usize;
+        let handle = ffi::lua_newuserdatauv(l, std::mem::size_of::<usize>(), 2) as *mut usize;
+        handle.write(0);
+        ffi::lua_insert(l, -2);
+        ffi::lua_setiuservalue(l, -2, 2);
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_setiuservalue(l, -2, 1);
         if ffi::luaL_newmetatable(l, c"cothread.combined".as_ptr()) != 0 {
             ffi::lua_pushcfunction(l, handle_gc);
             ffi::lua_setfield(l, -2, c"__gc".as_ptr());
         }
-        handle.write(0);
         ffi::lua_setmetatable(l, -2);
-        // From here on nothing raises until the closure exists.
-        let parts: Vec<usize> = (1..=n).map(|i| state::signal_key(l, i, false).expect("made above")).collect();
-        let key = (*p).core.combine(mode, &parts).expect("parts are valid keys");
-        for &k in parts.iter().filter(|k| *k % 2 == 1) {
-            *(*p).pins.entry(k).or_insert(0) += 1;
-        }
-        (*p).combo_parts.insert(key, parts);
-        handle.write(key);
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_insert(l, -2);
         ffi::lua_pushcclosure(l, combined, 2);
+        // Nothing raises from here on: the keys exist and the parts are held.
+        let parts: Vec<usize> = (1..=n).map(|i| state::signal_key(l, i, false).expect("made above")).collect();
+        let key = (*p).core.combine(mode, &parts).expect("parts are valid keys");
+        drop(parts);
+        handle.write(key);
+        (*p).combined += 1;
         1
     }
 }
@@ -111,13 +114,12 @@ pub unsafe extern "C-unwind" fn onany(l: L) -> c_int {
 }
 
 /// Frees the combined signals whose functions were collected and that nothing
-/// needs any more, unpinning their parts (freeing one may free its parts).
+/// needs any more (freeing one may make its parts free to go).
 ///
 /// # Safety
 /// `p` is a live state.
 pub unsafe fn free_unreferenced(p: *mut State) {
-    // SAFETY: live state; only Rust code runs here: the keys to release are
-    // handed to `settle_signals` through the emptied list.
+    // SAFETY: live state; only Rust code runs here.
     unsafe {
         loop {
             let before = (*p).unreferenced.len();
@@ -127,8 +129,8 @@ pub unsafe fn free_unreferenced(p: *mut State) {
                 match (*p).core.free_combined(key) {
                     Err(cothread::Error::Busy) => i += 1,
                     _ => {
-                        (*p).unreferenced.swap_remove(i);
-                        (*p).unpin_parts(key);
+                        (&mut (*p).unreferenced).swap_remove(i);
+                        (*p).combined -= 1;
                     }
                 }
             }

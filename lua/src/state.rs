@@ -7,17 +7,17 @@
 //! Mapping:
 //! - a registered cothread is a core task whose user value is its `lua_State*`;
 //!   the `alive` table maps the thread to the task handle and keeps it alive;
-//! - a signal value is a core key: an odd integer from a counter, kept in the
-//!   `keyof` / `valof` tables only while the key is waited on or is a part of a
-//!   combined signal (pinned); combined signals use the core's keys (addresses,
-//!   even), so the two never collide.
+//! - a signal value is a core key: an odd integer from a counter. `keyof`
+//!   (weak keys) maps a value to its key for as long as the value lives, so a
+//!   combined signal, which holds its parts, always sees the same keys; `held`
+//!   references the value only while its key has waiters. Combined signals use
+//!   the core's keys (addresses, even), so the two kinds never collide.
 //!
 //! Rust references into a `State` never live across a call into Lua: Lua may
 //! re-enter (a cothread calls `schedule`) or longjmp out (an error). Code reaches
 //! the state through `*mut State` in short expressions instead.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::ffi::{c_char, c_int};
 use std::rc::Rc;
 
@@ -29,8 +29,8 @@ use crate::raw::{self, L, ffi};
 /// User value slots of the state userdata.
 pub const UV_MODULE: c_int = 1; // the scheduler table (fields error, trap, time, idle)
 pub const UV_ALIVE: c_int = 2; // thread -> task handle (integer)
-pub const UV_KEYOF: c_int = 3; // signal value -> key
-pub const UV_VALOF: c_int = 4; // key -> signal value
+pub const UV_KEYOF: c_int = 3; // signal value -> key (weak keys)
+pub const UV_HELD: c_int = 4; // key -> signal value, while the key has waiters
 pub const UV_YIELDOPS: c_int = 5; // name -> {nfixed, handler} (handler false: built-in)
 pub const UV_WHENS: c_int = 6; // name -> {nfixed, handler} (handler false: built-in)
 pub const UV_PLUGINS: c_int = 7; // plugin function -> {n = count, results...}
@@ -50,19 +50,17 @@ pub struct State {
     /// Cothreads in `alive`, and the most there were since it was last replaced.
     pub registered: usize,
     pub registered_peak: usize,
-    /// Signal keys in `keyof`, and the most there were.
-    pub mapped: usize,
-    pub mapped_peak: usize,
+    /// Keys in `held`; keys made since `keyof` was last replaced.
+    pub held: usize,
+    pub made: usize,
+    /// Live combined signals (they need their parts' keys to stay).
+    pub combined: usize,
     /// Next odd key for a signal value.
     next_key: usize,
-    /// Plain keys pinned by combined signals, with their pin counts.
-    pub pins: HashMap<usize, u32>,
     /// Keys whose queue lost its last waiter (told by the core's hook).
     emptied: Rc<RefCell<Vec<usize>>>,
     /// Combined signals whose Lua function was collected, to free.
     pub unreferenced: Vec<usize>,
-    /// The parts of each live combined signal (to unpin them when it is freed).
-    pub combo_parts: HashMap<usize, Vec<usize>>,
     /// The interned strings of the built-in operation names, by `Builtin`.
     pub names: [*const c_char; Builtin::COUNT],
     /// Did the `time` field last return an integer? Then wake times handed to
@@ -88,13 +86,12 @@ impl State {
             running_task: None,
             registered: 0,
             registered_peak: 0,
-            mapped: 0,
-            mapped_peak: 0,
+            held: 0,
+            made: 0,
+            combined: 0,
             next_key: 1,
-            pins: HashMap::new(),
             emptied,
             unreferenced: Vec::new(),
-            combo_parts: HashMap::new(),
             names: [std::ptr::null(); Builtin::COUNT],
             integer_clock: false,
             closed: false,
@@ -105,6 +102,7 @@ impl State {
     fn new_key(&mut self) -> usize {
         let k = self.next_key;
         self.next_key += 2;
+        self.made += 1;
         k
     }
 
@@ -115,20 +113,6 @@ impl State {
 
     fn pop_emptied(&self) -> Option<usize> {
         self.emptied.borrow_mut().pop()
-    }
-
-    /// Unpins the plain parts of a freed combined signal; keys left unpinned
-    /// are released by the next `settle_signals`.
-    pub fn unpin_parts(&mut self, combo: usize) {
-        for k in self.combo_parts.remove(&combo).unwrap_or_default() {
-            if let Some(n) = self.pins.get_mut(&k) {
-                *n -= 1;
-                if *n == 0 {
-                    self.pins.remove(&k);
-                    self.emptied.borrow_mut().push(k);
-                }
-            }
-        }
     }
 }
 
@@ -151,18 +135,31 @@ pub unsafe fn push_new(l: L) -> *mut State {
             ffi::lua_setfield(l, -2, c"__metatable".as_ptr());
         }
         ffi::lua_setmetatable(l, -2);
-        for uv in [UV_ALIVE, UV_KEYOF, UV_VALOF, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
+        for uv in [UV_ALIVE, UV_HELD, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
             ffi::lua_newtable(l);
             ffi::lua_setiuservalue(l, -2, uv);
         }
-        // Plugins are remembered by function, weakly: a collected plugin is forgotten.
+        // Signal values and plugins are remembered weakly.
+        for uv in [UV_KEYOF, UV_PLUGINS] {
+            push_weak_table(l);
+            ffi::lua_setiuservalue(l, -2, uv);
+        }
+        p
+    }
+}
+
+/// `[-0, +1, m]` Pushes a new table with weak keys.
+///
+/// # Safety
+/// `l` is a valid state with two free slots.
+pub unsafe fn push_weak_table(l: L) {
+    // SAFETY: valid state (caller's contract).
+    unsafe {
         ffi::lua_newtable(l);
-        ffi::lua_newtable(l);
+        ffi::lua_createtable(l, 0, 1);
         ffi::lua_pushliteral(l, c"k");
         ffi::lua_setfield(l, -2, c"__mode".as_ptr());
         ffi::lua_setmetatable(l, -2);
-        ffi::lua_setiuservalue(l, -2, UV_PLUGINS);
-        p
     }
 }
 
@@ -300,16 +297,15 @@ pub unsafe fn thread_of(p: *mut State, task: Task) -> Option<L> {
 // ===== signals =====
 
 /// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
-/// this scheduler answers its own key; another value its mapped key, made now if
-/// `make` (otherwise `None` when it has none: nobody waits on it).
+/// this scheduler answers its own key; another value its key, made now if
+/// `make` (otherwise `None` when it has none: nobody ever waited on it).
 ///
 /// # Safety
 /// As `this`; the value at `idx` is not nil or NaN.
 pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
     // SAFETY: as `this`; no reference into the state outlives its expression.
     unsafe {
+        let p = this(l);
         let idx = ffi::lua_absindex(l, idx);
         if let Some(k) = crate::signal::combined_key(l, idx, p) {
             return Some(k);
@@ -328,68 +324,78 @@ pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
         ffi::lua_pushinteger(l, k as ffi::lua_Integer);
         ffi::lua_rawset(l, -3);
         ffi::lua_pop(l, 1);
-        push_uv(l, UV_VALOF);
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_rawseti(l, -2, k as ffi::lua_Integer);
-        ffi::lua_pop(l, 1);
-        (*p).mapped += 1;
-        (*p).mapped_peak = (*p).mapped_peak.max((*p).mapped);
         Some(k)
     }
 }
 
-/// `[-0, +0, m]` Drops the mapping of plain key `k` if nothing needs it: no
-/// waiters and no pin.
+/// `[-0, +0, m]` References the signal value at `idx` (of key `k`, combined
+/// signals included) while `k` has waiters. Call after placing a waiter on `k`.
 ///
 /// # Safety
 /// As `this`.
-pub unsafe fn release_key(l: L, k: usize) {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
+pub unsafe fn hold(l: L, idx: c_int, k: usize) {
     // SAFETY: as `this`; no reference into the state outlives its expression.
     unsafe {
-        if k % 2 == 0 || (*p).pins.contains_key(&k) || (*p).core.waiting(k) != Ok(false) {
-            return;
+        let p = this(l);
+        if (*p).core.waiting(k) != Ok(true) {
+            return; // nobody waits
         }
-        push_uv(l, UV_VALOF);
+        let idx = ffi::lua_absindex(l, idx);
+        push_uv(l, UV_HELD);
         if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) == ffi::LUA_TNIL {
-            ffi::lua_pop(l, 2);
-            return;
+            ffi::lua_pushvalue(l, idx);
+            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
+            (*p).held += 1;
         }
-        push_uv(l, UV_KEYOF);
-        ffi::lua_insert(l, -2); // valof keyof value
-        ffi::lua_pushnil(l);
-        ffi::lua_rawset(l, -3); // keyof[value] = nil
-        ffi::lua_pop(l, 1);
-        ffi::lua_pushnil(l);
-        ffi::lua_rawseti(l, -2, k as ffi::lua_Integer); // valof[k] = nil
-        ffi::lua_pop(l, 1);
-        (*p).mapped -= 1;
-        if (*p).mapped == 0 && (*p).mapped_peak > SHRINK_AFTER {
-            for uv in [UV_KEYOF, UV_VALOF] {
-                ffi::lua_newtable(l);
-                ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), uv);
-            }
-            (*p).mapped_peak = 0;
-        }
+        ffi::lua_pop(l, 2);
     }
 }
 
-/// `[-0, +0, m]` Drops the mappings of the keys whose queues emptied, and frees
-/// the combined signals whose functions were collected.
+/// `[-0, +0, m]` Stops referencing the value of key `k` once it has no waiters.
+///
+/// # Safety
+/// As `this`.
+unsafe fn release(l: L, k: usize) {
+    // SAFETY: as `this`; no reference into the state outlives its expression.
+    unsafe {
+        let p = this(l);
+        if (*p).core.waiting(k) != Ok(false) {
+            return;
+        }
+        push_uv(l, UV_HELD);
+        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) != ffi::LUA_TNIL {
+            ffi::lua_pushnil(l);
+            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
+            (*p).held -= 1;
+        }
+        ffi::lua_pop(l, 2);
+    }
+}
+
+/// `[-0, +0, m]` Releases the values of the keys whose queues emptied, and
+/// frees the combined signals whose functions were collected.
 ///
 /// # Safety
 /// As `this`.
 pub unsafe fn settle_signals(l: L) {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
     // SAFETY: as `this`; `pop_emptied` returns a copy, no borrow is held.
     unsafe {
+        let p = this(l);
         if !(*p).unreferenced.is_empty() {
             crate::signal::free_unreferenced(p);
         }
         while let Some(k) = (*p).pop_emptied() {
-            release_key(l, k);
+            release(l, k);
+        }
+        // Tables keep their size when emptied: start afresh once nothing needs a
+        // key (no waiter, no combined signal, and no key in use by a caller:
+        // this runs only between operations).
+        if (*p).held == 0 && (*p).combined == 0 && (*p).made > SHRINK_AFTER {
+            push_weak_table(l);
+            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_KEYOF);
+            ffi::lua_newtable(l);
+            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_HELD);
+            (*p).made = 0;
         }
     }
 }

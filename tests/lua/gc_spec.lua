@@ -1,0 +1,371 @@
+-- Memory: registered cothreads are kept alive by their scheduler, unregistered ones are
+-- not; signal values are referenced only while waited on; finished cothreads leave
+-- nothing behind.
+--
+--   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/gc_spec.lua
+--
+-- Objects are created inside helper functions that return only weak references, so
+-- that no stack slot of the test keeps them alive.
+
+local cothread = require "cothread"
+
+local function collect()
+  collectgarbage("collect")
+  collectgarbage("collect")
+end
+
+local function weak()
+  return setmetatable({}, { __mode = "kv" })
+end
+
+describe("a registered cothread", function()
+  local S
+  before_each(function() S = cothread.new() end)
+
+  it("waiting on a signal is kept alive and still runs when notified", function()
+    local refs = weak()
+    local log = {}
+    local sig = {}
+    ;(function()
+      local co = coroutine.create(function() log[#log + 1] = "ran" end)
+      refs.co = co
+      S.schedule(co, "wait", sig)
+    end)()
+    collect()
+    assert.is_not_nil(refs.co)
+    assert.is_true(S.notify(sig))
+    S.run()
+    assert.same({ "ran" }, log)
+  end)
+
+  it("waiting by the wait yield operation is kept alive and resumes when notified", function()
+    local refs = weak()
+    local log = {}
+    local sig = {}
+    ;(function()
+      local co = coroutine.create(function()
+        local v = S.wait(sig)
+        log[#log + 1] = v
+      end)
+      refs.co = co
+      S.schedule(co)
+    end)()
+    S.run()
+    collect()
+    assert.is_not_nil(refs.co)
+    S.notify(sig)
+    S.run("value")
+    assert.same({ "value" }, log)
+  end)
+
+  it("in the ready queue is kept alive", function()
+    local refs = weak()
+    local log = {}
+    ;(function()
+      local co = coroutine.create(function() log[#log + 1] = "ran" end)
+      refs.co = co
+      S.schedule(co)
+    end)()
+    collect()
+    assert.is_not_nil(refs.co)
+    S.run()
+    assert.same({ "ran" }, log)
+  end)
+
+  it("in the postponed queue is kept alive", function()
+    local now = 0
+    S.time = function() return now end
+    S.idle = function(t) now = t end
+    local refs = weak()
+    local log = {}
+    ;(function()
+      local co = coroutine.create(function() log[#log + 1] = "ran" end)
+      refs.co = co
+      S.schedule(co, "postpone", 5)
+    end)()
+    collect()
+    assert.is_not_nil(refs.co)
+    S.run()
+    assert.same({ "ran" }, log)
+  end)
+
+  it("waiting on a combined signal is kept alive", function()
+    local refs = weak()
+    local log = {}
+    local a, b = {}, {}
+    ;(function()
+      local co = coroutine.create(function() log[#log + 1] = "ran" end)
+      refs.co = co
+      S.schedule(co, "wait", S.onall(a, b))
+    end)()
+    collect()
+    assert.is_not_nil(refs.co)
+    S.notify(a)
+    collect()
+    S.notify(b)
+    S.run()
+    assert.same({ "ran" }, log)
+  end)
+end)
+
+describe("an unregistered cothread", function()
+  local S
+  before_each(function() S = cothread.new() end)
+
+  it("that suspended itself is collected", function()
+    local refs = weak()
+    ;(function()
+      local co = coroutine.create(function() S.suspend() end)
+      refs.co = co
+      S.schedule(co)
+    end)()
+    S.run()
+    collect()
+    assert.is_nil(refs.co)
+  end)
+
+  it("that was unscheduled while waiting is collected", function()
+    local refs = weak()
+    local sig = {}
+    ;(function()
+      local co = coroutine.create(function() S.wait(sig) end)
+      refs.co = co
+      S.schedule(co)
+      S.run()
+      S.unschedule(co)
+    end)()
+    collect()
+    assert.is_nil(refs.co)
+  end)
+
+  it("that finished is collected, together with its trap entry", function()
+    local refs = weak()
+    ;(function()
+      local co = coroutine.create(function() return 1 end)
+      refs.co = co
+      S.trap[co] = function() end
+      S.schedule(co)
+    end)()
+    S.run()
+    collect()
+    assert.is_nil(refs.co)
+    assert.is_nil(next(S.trap))
+  end)
+
+  it("that failed is collected", function()
+    local refs = weak()
+    ;(function()
+      local co = coroutine.create(function() error("x") end)
+      refs.co = co
+      S.schedule(co)
+    end)()
+    pcall(S.run)
+    collect()
+    assert.is_nil(refs.co)
+  end)
+
+  it("that yielded something invalid is collected", function()
+    local refs = weak()
+    ;(function()
+      local co = coroutine.create(function() coroutine.yield("not an op") end)
+      refs.co = co
+      S.schedule(co)
+    end)()
+    pcall(S.run)
+    collect()
+    assert.is_nil(refs.co)
+  end)
+end)
+
+describe("a signal value", function()
+  local S
+  before_each(function() S = cothread.new() end)
+
+  it("is referenced while cothreads wait on it and collectable after they were notified", function()
+    local refs = weak()
+    ;(function()
+      local sig = {}
+      refs.sig = sig
+      S.schedule(coroutine.create(function() end), "wait", sig)
+      S.schedule(coroutine.create(function() end), "wait", sig)
+    end)()
+    collect()
+    assert.is_not_nil(refs.sig)
+    ;(function() assert(S.notify(refs.sig)) end)()
+    S.run()
+    collect()
+    assert.is_nil(refs.sig)
+  end)
+
+  it("is collectable after its waiters were moved to another signal", function()
+    local refs = weak()
+    local other = {}
+    ;(function()
+      local sig = {}
+      refs.sig = sig
+      S.schedule(coroutine.create(function() end), "wait", sig)
+    end)()
+    ;(function() assert(S.notify(refs.sig, "wait", other)) end)()
+    collect()
+    assert.is_nil(refs.sig)
+    assert.is_true(S.notify(other))
+  end)
+
+  it("is collectable after its only waiter was unscheduled", function()
+    local refs = weak()
+    local co = coroutine.create(function() end)
+    ;(function()
+      local sig = {}
+      refs.sig = sig
+      S.schedule(co, "wait", sig)
+    end)()
+    S.unschedule(co)
+    collect()
+    assert.is_nil(refs.sig)
+  end)
+
+  it("that is a combined signal still wakes its waiters after the program dropped it", function()
+    local log = {}
+    local a = {}
+    S.schedule(coroutine.create(function() log[#log + 1] = "woke" end), "wait", S.onany(a, {}))
+    collect()
+    assert.is_true(S.notify(a))
+    S.run()
+    assert.same({ "woke" }, log)
+  end)
+
+  it("that is a combined signal is collectable, with its components, once it fired", function()
+    local refs = weak()
+    ;(function()
+      local a, b = {}, {}
+      refs.a, refs.b = a, b
+      local any = S.onany(a, b)
+      refs.any = any
+      S.schedule(coroutine.create(function() end), "wait", any)
+    end)()
+    collect()
+    ;(function() assert(S.notify(refs.a)) end)()
+    S.run()
+    collect()
+    assert.is_nil(refs.any)
+    assert.is_nil(refs.a)
+    assert.is_nil(refs.b)
+  end)
+
+  it("that is a combined signal nobody waits on is collectable", function()
+    local refs = weak()
+    ;(function()
+      local a = {}
+      refs.a = a
+      refs.all = S.onall(a, {})
+    end)()
+    collect()
+    assert.is_nil(refs.all)
+    assert.is_nil(refs.a)
+  end)
+end)
+
+describe("memory", function()
+  local N = 100000
+  local SLACK_KIB = 64
+
+  it("returns to its baseline after " .. N .. " cothreads ran to completion together", function()
+    local S = cothread.new()
+    local sig = {}
+    local function body()
+      S.yield()
+      S.wait(sig)
+    end
+    collect()
+    local before = collectgarbage("count")
+    for _ = 1, N do
+      S.schedule(coroutine.create(body))
+    end
+    S.run()          -- every cothread yields once, then waits on sig
+    S.notify(sig)
+    S.run()          -- every cothread finishes
+    collect()
+    local after = collectgarbage("count")
+    assert(S.current() == nil and not S.notify(sig), "cothreads left behind")
+    assert(after - before < SLACK_KIB,
+           ("memory grew by %.1f KiB after %d cothreads (before %.1f KiB, after %.1f KiB)")
+             :format(after - before, N, before, after))
+  end)
+
+  it("returns to its baseline after " .. N .. " cothreads ran in batches of 100", function()
+    local S = cothread.new()
+    local sig = {}
+    local function body()
+      S.yield()
+      S.wait(sig)
+    end
+    collect()
+    local before = collectgarbage("count")
+    for _ = 1, N // 100 do
+      for _ = 1, 100 do
+        S.schedule(coroutine.create(body))
+      end
+      S.run()
+      S.notify(sig)
+      S.run()
+    end
+    collect()
+    local after = collectgarbage("count")
+    assert(S.current() == nil and not S.notify(sig), "cothreads left behind")
+    assert(after - before < SLACK_KIB,
+           ("memory grew by %.1f KiB after %d cothreads (before %.1f KiB, after %.1f KiB)")
+             :format(after - before, N, before, after))
+  end)
+
+  it("returns to its baseline after " .. N .. " cothreads waited each on its own signal", function()
+    local S = cothread.new()
+    local function body(sig)
+      S.wait(sig)
+    end
+    collect()
+    local before = collectgarbage("count")
+    local sigs = {}
+    for i = 1, N do
+      sigs[i] = {}
+      S.schedule(coroutine.create(body))
+      S.step(sigs[i])          -- the body gets its signal and waits on it
+    end
+    for i = 1, N do
+      if not S.notify(sigs[i]) then error("nobody waited on signal " .. i) end
+    end
+    S.run()
+    sigs = nil
+    collect()
+    local after = collectgarbage("count")
+    assert(S.current() == nil, "cothreads left behind")
+    assert(after - before < SLACK_KIB,
+           ("memory grew by %.1f KiB after %d cothreads (before %.1f KiB, after %.1f KiB)")
+             :format(after - before, N, before, after))
+  end)
+
+  it("returns to its baseline after " .. N .. " cothreads waited on combined signals", function()
+    local S = cothread.new()
+    local function body(a, b)
+      S.wait(S.onall(a, b))
+    end
+    collect()
+    local before = collectgarbage("count")
+    for _ = 1, N do
+      local a, b = {}, {}
+      S.schedule(coroutine.create(body))
+      S.step(a, b)
+      S.notify(a)
+      S.notify(b)
+      S.step()
+    end
+    S.run()
+    collect()
+    S.step()                   -- combined signals may be freed lazily, by the next call
+    collect()
+    local after = collectgarbage("count")
+    assert(S.current() == nil, "cothreads left behind")
+    assert(after - before < SLACK_KIB,
+           ("memory grew by %.1f KiB after %d cothreads (before %.1f KiB, after %.1f KiB)")
+             :format(after - before, N, before, after))
+  end)
+end)
