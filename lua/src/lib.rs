@@ -113,7 +113,7 @@ unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
         let (names, yieldops, whens) = (s + 1, s + 2, s + 3);
         for (i, b) in Builtin::ALL.into_iter().enumerate() {
             ffi::lua_pushstring(l, b.name().as_ptr());
-            (*p).names[i] = ffi::lua_tolstring(l, -1, std::ptr::null_mut());
+            (*p).names[i] = ffi::lua_topointer(l, -1);
             ffi::lua_pushvalue(l, -1);
             ffi::lua_rawseti(l, names, i as ffi::lua_Integer + 1);
             for (table, yes) in [(yieldops, b.is_yield()), (whens, b.is_when())] {

@@ -82,12 +82,37 @@ impl Builtin {
 /// `l` is valid; `p` is a live state.
 #[inline]
 pub unsafe fn builtin_at(l: L, idx: c_int, p: *mut State) -> Option<Builtin> {
-    // SAFETY: valid state; `names` holds interned strings kept alive by UV_NAMES,
-    // and equal short strings are one object in Lua 5.4.
+    // SAFETY: valid state; `names` holds the objects of interned strings kept
+    // alive by UV_NAMES, and equal short strings are one object in Lua 5.4
+    // (any other value has another address, or none).
     unsafe {
-        let s = raw::to_str(l, idx)?;
-        let i = (*p).names.iter().position(|&n| n == s)?;
+        let o = ffi::lua_topointer(l, idx);
+        let i = (*p).names.iter().position(|&n| n == o)?;
         Some(Builtin::ALL[i])
+    }
+}
+
+/// The hot path: a cothread that yielded just `yield` or `halt` (no produced
+/// values) is placed without moving anything off its stack. `None` for any
+/// other yield.
+///
+/// # Safety
+/// `co` just yielded `nres` values; `task` is its task in state `p`.
+#[inline]
+pub unsafe fn quick_turn(co: L, nres: c_int, p: *mut State, task: Task) -> Option<Turn> {
+    if nres != 1 {
+        return None;
+    }
+    // SAFETY: as stated; the yielded value is popped, which a resume ignores anyway.
+    unsafe {
+        let (when, turn) = match builtin_at(co, -1, p)? {
+            Builtin::Yield => (When::Later, Turn::Continue),
+            Builtin::Halt => (When::Next, Turn::Halt),
+            _ => return None,
+        };
+        ffi::lua_settop(co, -2);
+        let _ = (*p).core.reschedule(task, when);
+        Some(turn)
     }
 }
 

@@ -284,6 +284,11 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
         let status = ffi::lua_resume(co, l, nargs, &mut nres);
         (*p).running = std::ptr::null_mut();
         let task = (*p).running_task.take();
+        if let (ffi::LUA_YIELD, Some(task)) = (status, task) {
+            if let Some(turn) = ops::quick_turn(co, nres, p, task) {
+                return Some(turn);
+            }
+        }
         if status == ffi::LUA_YIELD || status == ffi::LUA_OK {
             // A C function has LUA_MINSTACK (20) free slots: check beyond that only.
             if nres > 8 && ffi::lua_checkstack(l, nres + 8) == 0 {

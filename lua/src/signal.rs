@@ -119,24 +119,23 @@ pub unsafe extern "C-unwind" fn onany(l: L) -> c_int {
 /// # Safety
 /// `p` is a live state.
 pub unsafe fn free_unreferenced(p: *mut State) {
-    // SAFETY: live state; only Rust code runs here.
+    // SAFETY: live state; only Rust code runs here, so no finalizer can add to
+    // the list meanwhile.
     unsafe {
+        let mut pending = std::mem::take(&mut (*p).unreferenced);
         loop {
-            let before = (*p).unreferenced.len();
-            let mut i = 0;
-            while i < (*p).unreferenced.len() {
-                let key = (&(*p).unreferenced)[i];
-                match (*p).core.free_combined(key) {
-                    Err(cothread::Error::Busy) => i += 1,
-                    _ => {
-                        (&mut (*p).unreferenced).swap_remove(i);
-                        (*p).combined -= 1;
-                    }
+            let before = pending.len();
+            pending.retain(|&key| match (*p).core.free_combined(key) {
+                Err(cothread::Error::Busy) => true,
+                _ => {
+                    (*p).combined -= 1;
+                    false
                 }
-            }
-            if (*p).unreferenced.len() == before || (*p).unreferenced.is_empty() {
-                return;
+            });
+            if pending.len() == before || pending.is_empty() {
+                break;
             }
         }
+        (*p).unreferenced = pending;
     }
 }

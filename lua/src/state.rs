@@ -18,7 +18,7 @@
 //! the state through `*mut State` in short expressions instead.
 
 use std::cell::RefCell;
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
 use cothread::{Sched, Task};
@@ -61,8 +61,9 @@ pub struct State {
     emptied: Rc<RefCell<Vec<usize>>>,
     /// Combined signals whose Lua function was collected, to free.
     pub unreferenced: Vec<usize>,
-    /// The interned strings of the built-in operation names, by `Builtin`.
-    pub names: [*const c_char; Builtin::COUNT],
+    /// The interned string objects of the built-in operation names (their
+    /// `lua_topointer`), by `Builtin`.
+    pub names: [*const c_void; Builtin::COUNT],
     /// Did the `time` field last return an integer? Then wake times handed to
     /// `idle` are integers too.
     pub integer_clock: bool,
