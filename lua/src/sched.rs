@@ -271,8 +271,8 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
     // SAFETY: a closure of the module; the state is reached in short
     // expressions and never across `lua_resume`.
     unsafe {
-        let task = (*p).core.ready_head()?;
-        let co = state::thread_of(p, task).expect("a ready task has a thread");
+        let (task, co) = (*p).core.ready_head_data()?;
+        let co = co as L;
         let nargs = ffi::lua_gettop(l) - base;
         if nargs > 0 && ffi::lua_checkstack(co, nargs) == 0 {
             raw::error(l, c"too many values to resume a cothread with");

@@ -35,12 +35,14 @@ fn next_and_later_order_the_ready_queue() {
     let (mut s, _) = sched();
     let t = tasks(&mut s, 4);
     assert_eq!(s.ready_head(), None);
+    assert_eq!(s.ready_head_data(), None);
     assert!(s.schedule(t[0], When::Later).unwrap());
     assert!(s.schedule(t[1], When::Later).unwrap());
     assert!(s.schedule(t[2], When::Next).unwrap());
     assert!(s.schedule(t[3], When::Later).unwrap());
     assert_eq!(ready(&s), [2, 0, 1, 3]);
     assert_eq!(s.ready_head(), Some(t[2]));
+    assert_eq!(s.ready_head_data(), Some((t[2], 2)));
     assert_eq!(s.next(t[3]).unwrap(), None);
 }
 

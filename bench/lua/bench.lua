@@ -1,0 +1,268 @@
+-- Benchmark of the Lua module `cothread`, each figure next to a baseline written in
+-- plain Lua and measured in the same process:
+--
+--   (a) switch: 1000 cothreads each doing 300 `yield()`s under `run()`, against a bare
+--       round robin of 1000 coroutines driven by `coroutine.resume` that call
+--       `coroutine.yield("yield")` 300 times (a dead coroutine leaves the round
+--       robin). Unit: one switch, i.e. one resume and the yield or end that
+--       follows it (301 per coroutine: 300 yields and the final resume).
+--       Target: ratio cothread/bare <= 0.8.
+--   (b) notify: a signal queue of 100 and of 100 000 waiters (suspended in `wait(a)`)
+--       moved back and forth with `notify(a, "wait", b)` / `notify(b, "wait", a)`.
+--       Unit: one notify. It must be flat: the ratio 100000/100 is printed. Baseline:
+--       moving as many entries between two Lua arrays with `table.move`. Both loops
+--       run for at least 0.1 s of CPU time per repetition.
+--   (c) timers: 100 000 cothreads that each call `delay(d)` once (d uniform in
+--       [0, 1 ms), same seeded values on both sides) and end; the whole `run()`.
+--       Unit: one cothread. Baseline: resume every bare coroutine (it yields
+--       `"delay", d`), collect {wake = d, co} records, `table.sort` them by wake time
+--       and resume them in that order (no clock reads, no sleeping).
+--
+-- Every figure is the best of REPS repetitions (default 5), ours and the baseline
+-- alternating, each preceded by a full `collectgarbage()`. Setup (creating and
+-- scheduling the coroutines) is outside the timed part. Each measurement of ours uses
+-- a fresh scheduler from `cothread.new()`. Timing uses `os.clock()`, the process's CPU
+-- time: it leaves out sleeping in `idle` (the baseline never sleeps) and is less
+-- disturbed by other processes on a shared machine.
+--
+-- Run from the repository root, after building (cmake --build build):
+--
+--   lua5.4 bench/lua/bench.lua <directory holding cothread.so> [REPS]
+--   lua5.4 bench/lua/bench.lua build/lua
+
+local dir = arg[1]
+if not dir or dir == "" then
+  io.stderr:write("usage: lua5.4 bench.lua <directory holding cothread.so> [repetitions]\n")
+  os.exit(2)
+end
+package.cpath = dir .. "/?.so;" .. package.cpath
+
+local cothread = require "cothread"
+local REPS = math.tointeger(tonumber(arg[2] or "5")) or 5
+
+local clock = os.clock
+local create, resume = coroutine.create, coroutine.resume
+
+-- CPU seconds taken by f(), after a full garbage collection.
+local function timed(f)
+  collectgarbage()
+  local t0 = clock()
+  f()
+  return clock() - t0
+end
+
+-- Best (smallest) of REPS results of each of `ours` and `base`, alternating them.
+-- Each function does its own setup, times its work with `timed` and returns
+-- nanoseconds per unit.
+local function best(ours, base)
+  local bo, bb = math.huge, math.huge
+  for _ = 1, REPS do
+    bo = math.min(bo, ours())
+    bb = math.min(bb, base())
+  end
+  return bo, bb
+end
+
+local function row(what, ns, extra)
+  print(("  %-46s %10.1f ns%s"):format(what, ns, extra or ""))
+end
+
+local function ratio(what, r, extra)
+  local fmt = r < 0.01 and "  %-46s %10.3g%s" or "  %-46s %10.3f%s"
+  print(fmt:format(what, r, extra or ""))
+end
+
+print(("cothread %s, %s, clock: os.clock (process CPU time), best of %d")
+  :format(cothread.version, _VERSION, REPS))
+
+-------------------------------------------------------------------------------
+-- (a) switch
+-------------------------------------------------------------------------------
+do
+  local N, YIELDS = 1000, 300
+  local units = N * (YIELDS + 1)            -- switches: 300 yields + the final resume
+
+  local function ours()
+    local s = cothread.new()
+    local yield = s.yield
+    local done = 0
+    local function body()
+      for _ = 1, YIELDS do yield() end
+      done = done + 1
+    end
+    for _ = 1, N do s.schedule(create(body)) end
+    local t = timed(s.run)
+    assert(done == N, "not every cothread finished")
+    return t * 1e9 / units
+  end
+
+  local function base()
+    local yield = coroutine.yield
+    local done = 0
+    local function body()
+      for _ = 1, YIELDS do yield("yield") end
+      done = done + 1
+    end
+    local q = {}
+    for i = 1, N do q[i] = create(body) end
+    local t = timed(function()
+      local n = N
+      while n > 0 do                          -- one pass = one round of the robin
+        local live = 0
+        for i = 1, n do
+          local co = q[i]
+          local ok, op = resume(co)
+          if op == "yield" then               -- keep it, in order
+            live = live + 1
+            q[live] = co
+          elseif not ok then
+            error(op)
+          end                                 -- ended: dropped
+        end
+        for i = live + 1, n do q[i] = nil end
+        n = live
+      end
+    end)
+    assert(done == N, "not every coroutine finished")
+    return t * 1e9 / units
+  end
+
+  local o, b = best(ours, base)
+  print(("(a) switch: %d cothreads x %d yields, ns per switch"):format(N, YIELDS))
+  row("cothread.run + yield()", o)
+  row("coroutine.resume round robin", b)
+  ratio("ratio cothread/bare (target <= 0.8)", o / b, o / b <= 0.8 and "  ok" or "  ABOVE TARGET")
+end
+
+-------------------------------------------------------------------------------
+-- (b) notify
+-------------------------------------------------------------------------------
+do
+  local BUDGET = 0.1                          -- CPU seconds per timing
+
+  -- Calls step() until BUDGET CPU seconds have passed (after a full collection);
+  -- returns nanoseconds per unit, one call of step() doing `units` units.
+  local function per_unit(step, units)
+    collectgarbage()
+    local calls, t0, t = 0, clock(), 0
+    repeat
+      step()
+      calls = calls + 1
+      t = clock() - t0
+    until t >= BUDGET
+    return t * 1e9 / (calls * units)
+  end
+
+  local function measure(n)
+    local function ours()
+      local s = cothread.new()
+      local wait, notify = s.wait, s.notify
+      local a, b = {}, {}
+      local done = 0
+      local function body()
+        wait(a)
+        done = done + 1
+      end
+      for _ = 1, n do s.schedule(create(body)) end
+      s.run()                                 -- every cothread now waits on a
+      local ns = per_unit(function()
+        for _ = 1, 500 do
+          notify(a, "wait", b)
+          notify(b, "wait", a)
+        end
+      end, 1000)
+      assert(notify(a), "the waiters are not on a")
+      s.run()
+      assert(done == n, "not every waiter was moved")
+      return ns
+    end
+
+    -- Two arrays with explicit lengths: moving copies the n entries with table.move
+    -- and sets the source's length to 0 (its stale slots are overwritten next time).
+    local function base()
+      local qa, qb = {}, {}
+      for i = 1, n do qa[i] = create(print); qb[i] = false end
+      local na, nb = n, 0
+      local rounds = math.max(1, 50000 // n)
+      local ns = per_unit(function()
+        for _ = 1, rounds do
+          table.move(qa, 1, na, nb + 1, qb); nb = nb + na; na = 0
+          table.move(qb, 1, nb, na + 1, qa); na = na + nb; nb = 0
+        end
+      end, 2 * rounds)
+      assert(na == n and nb == 0)
+      return ns
+    end
+
+    return best(ours, base)
+  end
+
+  print("(b) notify, whole queue moved to another signal, ns per notify")
+  local o1, b1 = measure(100)
+  local o2, b2 = measure(100000)
+  row("notify, 100 waiters", o1)
+  row("table.move of 100 entries", b1)
+  ratio("ratio cothread/table.move, 100", o1 / b1)
+  row("notify, 100 000 waiters", o2)
+  row("table.move of 100 000 entries", b2)
+  ratio("ratio cothread/table.move, 100 000", o2 / b2)
+  ratio("ratio notify 100 000 / 100 (flat: ~1)", o2 / o1)
+end
+
+-------------------------------------------------------------------------------
+-- (c) timers
+-------------------------------------------------------------------------------
+do
+  local N = 100000
+  math.randomseed(42)
+  local delays = {}
+  for i = 1, N do delays[i] = math.random() * 1e-3 end
+
+  local function ours()
+    local s = cothread.new()
+    local delay = s.delay
+    local done = 0
+    for i = 1, N do
+      local d = delays[i]
+      s.schedule(create(function()
+        delay(d)
+        done = done + 1
+      end))
+    end
+    local t = timed(s.run)
+    assert(done == N, "not every cothread finished")
+    return t * 1e9 / N
+  end
+
+  local function base()
+    local yield = coroutine.yield
+    local done = 0
+    local cos = {}
+    for i = 1, N do
+      local d = delays[i]
+      cos[i] = create(function()
+        yield("delay", d)
+        done = done + 1
+      end)
+    end
+    local t = timed(function()
+      local due = {}
+      for i = 1, N do
+        local co = cos[i]
+        local _, op, d = resume(co)
+        assert(op == "delay")
+        due[i] = { wake = d, co = co }
+      end
+      table.sort(due, function(x, y) return x.wake < y.wake end)
+      for i = 1, N do resume(due[i].co) end
+    end)
+    assert(done == N, "not every coroutine finished")
+    return t * 1e9 / N
+  end
+
+  local o, b = best(ours, base)
+  print(("(c) timers: %d cothreads, delay(0..1 ms) once each, ns per cothread"):format(N))
+  row("cothread.run with delay()", o)
+  row("resume + table.sort by wake + resume", b)
+  ratio("ratio cothread/bare", o / b)
+end
