@@ -372,13 +372,13 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
     }
 }
 
-/// `[-0, +0, e]` Calls the plugin `when` handler below the top... : with the
-/// handler at `handler`, calls `handler(thread at thread_idx, fixed args from
-/// `first`...)` (missing ones nil). Returns the status of `lua_pcall` if
-/// `protected`, else raises on error.
+/// `[-0, +0, e]` Calls the plugin `when` handler at `handler` as
+/// `handler(thread at thread_idx, fixed...)`, the `k` fixed arguments being
+/// those from `first` up to the handler (missing ones nil). Returns the status
+/// of `lua_pcall` if `protected`, else raises on error.
 ///
 /// # Safety
-/// Valid indices.
+/// Valid indices, `first <= handler`.
 pub unsafe fn call_when(l: L, handler: c_int, thread_idx: c_int, first: c_int, k: c_int, protected: bool) -> c_int {
     // SAFETY: valid state and indices (caller's contract).
     unsafe {
@@ -386,7 +386,12 @@ pub unsafe fn call_when(l: L, handler: c_int, thread_idx: c_int, first: c_int, k
         ffi::lua_pushvalue(l, handler);
         ffi::lua_pushvalue(l, thread_idx);
         for i in 0..k {
-            ffi::lua_pushvalue(l, first + i); // none reads as nil
+            // The fixed arguments lie between `first` and the handler; missing ones are nil.
+            if first + i < handler {
+                ffi::lua_pushvalue(l, first + i);
+            } else {
+                ffi::lua_pushnil(l);
+            }
         }
         if protected {
             ffi::lua_pcall(l, 1 + k, 0, 0)

@@ -272,6 +272,21 @@ describe("ops.scheduleop", function()
     assert.same({ "ran" }, log)
   end)
 
+  it("passes nil for fixed arguments left out, in schedule and in notify", function()
+    local seen = {}
+    with_ops(S, function(sched, ops)
+      ops.scheduleop("two", 2, function(thread, a, b)
+        seen[#seen + 1] = { a = a, b = b, n = select("#", a, b) }
+        sched.schedule(thread)
+      end)
+    end)
+    S.schedule(coroutine.create(function() end), "two", "x")
+    local sig = {}
+    S.schedule(coroutine.create(function() end), "wait", sig)
+    assert.is_true(S.notify(sig, "two", "y"))
+    assert.same({ { a = "x", b = nil, n = 2 }, { a = "y", b = nil, n = 2 } }, seen)
+  end)
+
   it("is not used by schedule for an already registered thread", function()
     local calls = 0
     with_ops(S, function(sched, ops)
