@@ -178,14 +178,23 @@ unsafe extern "C-unwind" fn state_gc(l: L) -> c_int {
     0
 }
 
-/// The state of the running C closure (upvalue 1).
+/// `[-0, +0, e]` The state of the running C closure (upvalue 1). Raises if the
+/// state was already finalized (a finalizer of an older object may still call
+/// the scheduler while Lua closes).
 ///
 /// # Safety
 /// Called from a C closure of this module whose upvalue 1 is a state userdata.
 #[inline]
 pub unsafe fn this(l: L) -> *mut State {
-    // SAFETY: upvalue 1 of every closure of the module is its state (contract).
-    unsafe { ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *mut State }
+    // SAFETY: upvalue 1 of every closure of the module is its state (contract);
+    // `closed` stays readable after `__gc` (see `state_gc`).
+    unsafe {
+        let p = ffi::lua_touserdata(l, ffi::lua_upvalueindex(1)) as *mut State;
+        if (*p).closed {
+            raw::error(l, c"cothread: scheduler used after it was collected");
+        }
+        p
+    }
 }
 
 /// `[-0, +1, -]` Pushes the user value `uv` of the running closure's state.

@@ -369,3 +369,24 @@ describe("memory", function()
              :format(after - before, N, before, after))
   end)
 end)
+
+describe("a scheduler collected before an older object's finalizer", function()
+  it("refuses the finalizer's calls with an error instead of crashing", function()
+    local result
+    do
+      local S2
+      -- Made before S2, so finalized after it in the same collection.
+      local guard = setmetatable({}, { __gc = function()
+        result = { pcall(S2.schedule, coroutine.create(function() end)) }
+      end })
+      S2 = cothread.new()
+      S2.schedule(coroutine.create(function() end))
+      assert(guard)
+    end
+    collectgarbage("collect")
+    collectgarbage("collect")
+    assert.is_table(result)
+    assert.is_false(result[1])
+    assert.truthy(tostring(result[2]):find("collected", 1, true))
+  end)
+end)
