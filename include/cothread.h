@@ -44,6 +44,26 @@
 #define COT_ECANCELED -125
 
 /**
+ * Operation not permitted (e.g. polling a regular file).
+ */
+#define COT_EPERM -1
+
+/**
+ * Bad file descriptor.
+ */
+#define COT_EBADF -9
+
+/**
+ * Already exists (e.g. a descriptor polled by two handles).
+ */
+#define COT_EEXIST -17
+
+/**
+ * Another system error.
+ */
+#define COT_EIO -5
+
+/**
  * `when` for `cot_sched_schedule` and `cot_sched_notify`: the tail of the
  * ready queue.
  */
@@ -69,6 +89,21 @@
  * Patch version: fixes only.
  */
 #define COT_VERSION_PATCH 0
+
+/**
+ * Readiness: readable.
+ */
+#define READABLE 1
+
+/**
+ * Readiness: writable.
+ */
+#define WRITABLE 2
+
+/**
+ * Readiness: the peer closed its end (reported with `READABLE`).
+ */
+#define DISCONNECT 4
 
 /**
  * A scheduler (opaque). Made by `cot_sched_new`, freed by `cot_sched_free`.

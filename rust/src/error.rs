@@ -52,6 +52,14 @@ errors! {
     Busy = -16, "COT_EBUSY", "resource busy or locked";
     /// Out of memory.
     NoMem = -12, "COT_ENOMEM", "not enough memory";
+    /// Operation not permitted (e.g. polling a regular file).
+    Perm = -1, "COT_EPERM", "operation not permitted";
+    /// Bad file descriptor.
+    BadF = -9, "COT_EBADF", "bad file descriptor";
+    /// Already exists (e.g. a descriptor polled by two handles).
+    Exist = -17, "COT_EEXIST", "file already exists";
+    /// Another system error.
+    Io = -5, "COT_EIO", "i/o error";
     /// The operation was canceled.
     Canceled = -125, "COT_ECANCELED", "operation canceled";
 }
@@ -60,6 +68,11 @@ impl Error {
     /// The negative code used in the C ABI.
     pub fn code(self) -> i32 {
         self as i32
+    }
+
+    /// The error for a system error (`Error::Io` for one without its own code).
+    pub fn from_io(e: &std::io::Error) -> Error {
+        e.raw_os_error().and_then(|n| Error::from_code(-n)).unwrap_or(Error::Io)
     }
 
     /// The error with this code, if any.
@@ -89,6 +102,12 @@ mod tests {
         assert_eq!(Error::Busy.code(), -libc::EBUSY);
         assert_eq!(Error::NoMem.code(), -libc::ENOMEM);
         assert_eq!(Error::Canceled.code(), -libc::ECANCELED);
+        assert_eq!(Error::Perm.code(), -libc::EPERM);
+        assert_eq!(Error::BadF.code(), -libc::EBADF);
+        assert_eq!(Error::Exist.code(), -libc::EEXIST);
+        assert_eq!(Error::Io.code(), -libc::EIO);
+        assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::EBADF)), Error::BadF);
+        assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC)), Error::Io);
         for e in Error::ALL {
             assert_eq!(Error::from_code(e.code()), Some(*e));
             assert!(e.name().starts_with("COT_E"));

@@ -5,6 +5,7 @@
 //! - [`ffi`]: the `extern "C"` API, the only thing exported to C.
 //! - [`sched`]: the scheduler: ready queue, signal queues, combined signals,
 //!   postponed queue.
+//! - [`reactor`]: the event loop (timers, fd readiness, wakeups), on a scheduler.
 //! - [`time`]: clocks and the timer heap.
 //! - `util`: small building blocks (a pointer hasher, the OS clock).
 //!
@@ -14,6 +15,7 @@
 
 pub mod error;
 pub mod ffi;
+pub mod reactor;
 pub mod sched;
 pub mod time;
 mod util;

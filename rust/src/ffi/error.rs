@@ -15,6 +15,14 @@ pub const COT_EBUSY: c_int = -16;
 pub const COT_ENOMEM: c_int = -12;
 /// Operation canceled.
 pub const COT_ECANCELED: c_int = -125;
+/// Operation not permitted (e.g. polling a regular file).
+pub const COT_EPERM: c_int = -1;
+/// Bad file descriptor.
+pub const COT_EBADF: c_int = -9;
+/// Already exists (e.g. a descriptor polled by two handles).
+pub const COT_EEXIST: c_int = -17;
+/// Another system error.
+pub const COT_EIO: c_int = -5;
 
 /// A static description of an error code, e.g. `"invalid argument"`;
 /// `"success"` for 0 and `"unknown error"` for codes not listed here.
@@ -50,7 +58,11 @@ mod tests {
         assert_eq!(COT_EBUSY, Error::Busy.code());
         assert_eq!(COT_ENOMEM, Error::NoMem.code());
         assert_eq!(COT_ECANCELED, Error::Canceled.code());
-        assert_eq!(Error::ALL.len(), 4, "a new error needs its COT_E* constant");
+        assert_eq!(COT_EPERM, Error::Perm.code());
+        assert_eq!(COT_EBADF, Error::BadF.code());
+        assert_eq!(COT_EEXIST, Error::Exist.code());
+        assert_eq!(COT_EIO, Error::Io.code());
+        assert_eq!(Error::ALL.len(), 8, "a new error needs its COT_E* constant");
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! Small building blocks. `os` holds the only unsafe code of the core below `ffi`.
+//! Small building blocks: a pointer hasher, a generational slab, the OS clock
+//! (the one unsafe call here).
 
 pub(crate) mod hash;
 pub(crate) mod os;
+pub(crate) mod slab;

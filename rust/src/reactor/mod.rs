@@ -1,0 +1,299 @@
+//! The event loop: timers, descriptor readiness and cross-thread wakeups, run
+//! the way libuv runs them.
+//!
+//! # Iteration
+//! `run` repeats, while the loop is alive (an active handle, or a close
+//! callback still to run) and not stopped:
+//! 1. update the cached time (`now`);
+//! 2. timers: the due ones fire, in (due time, start order) order; a repeating
+//!    timer is re-armed before its callback; timers started by these callbacks
+//!    fire on a later iteration, never in this one;
+//! 3. poll for I/O, blocking at most until the next timer (not at all in
+//!    `RunMode::NoWait`, nor when a close callback is pending): readiness
+//!    callbacks of poll handles, then async wakeups;
+//! 4. close callbacks of the handles closed so far.
+//!
+//! `RunMode::Once` blocks for one batch, `NoWait` polls without blocking, and
+//! `Default` runs until nothing is alive or `stop` is called.
+//!
+//! # Handles
+//! One file per type: `timer`, `poll` (fd readiness, level-triggered) and
+//! `async_` (wakeups sent from any thread). A handle lives in a generational
+//! slab, so a closed handle's id is refused, not confused with a new one.
+//! `close` stops it at once; its close callback comes later, from `run`,
+//! never from `close` itself; then the id is invalid.
+//!
+//! Timers are tasks of the core scheduler, postponed to their due time: the
+//! loop shares the scheduler's timer heap rather than keeping its own.
+//!
+//! A loop is single-threaded; only an [`AsyncSender`] crosses threads, through
+//! a mutex-protected inbox that wakes the loop with an eventfd.
+
+mod async_;
+mod handle;
+mod poll;
+mod sys;
+mod timer;
+
+use std::io;
+use std::os::fd::RawFd;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::sched::Sched;
+use crate::util::slab::Slab;
+use async_::Inbox;
+use handle::{Kind, Slot};
+use sys::Fd;
+
+pub use async_::AsyncSender;
+pub use handle::Handle;
+pub use poll::{DISCONNECT, READABLE, WRITABLE};
+
+/// How `run` runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum RunMode {
+    /// Until nothing is alive, or `stop`.
+    Default,
+    /// One iteration, blocking for I/O if nothing is due.
+    Once,
+    /// One iteration, without blocking.
+    NoWait,
+}
+
+/// A callback of a timer or async handle.
+pub type Callback = Box<dyn FnMut(&mut Loop, Handle)>;
+/// A close callback.
+pub type CloseCallback = Box<dyn FnOnce(&mut Loop, Handle)>;
+
+/// The epoll token of the inbox's eventfd (handle ids are never 0).
+const INBOX_TOKEN: u64 = 0;
+const EVENTS_PER_POLL: usize = 256;
+
+/// An event loop. See the [module documentation](self).
+pub struct Loop {
+    sched: Sched,
+    handles: Slab<Slot>,
+    epoll: Fd,
+    inbox: Arc<Inbox>,
+    /// Handles whose close callback is due, in order of closing.
+    closing: Vec<Handle>,
+    /// Active handles: they keep `run` going.
+    active: usize,
+    now: u64,
+    stopped: bool,
+    running: bool,
+    events: Vec<libc::epoll_event>,
+}
+
+impl Loop {
+    /// A new loop, with its epoll instance and inbox.
+    pub fn new() -> io::Result<Loop> {
+        let epoll = sys::epoll_create()?;
+        let inbox = Arc::new(Inbox::new()?);
+        sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, inbox.fd(), libc::EPOLLIN as u32, INBOX_TOKEN)?;
+        let mut l = Loop {
+            sched: Sched::new(),
+            handles: Slab::default(),
+            epoll,
+            inbox,
+            closing: Vec::new(),
+            active: 0,
+            now: 0,
+            stopped: false,
+            running: false,
+            events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_POLL],
+        };
+        l.update_time();
+        Ok(l)
+    }
+
+    /// The loop's cached time (ns, monotonic), updated at each iteration.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// Updates the cached time.
+    pub fn update_time(&mut self) {
+        self.now = self.sched.now();
+    }
+
+    /// Is anything keeping `run` going: an active handle or a pending close?
+    pub fn alive(&self) -> bool {
+        self.active > 0 || !self.closing.is_empty()
+    }
+
+    /// Makes `run` return after the current iteration.
+    pub fn stop(&mut self) {
+        self.stopped = true;
+    }
+
+    /// The epoll descriptor: readable when the loop has I/O or wakeups to
+    /// process. A host loop polls it, then runs this loop with `NoWait`.
+    pub fn backend_fd(&self) -> RawFd {
+        self.epoll.raw()
+    }
+
+    /// How long (ms, rounded up, from now) a host may block on `backend_fd`
+    /// before running this loop: -1 for no timer, 0 if something is due now.
+    pub fn backend_timeout(&self) -> i32 {
+        if self.stopped || !self.closing.is_empty() || !self.alive() {
+            return 0;
+        }
+        match self.sched.next_wake() {
+            None => -1,
+            Some(wake) => {
+                let ns = wake.saturating_sub(crate::time::monotonic_ns().max(self.now));
+                ns.div_ceil(1_000_000).min(i32::MAX as u64) as i32
+            }
+        }
+    }
+
+    /// Runs the loop (see the module documentation). Returns whether it is
+    /// still alive. `Error::Busy` when called from one of its callbacks.
+    pub fn run(&mut self, mode: RunMode) -> Result<bool> {
+        if self.running {
+            return Err(Error::Busy);
+        }
+        self.running = true;
+        let r = self.iterate(mode);
+        self.running = false;
+        self.stopped = false;
+        r
+    }
+
+    fn iterate(&mut self, mode: RunMode) -> Result<bool> {
+        let mut alive = self.alive();
+        if !alive {
+            self.update_time();
+        }
+        while alive && !self.stopped {
+            self.update_time();
+            self.run_timers();
+            let timeout = if mode == RunMode::NoWait { 0 } else { self.backend_timeout() };
+            self.poll_io(timeout)?;
+            if mode == RunMode::Once {
+                self.update_time();
+                self.run_timers();
+            }
+            self.run_closing();
+            alive = self.alive();
+            if mode != RunMode::Default {
+                break;
+            }
+        }
+        Ok(alive)
+    }
+
+    /// Waits for I/O up to `timeout_ms` and dispatches what came.
+    fn poll_io(&mut self, timeout_ms: i32) -> Result<()> {
+        let mut events = std::mem::take(&mut self.events);
+        let n = sys::epoll_wait(&self.epoll, &mut events, timeout_ms).map_err(|e| Error::from_io(&e));
+        let r = n.map(|n| {
+            for ev in &events[..n] {
+                let (token, bits) = (ev.u64, ev.events);
+                if token == INBOX_TOKEN {
+                    self.run_asyncs();
+                } else if let Some(h) = Handle::from_raw(token) {
+                    self.dispatch_poll(h, bits);
+                }
+            }
+        });
+        self.events = events;
+        r
+    }
+
+    // ===== handles =====
+
+    fn insert(&mut self, kind: Kind, data: usize) -> Handle {
+        Handle(self.handles.insert(Slot::new(kind, data)))
+    }
+
+    fn slot(&self, h: Handle) -> Result<&Slot> {
+        self.handles.get(h.0).filter(|s| !s.closing).ok_or(Error::Inval)
+    }
+
+    fn slot_mut(&mut self, h: Handle) -> Result<&mut Slot> {
+        self.handles.get_mut(h.0).filter(|s| !s.closing).ok_or(Error::Inval)
+    }
+
+    fn set_active(&mut self, h: Handle, active: bool) {
+        if let Some(s) = self.handles.get_mut(h.0) {
+            if s.active != active {
+                s.active = active;
+                if active { self.active += 1 } else { self.active -= 1 }
+            }
+        }
+    }
+
+    /// The user value of a handle.
+    pub fn data(&self, h: Handle) -> Result<usize> {
+        Ok(self.slot(h)?.data)
+    }
+
+    /// Replaces the user value of a handle.
+    pub fn set_data(&mut self, h: Handle, data: usize) -> Result<()> {
+        self.slot_mut(h)?.data = data;
+        Ok(())
+    }
+
+    /// Is the handle active (a started timer or poll, an async)?
+    pub fn is_active(&self, h: Handle) -> Result<bool> {
+        Ok(self.slot(h)?.active)
+    }
+
+    /// Closes a handle: stops it now; `cb`, if any, runs later from `run`, and
+    /// then the handle's id is invalid. `Error::Inval` for an unknown or
+    /// closing handle.
+    pub fn close(&mut self, h: Handle, cb: Option<CloseCallback>) -> Result<()> {
+        self.slot(h)?;
+        match self.handles.get(h.0).map(|s| s.kind.tag()) {
+            Some(handle::Tag::Timer) => self.timer_stop(h)?,
+            Some(handle::Tag::Poll) => self.poll_stop(h)?,
+            Some(handle::Tag::Async) => self.async_stop(h),
+            None => return Err(Error::Inval),
+        }
+        self.set_active(h, false);
+        let s = self.slot_mut(h)?;
+        s.closing = true;
+        s.close_cb = cb;
+        self.closing.push(h);
+        Ok(())
+    }
+
+    /// Runs the close callbacks due, freeing their handles first.
+    fn run_closing(&mut self) {
+        for h in std::mem::take(&mut self.closing) {
+            let Some(slot) = self.handles.remove(h.0) else { continue };
+            if let Kind::Timer(t) = &slot.kind {
+                let _ = self.sched.task_free(t.task);
+            }
+            if let Some(cb) = slot.close_cb {
+                cb(self, h);
+            }
+        }
+    }
+
+    /// `Error::Busy` while handles remain (close them and run the loop until
+    /// their close callbacks ran); then the loop may be dropped cleanly.
+    pub fn check_close(&self) -> Result<()> {
+        if self.handles.len() > 0 { Err(Error::Busy) } else { Ok(()) }
+    }
+
+    /// How many handles exist (open or closing).
+    pub fn handle_count(&self) -> usize {
+        self.handles.len()
+    }
+}
+
+impl std::fmt::Debug for Loop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loop")
+            .field("handles", &self.handles.len())
+            .field("active", &self.active)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests;

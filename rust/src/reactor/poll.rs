@@ -1,0 +1,123 @@
+//! Poll handles: a callback when a descriptor is ready. Level-triggered: the
+//! callback runs at every iteration while the descriptor stays ready.
+
+use std::os::fd::RawFd;
+
+use super::handle::Kind;
+use super::{Handle, Loop, sys};
+use crate::error::{Error, Result};
+
+/// Readiness: readable.
+pub const READABLE: u32 = 1;
+/// Readiness: writable.
+pub const WRITABLE: u32 = 2;
+/// Readiness: the peer closed its end (reported with `READABLE`).
+pub const DISCONNECT: u32 = 4;
+
+/// A poll callback: the handle and the events that are ready.
+pub type PollCallback = Box<dyn FnMut(&mut Loop, Handle, u32)>;
+
+pub(crate) struct Poll {
+    fd: RawFd,
+    cb: Option<PollCallback>,
+    events: u32,
+    registered: bool,
+}
+
+fn to_epoll(events: u32) -> u32 {
+    let mut e = 0;
+    if events & READABLE != 0 {
+        e |= libc::EPOLLIN as u32;
+    }
+    if events & WRITABLE != 0 {
+        e |= libc::EPOLLOUT as u32;
+    }
+    if events & DISCONNECT != 0 {
+        e |= libc::EPOLLRDHUP as u32;
+    }
+    e
+}
+
+/// What `wanted` sees of epoll's `bits`: errors and hang-ups make a
+/// descriptor readable and writable, so the next read or write reports them.
+fn from_epoll(bits: u32, wanted: u32) -> u32 {
+    let failed = bits & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+    let mut e = 0;
+    if bits & libc::EPOLLIN as u32 != 0 || failed {
+        e |= READABLE;
+    }
+    if bits & libc::EPOLLOUT as u32 != 0 || failed {
+        e |= WRITABLE;
+    }
+    if bits & (libc::EPOLLRDHUP | libc::EPOLLHUP) as u32 != 0 {
+        e |= DISCONNECT;
+    }
+    e & wanted
+}
+
+impl Loop {
+    /// A new, stopped poll handle for `fd` (which the caller keeps open until
+    /// the handle is closed), carrying `data`.
+    pub fn poll_init(&mut self, fd: RawFd, data: usize) -> Result<Handle> {
+        if fd < 0 {
+            return Err(Error::BadF);
+        }
+        Ok(self.insert(Kind::Poll(Poll { fd, cb: None, events: 0, registered: false }), data))
+    }
+
+    fn poll(&mut self, h: Handle) -> Result<&mut Poll> {
+        match &mut self.slot_mut(h)?.kind {
+            Kind::Poll(p) => Ok(p),
+            _ => Err(Error::Inval),
+        }
+    }
+
+    /// Starts (or changes) watching for `events` (`READABLE | WRITABLE |
+    /// DISCONNECT`); `cb` runs with the ready ones.
+    pub fn poll_start(&mut self, h: Handle, events: u32, cb: PollCallback) -> Result<()> {
+        if events & !(READABLE | WRITABLE | DISCONNECT) != 0 || events == 0 {
+            return Err(Error::Inval);
+        }
+        let p = self.poll(h)?;
+        let (fd, registered) = (p.fd, p.registered);
+        let op = if registered { libc::EPOLL_CTL_MOD } else { libc::EPOLL_CTL_ADD };
+        sys::epoll_ctl(&self.epoll, op, fd, to_epoll(events), h.to_raw()).map_err(|e| Error::from_io(&e))?;
+        let p = self.poll(h)?;
+        p.registered = true;
+        p.events = events;
+        p.cb = Some(cb);
+        self.set_active(h, true);
+        Ok(())
+    }
+
+    /// Stops watching (stopping a stopped handle is fine).
+    pub fn poll_stop(&mut self, h: Handle) -> Result<()> {
+        let p = self.poll(h)?;
+        let (fd, registered) = (p.fd, p.registered);
+        p.registered = false;
+        if registered {
+            // The descriptor may be closed already: then epoll dropped it.
+            let _ = sys::epoll_ctl(&self.epoll, libc::EPOLL_CTL_DEL, fd, 0, 0);
+        }
+        self.set_active(h, false);
+        Ok(())
+    }
+
+    /// Runs the callback of poll handle `h` for epoll's `bits`.
+    pub(super) fn dispatch_poll(&mut self, h: Handle, bits: u32) {
+        let Ok(p) = self.poll(h) else { return };
+        if !p.registered {
+            return;
+        }
+        let ready = from_epoll(bits, p.events);
+        let mut cb = p.cb.take();
+        if let (Some(f), true) = (cb.as_mut(), ready != 0) {
+            f(self, h, ready);
+        }
+        if let Ok(p) = self.poll(h) {
+            if p.cb.is_none() {
+                p.cb = cb;
+            }
+        }
+    }
+}

@@ -1,0 +1,283 @@
+//! Tests of the loop: timers, poll, async, close, run modes, embedding.
+
+use super::*;
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::rc::Rc;
+
+const MS: u64 = 1_000_000;
+
+type Log = Rc<RefCell<Vec<String>>>;
+
+fn log() -> Log {
+    Rc::new(RefCell::new(Vec::new()))
+}
+
+fn note(log: &Log, what: impl Into<String>) -> Callback {
+    let (log, what) = (log.clone(), what.into());
+    Box::new(move |_, _| log.borrow_mut().push(what.clone()))
+}
+
+#[test]
+fn timers_fire_in_due_order_and_the_loop_ends() {
+    let mut l = Loop::new().unwrap();
+    let out = log();
+    for (name, ms) in [("c", 30), ("a", 10), ("b", 20), ("a2", 10)] {
+        let t = l.timer_init(0);
+        l.timer_start(t, ms * MS, 0, note(&out, name)).unwrap();
+    }
+    let start = std::time::Instant::now();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*out.borrow(), ["a", "a2", "b", "c"]);
+    assert!(start.elapsed() >= std::time::Duration::from_millis(30));
+    assert!(!l.alive());
+}
+
+#[test]
+fn repeating_timers_stop_and_again() {
+    let mut l = Loop::new().unwrap();
+    let count = Rc::new(RefCell::new(0));
+    let t = l.timer_init(7);
+    assert_eq!(l.data(t), Ok(7));
+    let c = count.clone();
+    l.timer_start(
+        t,
+        MS,
+        MS,
+        Box::new(move |l, h| {
+            *c.borrow_mut() += 1;
+            if *c.borrow() == 3 {
+                l.timer_stop(h).unwrap();
+            }
+        }),
+    )
+    .unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*count.borrow(), 3);
+    assert!(!l.is_active(t).unwrap());
+    l.timer_again(t).unwrap(); // repeat 1 ms: armed again
+    assert!(l.is_active(t).unwrap());
+    l.timer_set_repeat(t, 0).unwrap();
+    l.run(RunMode::Once).unwrap();
+    assert_eq!(*count.borrow(), 4);
+    l.timer_stop(t).unwrap();
+    l.timer_stop(t).unwrap(); // stopping twice is fine
+    let fresh = l.timer_init(0);
+    assert_eq!(l.timer_again(fresh), Err(Error::Inval), "never started");
+}
+
+#[test]
+fn a_timer_started_by_a_timer_callback_fires_on_a_later_iteration() {
+    let mut l = Loop::new().unwrap();
+    let out = log();
+    let t1 = l.timer_init(0);
+    let t2 = l.timer_init(0);
+    let o = out.clone();
+    let inner = note(&out, "second");
+    let mut inner = Some(inner);
+    l.timer_start(
+        t1,
+        0,
+        0,
+        Box::new(move |l, _| {
+            o.borrow_mut().push("first".into());
+            l.timer_start(t2, 0, 0, inner.take().unwrap()).unwrap();
+        }),
+    )
+    .unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*out.borrow(), ["first"]);
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*out.borrow(), ["first", "second"]);
+}
+
+#[test]
+fn poll_reports_readiness_level_triggered() {
+    let mut l = Loop::new().unwrap();
+    let (mut a, b) = UnixStream::pair().unwrap();
+    b.set_nonblocking(true).unwrap();
+    let got = Rc::new(RefCell::new(Vec::new()));
+    let p = l.poll_init(b.as_raw_fd(), 0).unwrap();
+    let g = got.clone();
+    let mut reader = b.try_clone().unwrap();
+    l.poll_start(
+        p,
+        READABLE,
+        Box::new(move |l, h, ev| {
+            let mut buf = [0u8; 16];
+            let n = reader.read(&mut buf).unwrap_or(0);
+            g.borrow_mut().push((ev, buf[..n].to_vec()));
+            if n == 0 {
+                l.poll_stop(h).unwrap();
+            }
+        }),
+    )
+    .unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert!(got.borrow().is_empty(), "nothing to read yet");
+    a.write_all(b"hi").unwrap();
+    l.run(RunMode::Once).unwrap();
+    assert_eq!(*got.borrow(), [(READABLE, b"hi".to_vec())]);
+    drop(a); // the peer hangs up: readable (EOF), then stopped by the callback
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(got.borrow().len(), 2);
+    assert_eq!(got.borrow()[1].1, b"");
+    assert_eq!(l.poll_start(p, 0, Box::new(|_, _, _| {})), Err(Error::Inval));
+    assert_eq!(l.poll_start(p, 64, Box::new(|_, _, _| {})), Err(Error::Inval));
+    assert_eq!(l.poll_init(-1, 0), Err(Error::BadF));
+}
+
+#[test]
+fn poll_of_a_bad_descriptor_is_an_error() {
+    let mut l = Loop::new().unwrap();
+    let p = l.poll_init(1_000_000, 0).unwrap();
+    assert_eq!(l.poll_start(p, READABLE, Box::new(|_, _, _| {})), Err(Error::BadF));
+    assert!(!l.is_active(p).unwrap());
+    let file = std::fs::File::open("/proc/self/status").unwrap();
+    let q = l.poll_init(file.as_raw_fd(), 0).unwrap();
+    assert_eq!(l.poll_start(q, READABLE, Box::new(|_, _, _| {})), Err(Error::Perm), "regular files");
+}
+
+#[test]
+fn async_sends_from_four_threads_are_never_lost() {
+    const THREADS: usize = 4;
+    const SENDS: usize = 10_000;
+    let mut l = Loop::new().unwrap();
+    let calls = Rc::new(RefCell::new(0usize));
+    let sent = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen_total = Rc::new(RefCell::new(0usize));
+    let (c, s, seen) = (calls.clone(), sent.clone(), seen_total.clone());
+    let h = l.async_init(
+        0,
+        Box::new(move |l, h| {
+            *c.borrow_mut() += 1;
+            let n = s.load(std::sync::atomic::Ordering::SeqCst);
+            *seen.borrow_mut() = n;
+            if n == THREADS * SENDS {
+                l.close(h, None).unwrap();
+            }
+        }),
+    );
+    let threads: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let tx = l.async_sender(h).unwrap();
+            let sent = sent.clone();
+            std::thread::spawn(move || {
+                for _ in 0..SENDS {
+                    sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    tx.send().unwrap();
+                }
+            })
+        })
+        .collect();
+    assert!(!l.run(RunMode::Default).unwrap(), "the last send's callback closes the handle");
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(*seen_total.borrow(), THREADS * SENDS);
+    assert!(*calls.borrow() >= 1 && *calls.borrow() <= THREADS * SENDS);
+    let tx = l.async_sender(h);
+    assert!(tx.is_err(), "closed");
+}
+
+#[test]
+fn close_callbacks_run_later_once_and_invalidate_the_handle() {
+    let mut l = Loop::new().unwrap();
+    let out = log();
+    let t = l.timer_init(0);
+    l.timer_start(t, 60_000 * MS, 0, note(&out, "never")).unwrap();
+    let o = out.clone();
+    l.close(t, Some(Box::new(move |_, _| o.borrow_mut().push("closed".into())))).unwrap();
+    assert!(out.borrow().is_empty(), "never inside close");
+    assert_eq!(l.close(t, None), Err(Error::Inval), "closing twice");
+    assert_eq!(l.timer_start(t, 0, 0, note(&out, "x")), Err(Error::Inval), "closing");
+    assert_eq!(l.backend_timeout(), 0, "a close callback is due");
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*out.borrow(), ["closed"]);
+    assert_eq!(l.data(t), Err(Error::Inval));
+    assert_eq!(l.handle_count(), 0);
+    assert_eq!(l.check_close(), Ok(()));
+}
+
+#[test]
+fn a_handle_may_close_itself_from_its_callback() {
+    let mut l = Loop::new().unwrap();
+    let out = log();
+    let t = l.timer_init(0);
+    let o = out.clone();
+    l.timer_start(
+        t,
+        0,
+        MS,
+        Box::new(move |l, h| {
+            o.borrow_mut().push("tick".into());
+            let o = o.clone();
+            l.close(h, Some(Box::new(move |_, _| o.borrow_mut().push("closed".into())))).unwrap();
+        }),
+    )
+    .unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*out.borrow(), ["tick", "closed"]);
+}
+
+#[test]
+fn run_from_a_callback_is_refused_and_stop_returns() {
+    let mut l = Loop::new().unwrap();
+    let res = Rc::new(RefCell::new(None));
+    let r = res.clone();
+    let t = l.timer_init(0);
+    l.timer_start(
+        t,
+        0,
+        MS,
+        Box::new(move |l, _| {
+            *r.borrow_mut() = Some(l.run(RunMode::NoWait));
+            l.stop();
+        }),
+    )
+    .unwrap();
+    assert!(l.run(RunMode::Default).unwrap(), "stopped while the repeating timer is active");
+    assert_eq!(*res.borrow(), Some(Err(Error::Busy)));
+    assert_eq!(l.check_close(), Err(Error::Busy), "a handle remains");
+    drop(l); // dropping frees everything anyway
+}
+
+#[test]
+fn backend_fd_and_timeout_let_a_host_embed_the_loop() {
+    let mut l = Loop::new().unwrap();
+    assert_eq!(l.backend_timeout(), 0, "nothing alive");
+    let out = log();
+    let t = l.timer_init(0);
+    l.timer_start(t, 50 * MS, 0, note(&out, "timer")).unwrap();
+    let ms = l.backend_timeout();
+    assert!((49..=50).contains(&ms), "{ms}");
+    let h = l.async_init(0, note(&out, "async"));
+    l.async_sender(h).unwrap().send().unwrap();
+    // The host waits on the backend fd (here with poll(2)), then runs NoWait.
+    let mut pfd = libc::pollfd { fd: l.backend_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, 1000) };
+    assert_eq!(n, 1, "the backend fd is readable after a send");
+    assert!(l.run(RunMode::NoWait).unwrap());
+    assert_eq!(*out.borrow(), ["async"]);
+    std::thread::sleep(std::time::Duration::from_millis(55));
+    assert_eq!(l.backend_timeout(), 0, "the timer is due");
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*out.borrow(), ["async", "timer"]);
+    l.close(h, None).unwrap();
+    l.close(t, None).unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+}
+
+#[test]
+fn handle_ids_of_one_kind_are_refused_by_another() {
+    let mut l = Loop::new().unwrap();
+    let t = l.timer_init(0);
+    let h = l.async_init(0, Box::new(|_, _| {}));
+    assert_eq!(l.poll_start(t, READABLE, Box::new(|_, _, _| {})), Err(Error::Inval));
+    assert_eq!(l.timer_start(h, 0, 0, Box::new(|_, _| {})), Err(Error::Inval));
+    assert!(l.async_sender(t).is_err());
+    assert_eq!(l.data(Handle::from_raw(12345 << 32 | 77).unwrap()), Err(Error::Inval));
+}

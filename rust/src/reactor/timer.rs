@@ -1,0 +1,100 @@
+//! Timer handles: a callback after a timeout, then every `repeat` (ns).
+
+use super::handle::Kind;
+use super::{Callback, Handle, Loop};
+use crate::error::{Error, Result};
+use crate::sched::{Task, When};
+
+pub(crate) struct Timer {
+    /// The core task postponed to the due time.
+    pub task: Task,
+    pub cb: Option<Callback>,
+    pub repeat: u64,
+}
+
+impl Loop {
+    /// A new, stopped timer carrying `data`.
+    pub fn timer_init(&mut self, data: usize) -> Handle {
+        let task = self.sched.task_new(0);
+        let h = self.insert(Kind::Timer(Timer { task, cb: None, repeat: 0 }), data);
+        let _ = self.sched.set_data(task, h.to_raw() as usize);
+        h
+    }
+
+    fn timer(&mut self, h: Handle) -> Result<&mut Timer> {
+        match &mut self.slot_mut(h)?.kind {
+            Kind::Timer(t) => Ok(t),
+            _ => Err(Error::Inval),
+        }
+    }
+
+    /// Starts (or restarts) a timer: `cb` runs `timeout` ns from the loop's
+    /// cached time, then every `repeat` ns if `repeat` > 0.
+    pub fn timer_start(&mut self, h: Handle, timeout: u64, repeat: u64, cb: Callback) -> Result<()> {
+        let due = self.now.saturating_add(timeout);
+        let t = self.timer(h)?;
+        t.cb = Some(cb);
+        t.repeat = repeat;
+        let task = t.task;
+        self.sched.reschedule(task, When::Postpone(due))?;
+        self.set_active(h, true);
+        Ok(())
+    }
+
+    /// Stops a timer (stopping a stopped one is fine).
+    pub fn timer_stop(&mut self, h: Handle) -> Result<()> {
+        let task = self.timer(h)?.task;
+        self.sched.unschedule(task)?;
+        self.set_active(h, false);
+        Ok(())
+    }
+
+    /// Restarts a repeating timer with its repeat as timeout; `Error::Inval` if
+    /// it was never started.
+    pub fn timer_again(&mut self, h: Handle) -> Result<()> {
+        let t = self.timer(h)?;
+        let (task, repeat) = (t.task, t.repeat);
+        if t.cb.is_none() {
+            return Err(Error::Inval);
+        }
+        if repeat > 0 {
+            self.sched.reschedule(task, When::Postpone(self.now.saturating_add(repeat)))?;
+            self.set_active(h, true);
+        }
+        Ok(())
+    }
+
+    /// Sets the repeat (ns) used from the next expiry on.
+    pub fn timer_set_repeat(&mut self, h: Handle, repeat: u64) -> Result<()> {
+        self.timer(h)?.repeat = repeat;
+        Ok(())
+    }
+
+    /// Fires the timers due at the start of this call.
+    pub(super) fn run_timers(&mut self) {
+        if !self.sched.take_due_at(self.now) {
+            return;
+        }
+        while let Some((task, raw)) = self.sched.ready_head_data() {
+            let _ = self.sched.unschedule(task);
+            let Some(h) = Handle::from_raw(raw as u64) else { continue };
+            let Ok(t) = self.timer(h) else { continue };
+            let repeat = t.repeat;
+            let mut cb = t.cb.take();
+            if repeat > 0 {
+                let _ = self.sched.reschedule(task, When::Postpone(self.now.saturating_add(repeat)));
+            } else {
+                self.set_active(h, false);
+            }
+            if let Some(f) = cb.as_mut() {
+                f(self, h);
+            }
+            // Put the callback back unless the timer was restarted with another.
+            if let Ok(t) = self.timer(h) {
+                if t.cb.is_none() {
+                    t.cb = cb;
+                }
+            }
+        }
+    }
+}
