@@ -64,6 +64,36 @@
 #define COT_EIO -5
 
 /**
+ * `cot_loop_run` mode: until nothing is alive or `cot_loop_stop`.
+ */
+#define COT_RUN_DEFAULT 0
+
+/**
+ * `cot_loop_run` mode: one iteration, blocking for I/O if nothing is due.
+ */
+#define COT_RUN_ONCE 1
+
+/**
+ * `cot_loop_run` mode: one iteration, without blocking.
+ */
+#define COT_RUN_NOWAIT 2
+
+/**
+ * `cot_poll_start` event: readable.
+ */
+#define COT_READABLE 1
+
+/**
+ * `cot_poll_start` event: writable.
+ */
+#define COT_WRITABLE 2
+
+/**
+ * `cot_poll_start` event: the peer closed its end.
+ */
+#define COT_DISCONNECT 4
+
+/**
  * `when` for `cot_sched_schedule` and `cot_sched_notify`: the tail of the
  * ready queue.
  */
@@ -106,9 +136,45 @@
 #define DISCONNECT 4
 
 /**
+ * An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
+ */
+typedef struct cot_loop cot_loop;
+
+/**
  * A scheduler (opaque). Made by `cot_sched_new`, freed by `cot_sched_free`.
  */
 typedef struct cot_sched cot_sched;
+
+/**
+ * A handle of a loop (timer, poll, async): a plain value, never 0, valid until
+ * its close callback ran. A closed or unknown handle, or one of another type
+ * than the function expects, is refused with `COT_EINVAL`.
+ */
+typedef uint64_t cot_handle;
+
+/**
+ * The callback of a timer or async handle: `cb(loop, handle, data)`, `data`
+ * being the handle's user pointer.
+ */
+typedef void (*cot_handle_cb)(struct cot_loop *loop, cot_handle handle, void *data);
+
+/**
+ * An async callback. `data` is the handle's user pointer.
+ */
+typedef cot_handle_cb cot_async_cb;
+
+/**
+ * Runs after `cot_close`, later, from `cot_loop_run`; the handle is already
+ * invalid then. `data` is the handle's user pointer.
+ */
+typedef void (*cot_close_cb)(struct cot_loop *loop, cot_handle handle, void *data);
+
+/**
+ * A poll callback: `events` are the ready ones among those watched. Errors
+ * and hang-ups make the descriptor readable and writable, so the next read
+ * or write reports them.
+ */
+typedef void (*cot_poll_cb)(struct cot_loop *loop, cot_handle poll, int events, void *data);
 
 /**
  * A task handle: a plain value, never 0, valid until `cot_task_free`. The
@@ -131,9 +197,36 @@ typedef uint64_t (*cot_clock_cb)(void *data);
  */
 typedef void (*cot_signal_cb)(void *data, const void *signal, int active);
 
+/**
+ * A timer callback. `data` is the handle's user pointer.
+ */
+typedef cot_handle_cb cot_timer_cb;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Creates an async handle: after `cot_async_send`, `cb` runs on the loop's
+ * thread. It is active (keeps `cot_loop_run` going) until closed. Stores it
+ * in `*async_`. Returns 0 or `COT_EINVAL` (NULL `cb` or `async_`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `async_` is NULL or writable; `cb` may be
+ * called from `cot_loop_run`.
+ */
+int cot_async_init(struct cot_loop *loop, cot_async_cb cb, void *data, cot_handle *async_);
+
+/**
+ * Wakes the loop and runs the handle's callback there: once for all the
+ * sends made before it runs, and again for any send made after it started,
+ * so no send goes unanswered. **Safe from any thread** (the loop must stay
+ * alive meanwhile). Returns 0, or `COT_EINVAL` for a bad or closed handle.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop (possibly running on another thread).
+ */
+int cot_async_send(struct cot_loop *loop, cot_handle async_);
 
 /**
  * A static description of an error code, e.g. `"invalid argument"`;
@@ -147,6 +240,160 @@ const char *cot_strerror(int err);
  * `"UNKNOWN"` for codes not listed here. Safe from any thread.
  */
 const char *cot_err_name(int err);
+
+/**
+ * Creates an event loop with its own scheduler for timers. Returns NULL if
+ * the system refuses (no file descriptors left). Free it with
+ * `cot_loop_close`. A loop is used from one thread, but `cot_async_send` may
+ * be called from any.
+ */
+struct cot_loop *cot_loop_new(void);
+
+/**
+ * Frees a loop. Returns `COT_EBUSY` (freeing nothing) while handles remain
+ * (close them, then run the loop until their close callbacks ran) or when
+ * called from a callback; NULL is accepted (returns 0).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_close(struct cot_loop *loop);
+
+/**
+ * Runs the loop: `COT_RUN_DEFAULT` until nothing is alive (no active handle,
+ * no close callback due) or `cot_loop_stop`; `COT_RUN_ONCE` one iteration,
+ * blocking for I/O if nothing is due; `COT_RUN_NOWAIT` one iteration without
+ * blocking. Callbacks run from here. Returns 1 if the loop is still alive, 0
+ * if not, `COT_EBUSY` when called from one of its callbacks, `COT_EINVAL`
+ * for a bad mode, or the system error of the poll.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_run(struct cot_loop *loop, int mode);
+
+/**
+ * Makes `cot_loop_run` return after the current iteration. Returns 0 or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_stop(struct cot_loop *loop);
+
+/**
+ * Returns 1 if the loop has active handles or close callbacks due, 0 if
+ * not, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_alive(struct cot_loop *loop);
+
+/**
+ * The loop's cached time: `CLOCK_MONOTONIC` nanoseconds, updated at the
+ * start of each iteration (timers count from it). 0 for a bad `loop`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+uint64_t cot_loop_now(struct cot_loop *loop);
+
+/**
+ * Updates the loop's cached time.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_update_time(struct cot_loop *loop);
+
+/**
+ * The loop's epoll descriptor, to embed the loop in another one (as
+ * `uv_backend_fd`): when it is readable, or after `cot_loop_backend_timeout`
+ * ms, run this loop with `COT_RUN_NOWAIT`. `COT_EINVAL` for a bad `loop`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_backend_fd(struct cot_loop *loop);
+
+/**
+ * How long a host may block on the backend descriptor, in ms from now
+ * (rounded up): -1 when no timer is pending, 0 when something is due (or on
+ * a bad `loop`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_backend_timeout(struct cot_loop *loop);
+
+/**
+ * Closes a handle: stops it at once; `cb` (may be NULL) runs later from
+ * `cot_loop_run`, never from `cot_close` itself, after which the handle is
+ * invalid. May be called from the handle's own callback. Returns 0, or
+ * `COT_EINVAL` for a bad, closed or closing handle.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `cb`, if set, may be called from
+ * `cot_loop_run`.
+ */
+int cot_close(struct cot_loop *loop, cot_handle handle, cot_close_cb cb);
+
+/**
+ * Stores the handle's user pointer in `*data`. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `data` is NULL or writable.
+ */
+int cot_handle_data(struct cot_loop *loop, cot_handle handle, void **data);
+
+/**
+ * Replaces the handle's user pointer. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_handle_set_data(struct cot_loop *loop, cot_handle handle, void *data);
+
+/**
+ * Returns 1 if the handle is active (a started timer or poll, an async), 0
+ * if not, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_handle_is_active(struct cot_loop *loop, cot_handle handle);
+
+/**
+ * Creates a stopped poll handle for `fd` (which stays the caller's: keep it
+ * open until the handle is closed) carrying `data`; stores it in `*poll`.
+ * Returns 0, `COT_EBADF` for a negative `fd`, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `poll` is NULL or writable.
+ */
+int cot_poll_init(struct cot_loop *loop, int fd, void *data, cot_handle *poll);
+
+/**
+ * Starts watching for `events` (`COT_READABLE | COT_WRITABLE |
+ * COT_DISCONNECT`), or changes them; `cb` runs at each iteration while some
+ * are ready (level-triggered). Returns 0, `COT_EINVAL` (bad handle or
+ * events, NULL `cb`), or the system's refusal: `COT_EBADF` (closed
+ * descriptor), `COT_EPERM` (a regular file), `COT_EEXIST` (another handle
+ * polls it).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+ */
+int cot_poll_start(struct cot_loop *loop, cot_handle poll, int events, cot_poll_cb cb);
+
+/**
+ * Stops watching; stopping a stopped handle is fine. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_poll_stop(struct cot_loop *loop, cot_handle poll);
 
 /**
  * Creates a scheduler on the monotonic clock (`CLOCK_MONOTONIC`, in
@@ -433,6 +680,56 @@ int cot_task_set_data(struct cot_sched *sched, cot_task task, void *data);
  * `sched` is NULL or a live scheduler.
  */
 cot_task cot_task_next(struct cot_sched *sched, cot_task task);
+
+/**
+ * Creates a stopped timer carrying `data`; stores it in `*timer`. Close it
+ * with `cot_close`. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `timer` is NULL or writable.
+ */
+int cot_timer_init(struct cot_loop *loop, void *data, cot_handle *timer);
+
+/**
+ * Starts a timer, or restarts it if active: `cb` runs `timeout` ns after the
+ * loop's cached time (`cot_loop_now`), then every `repeat` ns if `repeat` >
+ * 0 (re-armed before the callback runs). A timer started from a timer
+ * callback fires on a later iteration, even with timeout 0. Returns 0 or
+ * `COT_EINVAL` (bad handle, NULL `cb`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+ */
+int cot_timer_start(struct cot_loop *loop,
+                    cot_handle timer,
+                    cot_timer_cb cb,
+                    uint64_t timeout,
+                    uint64_t repeat);
+
+/**
+ * Stops a timer; stopping a stopped timer is fine. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_timer_stop(struct cot_loop *loop, cot_handle timer);
+
+/**
+ * Restarts a repeating timer with its repeat as timeout (nothing if the
+ * repeat is 0). Returns 0, or `COT_EINVAL` if it was never started.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_timer_again(struct cot_loop *loop, cot_handle timer);
+
+/**
+ * Sets the repeat (ns) used from the next expiry on. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_timer_set_repeat(struct cot_loop *loop, cot_handle timer, uint64_t repeat);
 
 /**
  * The version of the library at run time, as

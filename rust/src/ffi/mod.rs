@@ -11,15 +11,23 @@
 
 #![allow(non_camel_case_types)]
 
+mod async_;
 mod error;
 mod guard;
+mod loop_;
+mod poll;
 mod sched;
 mod signal;
 mod task;
+mod timer;
 mod version;
 
+pub use async_::*;
 pub use error::*;
+pub use loop_::*;
+pub use poll::*;
 pub use sched::*;
 pub use signal::*;
 pub use task::*;
+pub use timer::*;
 pub use version::*;

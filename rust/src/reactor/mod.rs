@@ -42,13 +42,13 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::sched::Sched;
 use crate::util::slab::Slab;
-use async_::Inbox;
+pub(crate) use async_::Inbox;
 use handle::{Kind, Slot};
 use sys::Fd;
 
 pub use async_::AsyncSender;
 pub use handle::Handle;
-pub use poll::{DISCONNECT, READABLE, WRITABLE};
+pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
 
 /// How `run` runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

@@ -1,0 +1,324 @@
+//! `cot_loop`: an event loop, and the guard that lends it to callbacks.
+//!
+//! While the loop runs, it holds its `&mut Loop`; a C callback it calls may call
+//! the C API on the same loop. Each callback therefore runs "lent" the loop:
+//! the `&mut Loop` the callback received is stored in `current` and API calls
+//! made meanwhile reborrow it, instead of making a second, aliasing reference
+//! from the loop's storage. `busy` refuses calls that would nest inside an API
+//! call (`COT_EBUSY`).
+
+use std::cell::{Cell, UnsafeCell};
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::sync::Arc;
+
+use super::guard::{boolean, status};
+use crate::error::{Error, Result};
+use crate::reactor::{Handle, Loop, RunMode};
+
+/// An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
+pub struct cot_loop {
+    /// The thread-safe part, for `cot_async_send` from other threads.
+    inbox: Arc<crate::reactor::Inbox>,
+    current: Cell<*mut Loop>,
+    busy: Cell<bool>,
+    inner: UnsafeCell<Loop>,
+}
+
+/// `cot_loop_run` mode: until nothing is alive or `cot_loop_stop`.
+pub const COT_RUN_DEFAULT: c_int = 0;
+/// `cot_loop_run` mode: one iteration, blocking for I/O if nothing is due.
+pub const COT_RUN_ONCE: c_int = 1;
+/// `cot_loop_run` mode: one iteration, without blocking.
+pub const COT_RUN_NOWAIT: c_int = 2;
+
+/// Runs `f` on the loop behind `p`: `Error::Inval` for NULL, `Error::Busy`
+/// when nested in another call on it.
+///
+/// # Safety
+/// `p` is NULL or a live loop, used on its thread.
+pub(crate) unsafe fn with_loop<R>(p: *mut cot_loop, f: impl FnOnce(&mut Loop) -> Result<R>) -> Result<R> {
+    // SAFETY: NULL or live (caller's contract); a shared reference to the
+    // wrapper only reads its cells.
+    let Some(s) = (unsafe { p.as_ref() }) else { return Err(Error::Inval) };
+    if s.busy.replace(true) {
+        return Err(Error::Busy);
+    }
+    let lent = s.current.get();
+    let lp = if lent.is_null() { s.inner.get() } else { lent };
+    // SAFETY: not busy, so no reference made by this guard is alive; inside a
+    // callback, `lent` is the reference the callback was given, reborrowed.
+    let r = f(unsafe { &mut *lp });
+    s.busy.set(false);
+    r
+}
+
+/// Calls `f` (a C callback) with the loop lent as `lp`: API calls it makes on
+/// `me` reborrow `lp`.
+///
+/// # Safety
+/// `me` is the live wrapper of the loop `lp` belongs to.
+pub(crate) unsafe fn lend<R>(me: *mut cot_loop, lp: &mut Loop, f: impl FnOnce() -> R) -> R {
+    // SAFETY: `me` is live (contract); only its cells are touched.
+    let s = unsafe { &*me };
+    let cur = s.current.replace(lp as *mut Loop);
+    let busy = s.busy.replace(false);
+    let r = f();
+    s.current.set(cur);
+    s.busy.set(busy);
+    r
+}
+
+/// The callback of a timer or async handle: `cb(loop, handle, data)`, `data`
+/// being the handle's user pointer.
+pub type cot_handle_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, handle: cot_handle, data: *mut c_void)>;
+
+/// A non-NULL `cot_handle_cb`.
+pub(crate) type HandleFn = unsafe extern "C" fn(*mut cot_loop, cot_handle, *mut c_void);
+
+/// Wraps a C handle callback for the reactor: it runs lent the loop, with the
+/// handle's user pointer as it is when the callback fires.
+pub(crate) fn handle_callback(me: *mut cot_loop, cb: HandleFn) -> crate::reactor::Callback {
+    Box::new(move |lp, h| {
+        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+        // SAFETY: `me` wraps `lp` and outlives its handles' callbacks; `cb`
+        // may be called from the loop (the registering caller's contract).
+        unsafe { lend(me, lp, || cb(me, h.to_raw(), data)) }
+    })
+}
+
+/// The handle as a C value.
+pub(crate) fn to_handle(raw: u64) -> Result<Handle> {
+    Handle::from_raw(raw).ok_or(Error::Inval)
+}
+
+/// Creates an event loop with its own scheduler for timers. Returns NULL if
+/// the system refuses (no file descriptors left). Free it with
+/// `cot_loop_close`. A loop is used from one thread, but `cot_async_send` may
+/// be called from any.
+#[unsafe(no_mangle)]
+pub extern "C" fn cot_loop_new() -> *mut cot_loop {
+    match Loop::new() {
+        Ok(l) => Box::into_raw(Box::new(cot_loop {
+            inbox: l.inbox().clone(),
+            current: Cell::new(std::ptr::null_mut()),
+            busy: Cell::new(false),
+            inner: UnsafeCell::new(l),
+        })),
+        Err(_) => std::ptr::null_mut(),
+    }
+}
+
+/// Frees a loop. Returns `COT_EBUSY` (freeing nothing) while handles remain
+/// (close them, then run the loop until their close callbacks ran) or when
+/// called from a callback; NULL is accepted (returns 0).
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_close(r#loop: *mut cot_loop) -> c_int {
+    if r#loop.is_null() {
+        return 0;
+    }
+    // SAFETY: forwarded caller contract; outside any callback, no reference
+    // into the loop is alive once `with_loop` returned.
+    unsafe {
+        let r = with_loop(r#loop, |l| l.check_close());
+        if r.is_ok() && (*r#loop).current.get().is_null() {
+            drop(Box::from_raw(r#loop));
+            return 0;
+        }
+        status(r.and(Err(Error::Busy)))
+    }
+}
+
+/// Runs the loop: `COT_RUN_DEFAULT` until nothing is alive (no active handle,
+/// no close callback due) or `cot_loop_stop`; `COT_RUN_ONCE` one iteration,
+/// blocking for I/O if nothing is due; `COT_RUN_NOWAIT` one iteration without
+/// blocking. Callbacks run from here. Returns 1 if the loop is still alive, 0
+/// if not, `COT_EBUSY` when called from one of its callbacks, `COT_EINVAL`
+/// for a bad mode, or the system error of the poll.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_run(r#loop: *mut cot_loop, mode: c_int) -> c_int {
+    let mode = match mode {
+        COT_RUN_DEFAULT => RunMode::Default,
+        COT_RUN_ONCE => RunMode::Once,
+        COT_RUN_NOWAIT => RunMode::NoWait,
+        _ => return Error::Inval.code(),
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        let Some(s) = r#loop.as_ref() else { return Error::Inval.code() };
+        if !s.current.get().is_null() || s.busy.get() {
+            return Error::Busy.code();
+        }
+        // Run without the busy flag: callbacks are lent the loop instead.
+        boolean((*s.inner.get()).run(mode))
+    }
+}
+
+/// Makes `cot_loop_run` return after the current iteration. Returns 0 or
+/// `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_stop(r#loop: *mut cot_loop) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_loop(r#loop, |l| {
+            l.stop();
+            Ok(())
+        })
+    })
+}
+
+/// Returns 1 if the loop has active handles or close callbacks due, 0 if
+/// not, or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_alive(r#loop: *mut cot_loop) -> c_int {
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| Ok(l.alive())) })
+}
+
+/// The loop's cached time: `CLOCK_MONOTONIC` nanoseconds, updated at the
+/// start of each iteration (timers count from it). 0 for a bad `loop`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_now(r#loop: *mut cot_loop) -> u64 {
+    // SAFETY: forwarded caller contract.
+    unsafe { with_loop(r#loop, |l| Ok(l.now())) }.unwrap_or(0)
+}
+
+/// Updates the loop's cached time.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_update_time(r#loop: *mut cot_loop) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_loop(r#loop, |l| {
+            l.update_time();
+            Ok(())
+        })
+    })
+}
+
+/// The loop's epoll descriptor, to embed the loop in another one (as
+/// `uv_backend_fd`): when it is readable, or after `cot_loop_backend_timeout`
+/// ms, run this loop with `COT_RUN_NOWAIT`. `COT_EINVAL` for a bad `loop`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_backend_fd(r#loop: *mut cot_loop) -> c_int {
+    // SAFETY: forwarded caller contract.
+    match unsafe { with_loop(r#loop, |l| Ok(l.backend_fd())) } {
+        Ok(fd) => fd,
+        Err(e) => e.code(),
+    }
+}
+
+/// How long a host may block on the backend descriptor, in ms from now
+/// (rounded up): -1 when no timer is pending, 0 when something is due (or on
+/// a bad `loop`).
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_backend_timeout(r#loop: *mut cot_loop) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { with_loop(r#loop, |l| Ok(l.backend_timeout())) }.unwrap_or(0)
+}
+
+// ===== handles in general =====
+
+/// A handle of a loop (timer, poll, async): a plain value, never 0, valid until
+/// its close callback ran. A closed or unknown handle, or one of another type
+/// than the function expects, is refused with `COT_EINVAL`.
+pub type cot_handle = u64;
+
+/// Runs after `cot_close`, later, from `cot_loop_run`; the handle is already
+/// invalid then. `data` is the handle's user pointer.
+pub type cot_close_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, handle: cot_handle, data: *mut c_void)>;
+
+/// Closes a handle: stops it at once; `cb` (may be NULL) runs later from
+/// `cot_loop_run`, never from `cot_close` itself, after which the handle is
+/// invalid. May be called from the handle's own callback. Returns 0, or
+/// `COT_EINVAL` for a bad, closed or closing handle.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `cb`, if set, may be called from
+/// `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_close(r#loop: *mut cot_loop, handle: cot_handle, cb: cot_close_cb) -> c_int {
+    let me = r#loop;
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_loop(r#loop, |l| {
+            let h = to_handle(handle)?;
+            let data = l.data(h)? as *mut c_void;
+            l.close(h, cb.map(|f| close_callback(me, f, data)))
+        })
+    })
+}
+
+/// Wraps a C close callback; `data` is the user pointer at the time of closing.
+fn close_callback(me: *mut cot_loop, f: HandleFn, data: *mut c_void) -> crate::reactor::CloseCallback {
+    Box::new(move |lp, h| {
+        // SAFETY: as in `handle_callback`.
+        unsafe { lend(me, lp, || f(me, h.to_raw(), data)) }
+    })
+}
+
+/// Stores the handle's user pointer in `*data`. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `data` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_handle_data(r#loop: *mut cot_loop, handle: cot_handle, data: *mut *mut c_void) -> c_int {
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_loop(r#loop, |l| Ok(l.data(to_handle(handle)?)? as *mut c_void)) };
+    // SAFETY: forwarded caller contract.
+    unsafe { super::guard::write_out(data, r) }
+}
+
+/// Replaces the handle's user pointer. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_handle_set_data(r#loop: *mut cot_loop, handle: cot_handle, data: *mut c_void) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.set_data(to_handle(handle)?, data as usize)) })
+}
+
+/// Returns 1 if the handle is active (a started timer or poll, an async), 0
+/// if not, or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_handle_is_active(r#loop: *mut cot_loop, handle: cot_handle) -> c_int {
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| l.is_active(to_handle(handle)?)) })
+}
+
+/// The inbox of a loop, for `cot_async_send`, without touching the loop.
+///
+/// # Safety
+/// `p` is NULL or a live loop (possibly running on another thread).
+pub(crate) unsafe fn inbox<'a>(p: *mut cot_loop) -> Option<&'a Arc<crate::reactor::Inbox>> {
+    // SAFETY: a reference to the immutable, thread-safe `inbox` field only; no
+    // reference to the whole wrapper (whose cells the loop thread uses) is made.
+    unsafe { (!p.is_null()).then(|| &*std::ptr::addr_of!((*p).inbox)) }
+}

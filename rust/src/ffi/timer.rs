@@ -1,0 +1,73 @@
+//! Timer handles of a loop.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use super::guard::{status, write_out};
+use super::loop_::{cot_handle, cot_handle_cb, cot_loop, handle_callback, to_handle, with_loop};
+
+/// A timer callback. `data` is the handle's user pointer.
+pub type cot_timer_cb = cot_handle_cb;
+
+/// Creates a stopped timer carrying `data`; stores it in `*timer`. Close it
+/// with `cot_close`. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `timer` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_timer_init(r#loop: *mut cot_loop, data: *mut c_void, timer: *mut cot_handle) -> c_int {
+    if timer.is_null() {
+        return crate::Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_loop(r#loop, |l| Ok(l.timer_init(data as usize).to_raw())) };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(timer, r) }
+}
+
+/// Starts a timer, or restarts it if active: `cb` runs `timeout` ns after the
+/// loop's cached time (`cot_loop_now`), then every `repeat` ns if `repeat` >
+/// 0 (re-armed before the callback runs). A timer started from a timer
+/// callback fires on a later iteration, even with timeout 0. Returns 0 or
+/// `COT_EINVAL` (bad handle, NULL `cb`).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_timer_start(r#loop: *mut cot_loop, timer: cot_handle, cb: cot_timer_cb, timeout: u64, repeat: u64) -> c_int {
+    let Some(cb) = cb else { return crate::Error::Inval.code() };
+    let f = handle_callback(r#loop, cb);
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.timer_start(to_handle(timer)?, timeout, repeat, f)) })
+}
+
+/// Stops a timer; stopping a stopped timer is fine. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_timer_stop(r#loop: *mut cot_loop, timer: cot_handle) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.timer_stop(to_handle(timer)?)) })
+}
+
+/// Restarts a repeating timer with its repeat as timeout (nothing if the
+/// repeat is 0). Returns 0, or `COT_EINVAL` if it was never started.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_timer_again(r#loop: *mut cot_loop, timer: cot_handle) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.timer_again(to_handle(timer)?)) })
+}
+
+/// Sets the repeat (ns) used from the next expiry on. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_timer_set_repeat(r#loop: *mut cot_loop, timer: cot_handle, repeat: u64) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.timer_set_repeat(to_handle(timer)?, repeat)) })
+}
