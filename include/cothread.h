@@ -202,6 +202,23 @@ typedef void (*cot_signal_cb)(void *data, const void *signal, int active);
  */
 typedef cot_handle_cb cot_timer_cb;
 
+/**
+ * Work run on a pool thread.
+ */
+typedef void (*cot_work_cb)(void *data);
+
+/**
+ * A request of a loop (work on the pool): a plain value, never 0, valid until
+ * its callback ran.
+ */
+typedef uint64_t cot_req;
+
+/**
+ * Runs on the loop once the work ran (`status` 0) or was cancelled
+ * (`COT_ECANCELED`); exactly once per request.
+ */
+typedef void (*cot_after_work_cb)(struct cot_loop *loop, cot_req req, int status, void *data);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -743,6 +760,43 @@ unsigned int cot_version(void);
  * any thread.
  */
 const char *cot_version_string(void);
+
+/**
+ * Sets the number of threads of the loop's pool (default: the number of
+ * cores). Only before the first `cot_work_submit`; `COT_EBUSY` after,
+ * `COT_EINVAL` for 0.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_set_pool_size(struct cot_loop *loop, unsigned int threads);
+
+/**
+ * Runs `work(data)` on a thread of the loop's pool (started at the first
+ * request), then `after(loop, req, status, data)` on the loop. The request
+ * keeps the loop alive until `after` ran. Stores the request in `*req` (may
+ * be NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `work(data)` may run on another thread,
+ * concurrently with the caller; `after` may be called from `cot_loop_run`.
+ */
+int cot_work_submit(struct cot_loop *loop,
+                    cot_work_cb work,
+                    cot_after_work_cb after,
+                    void *data,
+                    cot_req *req);
+
+/**
+ * Cancels a request whose work has not started: its `after` callback still
+ * runs, later, from `cot_loop_run`, with `COT_ECANCELED`. Returns 0,
+ * `COT_EBUSY` if the work started (or the request was cancelled already),
+ * `COT_EINVAL` for an unknown request.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_work_cancel(struct cot_loop *loop, cot_req req);
 
 #ifdef __cplusplus
 }  // extern "C"

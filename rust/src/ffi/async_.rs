@@ -17,7 +17,12 @@ pub type cot_async_cb = cot_handle_cb;
 /// `loop` is NULL or a live loop; `async_` is NULL or writable; `cb` may be
 /// called from `cot_loop_run`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_async_init(r#loop: *mut cot_loop, cb: cot_async_cb, data: *mut c_void, async_: *mut cot_handle) -> c_int {
+pub unsafe extern "C" fn cot_async_init(
+    r#loop: *mut cot_loop,
+    cb: cot_async_cb,
+    data: *mut c_void,
+    async_: *mut cot_handle,
+) -> c_int {
     let (Some(cb), false) = (cb, async_.is_null()) else { return crate::Error::Inval.code() };
     let f = handle_callback(r#loop, cb);
     // SAFETY: forwarded caller contract.

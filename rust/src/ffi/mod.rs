@@ -21,6 +21,7 @@ mod signal;
 mod task;
 mod timer;
 mod version;
+mod work;
 
 pub use async_::*;
 pub use error::*;
@@ -31,3 +32,4 @@ pub use signal::*;
 pub use task::*;
 pub use timer::*;
 pub use version::*;
+pub use work::*;

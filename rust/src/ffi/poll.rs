@@ -26,7 +26,12 @@ pub type cot_poll_cb =
 /// # Safety
 /// `loop` is NULL or a live loop; `poll` is NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_poll_init(r#loop: *mut cot_loop, fd: c_int, data: *mut c_void, poll: *mut cot_handle) -> c_int {
+pub unsafe extern "C" fn cot_poll_init(
+    r#loop: *mut cot_loop,
+    fd: c_int,
+    data: *mut c_void,
+    poll: *mut cot_handle,
+) -> c_int {
     if poll.is_null() {
         return crate::Error::Inval.code();
     }
@@ -46,7 +51,12 @@ pub unsafe extern "C" fn cot_poll_init(r#loop: *mut cot_loop, fd: c_int, data: *
 /// # Safety
 /// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_poll_start(r#loop: *mut cot_loop, poll: cot_handle, events: c_int, cb: cot_poll_cb) -> c_int {
+pub unsafe extern "C" fn cot_poll_start(
+    r#loop: *mut cot_loop,
+    poll: cot_handle,
+    events: c_int,
+    cb: cot_poll_cb,
+) -> c_int {
     let Some(cb) = cb else { return crate::Error::Inval.code() };
     let Ok(events) = u32::try_from(events) else { return crate::Error::Inval.code() };
     let me = r#loop;

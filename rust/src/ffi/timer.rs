@@ -34,7 +34,13 @@ pub unsafe extern "C" fn cot_timer_init(r#loop: *mut cot_loop, data: *mut c_void
 /// # Safety
 /// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_timer_start(r#loop: *mut cot_loop, timer: cot_handle, cb: cot_timer_cb, timeout: u64, repeat: u64) -> c_int {
+pub unsafe extern "C" fn cot_timer_start(
+    r#loop: *mut cot_loop,
+    timer: cot_handle,
+    cb: cot_timer_cb,
+    timeout: u64,
+    repeat: u64,
+) -> c_int {
     let Some(cb) = cb else { return crate::Error::Inval.code() };
     let f = handle_callback(r#loop, cb);
     // SAFETY: forwarded caller contract.

@@ -20,6 +20,8 @@ struct Queue {
     /// Live async handles (raw ids), and whether a wakeup is queued for each.
     live: HashMap<u64, bool>,
     queued: Vec<u64>,
+    /// Finished or cancelled work requests (raw ids) and their status.
+    completed: Vec<(u64, Result<()>)>,
 }
 
 /// The thread-safe part of a loop: queued wakeups and the eventfd that
@@ -56,6 +58,17 @@ impl Inbox {
             }
         }
         Ok(())
+    }
+}
+
+impl Inbox {
+    /// Queues the completion of work request `raw` and wakes the loop.
+    pub(crate) fn complete(&self, raw: u64, status: Result<()>) {
+        let mut q = self.lock();
+        q.completed.push((raw, status));
+        if q.completed.len() == 1 {
+            sys::eventfd_signal(self.fd.raw());
+        }
     }
 }
 
@@ -104,10 +117,11 @@ impl Loop {
         q.queued.retain(|&r| r != h.to_raw());
     }
 
-    /// Runs the callbacks of the queued wakeups.
-    pub(super) fn run_asyncs(&mut self) {
+    /// Runs the `after` callbacks of finished work, then the callbacks of the
+    /// queued wakeups.
+    pub(super) fn run_inbox(&mut self) {
         sys::eventfd_drain(&self.inbox.fd);
-        let queued = {
+        let (completed, queued) = {
             let mut q = self.inbox.lock();
             let queued = std::mem::take(&mut q.queued);
             for raw in &queued {
@@ -115,8 +129,11 @@ impl Loop {
                     *flag = false;
                 }
             }
-            queued
+            (std::mem::take(&mut q.completed), queued)
         };
+        for (raw, status) in completed {
+            self.finish_request(raw, status);
+        }
         for raw in queued {
             let Some(h) = Handle::from_raw(raw) else { continue };
             let Ok(Kind::Async(a)) = self.slot_mut(h).map(|s| &mut s.kind) else { continue };

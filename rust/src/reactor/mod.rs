@@ -10,7 +10,7 @@
 //!    fire on a later iteration, never in this one;
 //! 3. poll for I/O, blocking at most until the next timer (not at all in
 //!    `RunMode::NoWait`, nor when a close callback is pending): readiness
-//!    callbacks of poll handles, then async wakeups;
+//!    callbacks of poll handles, then finished work, then async wakeups;
 //! 4. close callbacks of the handles closed so far.
 //!
 //! `RunMode::Once` blocks for one batch, `NoWait` polls without blocking, and
@@ -18,7 +18,8 @@
 //!
 //! # Handles
 //! One file per type: `timer`, `poll` (fd readiness, level-triggered) and
-//! `async_` (wakeups sent from any thread). A handle lives in a generational
+//! `async_` (wakeups sent from any thread). Requests: `pool` (work on a thread
+//! pool, cancellable before it starts; its `after` callback always runs once). A handle lives in a generational
 //! slab, so a closed handle's id is refused, not confused with a new one.
 //! `close` stops it at once; its close callback comes later, from `run`,
 //! never from `close` itself; then the id is invalid.
@@ -32,6 +33,7 @@
 mod async_;
 mod handle;
 mod poll;
+mod pool;
 mod sys;
 mod timer;
 
@@ -49,6 +51,7 @@ use sys::Fd;
 pub use async_::AsyncSender;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
+pub use pool::{After, Pool, Request, Work};
 
 /// How `run` runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -74,11 +77,14 @@ const EVENTS_PER_POLL: usize = 256;
 pub struct Loop {
     sched: Sched,
     handles: Slab<Slot>,
+    /// Work requests waiting for their `after` callback.
+    requests: Slab<pool::Pending>,
+    pool: Option<Arc<Pool>>,
     epoll: Fd,
     inbox: Arc<Inbox>,
     /// Handles whose close callback is due, in order of closing.
     closing: Vec<Handle>,
-    /// Active handles: they keep `run` going.
+    /// Active handles and pending work requests: they keep `run` going.
     active: usize,
     now: u64,
     stopped: bool,
@@ -95,6 +101,8 @@ impl Loop {
         let mut l = Loop {
             sched: Sched::new(),
             handles: Slab::default(),
+            requests: Slab::default(),
+            pool: None,
             epoll,
             inbox,
             closing: Vec::new(),
@@ -193,7 +201,7 @@ impl Loop {
             for ev in &events[..n] {
                 let (token, bits) = (ev.u64, ev.events);
                 if token == INBOX_TOKEN {
-                    self.run_asyncs();
+                    self.run_inbox();
                 } else if let Some(h) = Handle::from_raw(token) {
                     self.dispatch_poll(h, bits);
                 }
@@ -274,10 +282,10 @@ impl Loop {
         }
     }
 
-    /// `Error::Busy` while handles remain (close them and run the loop until
-    /// their close callbacks ran); then the loop may be dropped cleanly.
+    /// `Error::Busy` while handles or work requests remain (close them and run
+    /// the loop until their callbacks ran); then it may be dropped cleanly.
     pub fn check_close(&self) -> Result<()> {
-        if self.handles.len() > 0 { Err(Error::Busy) } else { Ok(()) }
+        if self.handles.len() > 0 || self.requests.len() > 0 { Err(Error::Busy) } else { Ok(()) }
     }
 
     /// How many handles exist (open or closing).

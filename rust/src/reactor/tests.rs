@@ -281,3 +281,60 @@ fn handle_ids_of_one_kind_are_refused_by_another() {
     assert!(l.async_sender(t).is_err());
     assert_eq!(l.data(Handle::from_raw(12345 << 32 | 77).unwrap()), Err(Error::Inval));
 }
+
+#[test]
+fn work_runs_on_the_pool_and_after_on_the_loop() {
+    let mut l = Loop::new().unwrap();
+    let loop_thread = std::thread::current().id();
+    let done = Rc::new(RefCell::new(Vec::new()));
+    for i in 0..8 {
+        let d = done.clone();
+        l.work_submit(
+            Box::new(move || assert_ne!(std::thread::current().id(), loop_thread)),
+            Box::new(move |_, _, status| {
+                assert_eq!(std::thread::current().id(), loop_thread);
+                d.borrow_mut().push((i, status));
+            }),
+        );
+    }
+    assert!(l.alive());
+    assert!(!l.run(RunMode::Default).unwrap());
+    let mut got = done.borrow().clone();
+    got.sort_by_key(|(i, _)| *i);
+    assert_eq!(got, (0..8).map(|i| (i, Ok(()))).collect::<Vec<_>>());
+    assert_eq!(l.check_close(), Ok(()));
+}
+
+#[test]
+fn work_not_started_can_be_cancelled_and_still_calls_back_once() {
+    let mut l = Loop::new().unwrap();
+    l.set_pool(Pool::new(1)).unwrap();
+    assert_eq!(l.set_pool(Pool::new(1)), Err(Error::Busy));
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (started_tx, started) = std::sync::mpsc::channel::<()>();
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let o = out.clone();
+    let first = l.work_submit(
+        Box::new(move || {
+            started_tx.send(()).unwrap();
+            wait.recv().unwrap();
+        }),
+        Box::new(move |_, _, s| o.borrow_mut().push(("first", s))),
+    );
+    let o = out.clone();
+    let second = l.work_submit(
+        Box::new(|| panic!("cancelled work must not run")),
+        Box::new(move |_, _, s| o.borrow_mut().push(("second", s))),
+    );
+    started.recv().unwrap();
+    assert_eq!(l.work_cancel(first), Err(Error::Busy), "running");
+    assert_eq!(l.work_cancel(second), Ok(()));
+    assert!(out.borrow().is_empty(), "never inside cancel");
+    assert_eq!(l.work_cancel(second), Err(Error::Busy), "already cancelled");
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*out.borrow(), [("second", Err(Error::Canceled))]);
+    go.send(()).unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*out.borrow(), [("second", Err(Error::Canceled)), ("first", Ok(()))]);
+    assert_eq!(l.work_cancel(first), Err(Error::Inval), "finished");
+}

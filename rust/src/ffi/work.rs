@@ -1,0 +1,102 @@
+//! Work requests: blocking work on the loop's thread pool.
+
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+
+use super::guard::{status, write_out};
+use super::loop_::{cot_loop, lend, with_loop};
+use crate::error::{Error, Result};
+use crate::reactor::{Pool, Request};
+
+/// A request of a loop (work on the pool): a plain value, never 0, valid until
+/// its callback ran.
+pub type cot_req = u64;
+
+/// Work run on a pool thread.
+pub type cot_work_cb = Option<unsafe extern "C" fn(data: *mut c_void)>;
+
+/// Runs on the loop once the work ran (`status` 0) or was cancelled
+/// (`COT_ECANCELED`); exactly once per request.
+pub type cot_after_work_cb =
+    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, req: cot_req, status: c_int, data: *mut c_void)>;
+
+/// The user's work function and pointer, sent to a pool thread.
+struct SendWork(unsafe extern "C" fn(*mut c_void), *mut c_void);
+
+// SAFETY: the caller of `cot_work_submit` promises that `work(data)` may run on
+// another thread (documented there); nothing else touches these values.
+unsafe impl Send for SendWork {}
+
+fn to_req(raw: cot_req) -> Result<Request> {
+    Request::from_raw(raw).ok_or(Error::Inval)
+}
+
+/// Sets the number of threads of the loop's pool (default: the number of
+/// cores). Only before the first `cot_work_submit`; `COT_EBUSY` after,
+/// `COT_EINVAL` for 0.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_set_pool_size(r#loop: *mut cot_loop, threads: c_uint) -> c_int {
+    if threads == 0 {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.set_pool(Pool::new(threads as usize))) })
+}
+
+/// Runs `work(data)` on a thread of the loop's pool (started at the first
+/// request), then `after(loop, req, status, data)` on the loop. The request
+/// keeps the loop alive until `after` ran. Stores the request in `*req` (may
+/// be NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `work(data)` may run on another thread,
+/// concurrently with the caller; `after` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_work_submit(
+    r#loop: *mut cot_loop,
+    work: cot_work_cb,
+    after: cot_after_work_cb,
+    data: *mut c_void,
+    req: *mut cot_req,
+) -> c_int {
+    let (Some(work), Some(after)) = (work, after) else { return Error::Inval.code() };
+    let me = r#loop;
+    let job = SendWork(work, data);
+    let run: crate::reactor::Work = Box::new(move || {
+        let job = job;
+        // SAFETY: the submitter allowed `work(data)` on a pool thread.
+        unsafe { (job.0)(job.1) }
+    });
+    let done: crate::reactor::After = Box::new(move |lp, r, s| {
+        let code = match s {
+            Ok(()) => 0,
+            Err(e) => e.code(),
+        };
+        // SAFETY: `me` wraps `lp` and outlives its requests; `after` may be
+        // called from the loop (the submitter's contract).
+        unsafe { lend(me, lp, || after(me, r.to_raw(), code, data)) }
+    });
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_loop(r#loop, |l| Ok(l.work_submit(run, done).to_raw())) };
+    if req.is_null() {
+        return status(r.map(drop));
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(req, r) }
+}
+
+/// Cancels a request whose work has not started: its `after` callback still
+/// runs, later, from `cot_loop_run`, with `COT_ECANCELED`. Returns 0,
+/// `COT_EBUSY` if the work started (or the request was cancelled already),
+/// `COT_EINVAL` for an unknown request.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_work_cancel(r#loop: *mut cot_loop, req: cot_req) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.work_cancel(to_req(req)?)) })
+}
