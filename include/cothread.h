@@ -64,6 +64,16 @@
 #define COT_EIO -5
 
 /**
+ * No such process.
+ */
+#define COT_ESRCH -3
+
+/**
+ * Not a child of this process (or reaped already).
+ */
+#define COT_ECHILD -10
+
+/**
  * `cot_loop_run` mode: until nothing is alive or `cot_loop_stop`.
  */
 #define COT_RUN_DEFAULT 0
@@ -170,6 +180,22 @@ typedef cot_handle_cb cot_async_cb;
 typedef void (*cot_close_cb)(struct cot_loop *loop, cot_handle handle, void *data);
 
 /**
+ * A signal callback: `signum` is the signal received.
+ */
+typedef void (*cot_signal_cb)(struct cot_loop *loop, cot_handle handle, int signum, void *data);
+
+/**
+ * A child callback: the child exited with `exit_status` (`term_signal` 0) or
+ * was ended by `term_signal` (`exit_status` 0); a negative `exit_status` is
+ * the error met reaping it (`COT_ECHILD`: someone else reaped it).
+ */
+typedef void (*cot_child_cb)(struct cot_loop *loop,
+                             cot_handle handle,
+                             int exit_status,
+                             int term_signal,
+                             void *data);
+
+/**
  * A poll callback: `events` are the ready ones among those watched. Errors
  * and hang-ups make the descriptor readable and writable, so the next read
  * or write reports them.
@@ -195,7 +221,7 @@ typedef uint64_t (*cot_clock_cb)(void *data);
  * is waited on. Runs inside the call that changed the queue; it must not call
  * the scheduler (such calls fail with `COT_EBUSY`).
  */
-typedef void (*cot_signal_cb)(void *data, const void *signal, int active);
+typedef void (*cot_signal_hook_cb)(void *data, const void *signal, int active);
 
 /**
  * A timer callback. `data` is the handle's user pointer.
@@ -380,6 +406,63 @@ int cot_handle_set_data(struct cot_loop *loop, cot_handle handle, void *data);
  * `loop` is NULL or a live loop.
  */
 int cot_handle_is_active(struct cot_loop *loop, cot_handle handle);
+
+/**
+ * Creates a stopped signal handle carrying `data`; stores it in `*handle`.
+ * Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `handle` is NULL or writable.
+ */
+int cot_signal_init(struct cot_loop *loop, void *data, cot_handle *handle);
+
+/**
+ * Watches signal `signum` (not SIGKILL or SIGSTOP): `cb` runs on the loop each
+ * time the process receives it, for every handle watching it. The signal is
+ * blocked in the calling thread while watched (threads created later inherit
+ * that; block it yourself in threads created before). Restarting with
+ * another signal stops watching the first. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+ */
+int cot_signal_start(struct cot_loop *loop, cot_handle handle, cot_signal_cb cb, int signum);
+
+/**
+ * Stops watching; stopping a stopped handle is fine. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_signal_stop(struct cot_loop *loop, cot_handle handle);
+
+/**
+ * Creates a stopped handle for child process `pid` (a child of this process)
+ * carrying `data`; stores it in `*handle`. Returns 0, `COT_EINVAL` (pid <= 0),
+ * or `COT_ESRCH` (no such process).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `handle` is NULL or writable.
+ */
+int cot_child_init(struct cot_loop *loop, int pid, void *data, cot_handle *handle);
+
+/**
+ * Waits for the child to end: `cb` runs once, after the loop reaped it (no
+ * SIGCHLD handler is used); the handle is stopped then. Returns 0 or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+ */
+int cot_child_start(struct cot_loop *loop, cot_handle handle, cot_child_cb cb);
+
+/**
+ * Stops waiting; stopping a stopped handle is fine. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_child_stop(struct cot_loop *loop, cot_handle handle);
 
 /**
  * Creates a stopped poll handle for `fd` (which stays the caller's: keep it
@@ -601,7 +684,7 @@ cot_task cot_sched_signal_head(struct cot_sched *sched, const void *signal);
  * `sched` is NULL or a live scheduler; `hook`, if set, may be called with
  * `data` during any later call on this scheduler, until it is replaced.
  */
-int cot_sched_set_signal_hook(struct cot_sched *sched, cot_signal_cb hook, void *data);
+int cot_sched_set_signal_hook(struct cot_sched *sched, cot_signal_hook_cb hook, void *data);
 
 /**
  * Makes a combined signal that fires once **all** of the `n` signals in

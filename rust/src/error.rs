@@ -60,6 +60,10 @@ errors! {
     Exist = -17, "COT_EEXIST", "file already exists";
     /// Another system error.
     Io = -5, "COT_EIO", "i/o error";
+    /// No such process.
+    Srch = -3, "COT_ESRCH", "no such process";
+    /// Not a child of this process (or reaped already).
+    Child = -10, "COT_ECHILD", "no child processes";
     /// The operation was canceled.
     Canceled = -125, "COT_ECANCELED", "operation canceled";
 }
@@ -106,6 +110,8 @@ mod tests {
         assert_eq!(Error::BadF.code(), -libc::EBADF);
         assert_eq!(Error::Exist.code(), -libc::EEXIST);
         assert_eq!(Error::Io.code(), -libc::EIO);
+        assert_eq!(Error::Srch.code(), -libc::ESRCH);
+        assert_eq!(Error::Child.code(), -libc::ECHILD);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::EBADF)), Error::BadF);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC)), Error::Io);
         for e in Error::ALL {

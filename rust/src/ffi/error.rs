@@ -23,6 +23,10 @@ pub const COT_EBADF: c_int = -9;
 pub const COT_EEXIST: c_int = -17;
 /// Another system error.
 pub const COT_EIO: c_int = -5;
+/// No such process.
+pub const COT_ESRCH: c_int = -3;
+/// Not a child of this process (or reaped already).
+pub const COT_ECHILD: c_int = -10;
 
 /// A static description of an error code, e.g. `"invalid argument"`;
 /// `"success"` for 0 and `"unknown error"` for codes not listed here.
@@ -62,7 +66,9 @@ mod tests {
         assert_eq!(COT_EBADF, Error::BadF.code());
         assert_eq!(COT_EEXIST, Error::Exist.code());
         assert_eq!(COT_EIO, Error::Io.code());
-        assert_eq!(Error::ALL.len(), 8, "a new error needs its COT_E* constant");
+        assert_eq!(COT_ESRCH, Error::Srch.code());
+        assert_eq!(COT_ECHILD, Error::Child.code());
+        assert_eq!(Error::ALL.len(), 10, "a new error needs its COT_E* constant");
     }
 
     #[test]

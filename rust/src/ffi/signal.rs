@@ -16,7 +16,7 @@ use crate::sched::{Mode, When};
 /// last one (`active` = 0), e.g. to hold a reference to the key only while it
 /// is waited on. Runs inside the call that changed the queue; it must not call
 /// the scheduler (such calls fail with `COT_EBUSY`).
-pub type cot_signal_cb = Option<unsafe extern "C" fn(data: *mut c_void, signal: *const c_void, active: c_int)>;
+pub type cot_signal_hook_cb = Option<unsafe extern "C" fn(data: *mut c_void, signal: *const c_void, active: c_int)>;
 
 fn key(signal: *const c_void) -> Result<usize> {
     if signal.is_null() { Err(Error::Inval) } else { Ok(signal as usize) }
@@ -114,7 +114,7 @@ pub unsafe extern "C" fn cot_sched_signal_head(sched: *mut cot_sched, signal: *c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_set_signal_hook(
     sched: *mut cot_sched,
-    hook: cot_signal_cb,
+    hook: cot_signal_hook_cb,
     data: *mut c_void,
 ) -> c_int {
     let hook = hook.map(|f| -> crate::sched::SignalHook {

@@ -2,7 +2,9 @@
 
 use super::CloseCallback;
 use super::async_::Async;
+use super::child::Child;
 use super::poll::Poll;
+use super::signal::Signal;
 use super::timer::Timer;
 use crate::util::slab::Key;
 
@@ -26,6 +28,8 @@ pub(crate) enum Kind {
     Timer(Timer),
     Poll(Poll),
     Async(Async),
+    Signal(Signal),
+    Child(Child),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -33,6 +37,8 @@ pub(crate) enum Tag {
     Timer,
     Poll,
     Async,
+    Signal,
+    Child,
 }
 
 impl Kind {
@@ -41,6 +47,8 @@ impl Kind {
             Kind::Timer(_) => Tag::Timer,
             Kind::Poll(_) => Tag::Poll,
             Kind::Async(_) => Tag::Async,
+            Kind::Signal(_) => Tag::Signal,
+            Kind::Child(_) => Tag::Child,
         }
     }
 }

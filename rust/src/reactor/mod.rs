@@ -17,8 +17,9 @@
 //! `Default` runs until nothing is alive or `stop` is called.
 //!
 //! # Handles
-//! One file per type: `timer`, `poll` (fd readiness, level-triggered) and
-//! `async_` (wakeups sent from any thread). Requests: `pool` (work on a thread
+//! One file per type: `timer`, `poll` (fd readiness, level-triggered),
+//! `async_` (wakeups sent from any thread), `signal` (signals, via a
+//! signalfd) and `child` (a child's exit, via a pidfd). Requests: `pool` (work on a thread
 //! pool, cancellable before it starts; its `after` callback always runs once). A handle lives in a generational
 //! slab, so a closed handle's id is refused, not confused with a new one.
 //! `close` stops it at once; its close callback comes later, from `run`,
@@ -31,9 +32,11 @@
 //! a mutex-protected inbox that wakes the loop with an eventfd.
 
 mod async_;
+mod child;
 mod handle;
 mod poll;
 mod pool;
+mod signal;
 mod sys;
 mod timer;
 
@@ -49,9 +52,12 @@ use handle::{Kind, Slot};
 use sys::Fd;
 
 pub use async_::AsyncSender;
+pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
 pub use pool::{After, Pool, Request, Work};
+pub use signal::SignalCallback;
+pub use sys::Exit;
 
 /// How `run` runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -80,6 +86,7 @@ pub struct Loop {
     /// Work requests waiting for their `after` callback.
     requests: Slab<pool::Pending>,
     pool: Option<Arc<Pool>>,
+    signals: signal::Signals,
     epoll: Fd,
     inbox: Arc<Inbox>,
     /// Handles whose close callback is due, in order of closing.
@@ -103,6 +110,7 @@ impl Loop {
             handles: Slab::default(),
             requests: Slab::default(),
             pool: None,
+            signals: signal::Signals::default(),
             epoll,
             inbox,
             closing: Vec::new(),
@@ -202,8 +210,13 @@ impl Loop {
                 let (token, bits) = (ev.u64, ev.events);
                 if token == INBOX_TOKEN {
                     self.run_inbox();
+                } else if token == signal::SIGNAL_TOKEN {
+                    self.run_signals();
                 } else if let Some(h) = Handle::from_raw(token) {
-                    self.dispatch_poll(h, bits);
+                    match self.handles.get(h.0).map(|s| s.kind.tag()) {
+                        Some(handle::Tag::Child) => self.dispatch_child(h),
+                        _ => self.dispatch_poll(h, bits),
+                    }
                 }
             }
         });
@@ -259,6 +272,8 @@ impl Loop {
             Some(handle::Tag::Timer) => self.timer_stop(h)?,
             Some(handle::Tag::Poll) => self.poll_stop(h)?,
             Some(handle::Tag::Async) => self.async_stop(h),
+            Some(handle::Tag::Signal) => self.signal_stop(h)?,
+            Some(handle::Tag::Child) => self.child_stop(h)?,
             None => return Err(Error::Inval),
         }
         self.set_active(h, false);

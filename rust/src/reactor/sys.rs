@@ -74,3 +74,84 @@ pub(crate) fn eventfd_drain(fd: &Fd) {
     // zero counter fails with EAGAIN, which is fine.
     unsafe { libc::read(fd.raw(), (&mut n as *mut u64).cast(), 8) };
 }
+
+/// Blocks (`block`) or unblocks `signum` in the calling thread; returns
+/// whether it was blocked before.
+pub(crate) fn block_signal(signum: i32, block: bool) -> io::Result<bool> {
+    // SAFETY: the sigset_t values are initialised by sigemptyset before use and
+    // live across the calls; pthread_sigmask only reads `set` and writes `old`.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        if libc::sigaddset(&mut set, signum) != 0 {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        let how = if block { libc::SIG_BLOCK } else { libc::SIG_UNBLOCK };
+        let r = libc::pthread_sigmask(how, &set, &mut old);
+        if r != 0 {
+            return Err(io::Error::from_raw_os_error(r));
+        }
+        Ok(libc::sigismember(&old, signum) == 1)
+    }
+}
+
+/// Creates (`fd` None) or updates a non-blocking signalfd for `signals`.
+pub(crate) fn signalfd(fd: Option<&Fd>, signals: &[i32]) -> io::Result<Option<Fd>> {
+    // SAFETY: `set` is initialised by sigemptyset; signalfd only reads it.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+        let raw = fd.map_or(-1, Fd::raw);
+        let r = check(libc::signalfd(raw, &set, libc::SFD_NONBLOCK | libc::SFD_CLOEXEC))?;
+        Ok(if fd.is_some() { None } else { Some(Fd(r)) })
+    }
+}
+
+/// The next signal number queued on a signalfd, if any.
+pub(crate) fn signalfd_read(fd: &Fd) -> Option<i32> {
+    // SAFETY: reads at most one signalfd_siginfo into a zeroed value of that type.
+    unsafe {
+        let mut info: libc::signalfd_siginfo = std::mem::zeroed();
+        let n = libc::read(
+            fd.raw(),
+            (&mut info as *mut libc::signalfd_siginfo).cast(),
+            std::mem::size_of::<libc::signalfd_siginfo>(),
+        );
+        (n == std::mem::size_of::<libc::signalfd_siginfo>() as isize).then_some(info.ssi_signo as i32)
+    }
+}
+
+/// A pidfd for process `pid`: readable once it exits.
+pub(crate) fn pidfd_open(pid: i32) -> io::Result<Fd> {
+    // SAFETY: a raw syscall with integer arguments; the result is checked.
+    let r = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    check(r as libc::c_int).map(Fd)
+}
+
+/// How a child ended: its exit status, or the signal that ended it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct Exit {
+    /// The exit status (0 when killed by a signal).
+    pub status: i32,
+    /// The signal that ended it (0 when it exited).
+    pub signal: i32,
+}
+
+/// Reaps child `pid` if it ended (`waitpid` with `WNOHANG`).
+pub(crate) fn reap(pid: i32) -> io::Result<Option<Exit>> {
+    let mut st: libc::c_int = 0;
+    // SAFETY: `st` is a valid int to write the status into.
+    let r = check(unsafe { libc::waitpid(pid, &mut st, libc::WNOHANG) })?;
+    if r == 0 {
+        return Ok(None);
+    }
+    Ok(Some(if libc::WIFSIGNALED(st) {
+        Exit { status: 0, signal: libc::WTERMSIG(st) }
+    } else {
+        Exit { status: libc::WEXITSTATUS(st), signal: 0 }
+    }))
+}

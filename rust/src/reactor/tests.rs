@@ -338,3 +338,57 @@ fn work_not_started_can_be_cancelled_and_still_calls_back_once() {
     assert_eq!(*out.borrow(), [("second", Err(Error::Canceled)), ("first", Ok(()))]);
     assert_eq!(l.work_cancel(first), Err(Error::Inval), "finished");
 }
+
+#[test]
+fn signal_handles_see_signals_sent_to_the_process() {
+    let mut l = Loop::new().unwrap();
+    let got = Rc::new(RefCell::new(Vec::new()));
+    let (g1, g2) = (got.clone(), got.clone());
+    let a = l.signal_init(0);
+    let b = l.signal_init(0);
+    l.signal_start(a, libc::SIGUSR1, Box::new(move |_, _, s| g1.borrow_mut().push(("a", s)))).unwrap();
+    l.signal_start(
+        b,
+        libc::SIGUSR1,
+        Box::new(move |l, h, s| {
+            g2.borrow_mut().push(("b", s));
+            l.close(h, None).unwrap();
+        }),
+    )
+    .unwrap();
+    assert_eq!(l.signal_start(a, libc::SIGKILL, Box::new(|_, _, _| {})), Err(Error::Inval));
+    assert_eq!(l.signal_start(a, 0, Box::new(|_, _, _| {})), Err(Error::Inval));
+    // SAFETY: raise only sends a signal to this thread, which blocks it.
+    unsafe { libc::raise(libc::SIGUSR1) };
+    l.run(RunMode::Once).unwrap();
+    assert_eq!(*got.borrow(), [("a", libc::SIGUSR1), ("b", libc::SIGUSR1)], "every handle of the signal");
+    l.signal_stop(a).unwrap();
+    l.close(a, None).unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+}
+
+#[test]
+#[allow(clippy::zombie_processes)] // the loop reaps the children
+fn child_handles_reap_the_child_and_report_its_exit() {
+    let mut l = Loop::new().unwrap();
+    let got = Rc::new(RefCell::new(Vec::new()));
+    for (script, id) in [("exit 3", 1usize), ("kill -TERM $$", 2)] {
+        let child = std::process::Command::new("sh").args(["-c", script]).spawn().unwrap();
+        let h = l.child_init(child.id() as i32, id).unwrap();
+        let g = got.clone();
+        l.child_start(
+            h,
+            Box::new(move |l, h, exit| {
+                g.borrow_mut().push((l.data(h).unwrap(), exit));
+                l.close(h, None).unwrap();
+            }),
+        )
+        .unwrap();
+    }
+    assert!(!l.run(RunMode::Default).unwrap());
+    let mut got = got.borrow().clone();
+    got.sort_by_key(|(id, _)| *id);
+    assert_eq!(got, [(1, Ok(Exit { status: 3, signal: 0 })), (2, Ok(Exit { status: 0, signal: libc::SIGTERM }))]);
+    assert_eq!(l.child_init(0, 0), Err(Error::Inval));
+    assert_eq!(l.child_init(i32::MAX, 0), Err(Error::Srch));
+}

@@ -1,0 +1,134 @@
+//! Signal handles (operating-system signals, not scheduler signals) and
+//! child handles of a loop.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use super::guard::{status, write_out};
+use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use crate::error::Error;
+
+/// A signal callback: `signum` is the signal received.
+pub type cot_signal_cb =
+    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, handle: cot_handle, signum: c_int, data: *mut c_void)>;
+
+/// A child callback: the child exited with `exit_status` (`term_signal` 0) or
+/// was ended by `term_signal` (`exit_status` 0); a negative `exit_status` is
+/// the error met reaping it (`COT_ECHILD`: someone else reaped it).
+pub type cot_child_cb = Option<
+    unsafe extern "C" fn(
+        r#loop: *mut cot_loop,
+        handle: cot_handle,
+        exit_status: c_int,
+        term_signal: c_int,
+        data: *mut c_void,
+    ),
+>;
+
+/// Creates a stopped signal handle carrying `data`; stores it in `*handle`.
+/// Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `handle` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_signal_init(r#loop: *mut cot_loop, data: *mut c_void, handle: *mut cot_handle) -> c_int {
+    if handle.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_loop(r#loop, |l| Ok(l.signal_init(data as usize).to_raw())) };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(handle, r) }
+}
+
+/// Watches signal `signum` (not SIGKILL or SIGSTOP): `cb` runs on the loop each
+/// time the process receives it, for every handle watching it. The signal is
+/// blocked in the calling thread while watched (threads created later inherit
+/// that; block it yourself in threads created before). Restarting with
+/// another signal stops watching the first. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_signal_start(
+    r#loop: *mut cot_loop,
+    handle: cot_handle,
+    cb: cot_signal_cb,
+    signum: c_int,
+) -> c_int {
+    let Some(cb) = cb else { return Error::Inval.code() };
+    let me = r#loop;
+    let f: crate::reactor::SignalCallback = Box::new(move |lp, h, signo| {
+        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+        // SAFETY: `me` wraps `lp` and outlives its handles; `cb` may be called
+        // from the loop (the caller's contract).
+        unsafe { lend(me, lp, || cb(me, h.to_raw(), signo, data)) }
+    });
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.signal_start(to_handle(handle)?, signum, f)) })
+}
+
+/// Stops watching; stopping a stopped handle is fine. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_signal_stop(r#loop: *mut cot_loop, handle: cot_handle) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.signal_stop(to_handle(handle)?)) })
+}
+
+/// Creates a stopped handle for child process `pid` (a child of this process)
+/// carrying `data`; stores it in `*handle`. Returns 0, `COT_EINVAL` (pid <= 0),
+/// or `COT_ESRCH` (no such process).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `handle` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_child_init(
+    r#loop: *mut cot_loop,
+    pid: c_int,
+    data: *mut c_void,
+    handle: *mut cot_handle,
+) -> c_int {
+    if handle.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_loop(r#loop, |l| l.child_init(pid, data as usize).map(|h| h.to_raw())) };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(handle, r) }
+}
+
+/// Waits for the child to end: `cb` runs once, after the loop reaped it (no
+/// SIGCHLD handler is used); the handle is stopped then. Returns 0 or
+/// `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_child_start(r#loop: *mut cot_loop, handle: cot_handle, cb: cot_child_cb) -> c_int {
+    let Some(cb) = cb else { return Error::Inval.code() };
+    let me = r#loop;
+    let f: crate::reactor::ChildCallback = Box::new(move |lp, h, exit| {
+        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+        let (code, signal) = match exit {
+            Ok(e) => (e.status, e.signal),
+            Err(e) => (e.code(), 0),
+        };
+        // SAFETY: as in `cot_signal_start`.
+        unsafe { lend(me, lp, || cb(me, h.to_raw(), code, signal, data)) }
+    });
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.child_start(to_handle(handle)?, f)) })
+}
+
+/// Stops waiting; stopping a stopped handle is fine. Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_child_stop(r#loop: *mut cot_loop, handle: cot_handle) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.child_stop(to_handle(handle)?)) })
+}
