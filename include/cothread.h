@@ -19,6 +19,8 @@
 
 #include <stdint.h>
 #include <stddef.h>
+#include <netdb.h>
+#include <sys/stat.h>
 
 
 /**
@@ -72,6 +74,31 @@
  * Not a child of this process (or reaped already).
  */
 #define COT_ECHILD -10
+
+/**
+ * Name resolution: temporary failure (the value of libuv's `UV_EAI_AGAIN`).
+ */
+#define COT_EAI_AGAIN -3001
+
+/**
+ * Name resolution: permanent failure.
+ */
+#define COT_EAI_FAIL -3002
+
+/**
+ * Name resolution: address family not supported.
+ */
+#define COT_EAI_FAMILY -3003
+
+/**
+ * Name resolution: unknown node or service.
+ */
+#define COT_EAI_NONAME -3008
+
+/**
+ * Name resolution: service not available for the socket type.
+ */
+#define COT_EAI_SERVICE -3010
 
 /**
  * `cot_loop_run` mode: until nothing is alive or `cot_loop_stop`.
@@ -174,6 +201,30 @@ typedef void (*cot_handle_cb)(struct cot_loop *loop, cot_handle handle, void *da
 typedef cot_handle_cb cot_async_cb;
 
 /**
+ * A request of a loop (work on the pool): a plain value, never 0, valid until
+ * its callback ran.
+ */
+typedef uint64_t cot_req;
+
+/**
+ * Called with the result of a file request: a descriptor (`cot_fs_open`), a
+ * byte count (`cot_fs_read`, `cot_fs_write`), 0 (`cot_fs_close`,
+ * `cot_fs_stat`), or a negative error code.
+ */
+typedef void (*cot_fs_cb)(struct cot_loop *loop, cot_req req, int64_t result, void *data);
+
+/**
+ * Called with the result of `cot_getaddrinfo`: `status` 0 and a list to free
+ * with `freeaddrinfo`, or a negative code (`COT_EAI_*`, `COT_ECANCELED`) and
+ * NULL.
+ */
+typedef void (*cot_getaddrinfo_cb)(struct cot_loop *loop,
+                                   cot_req req,
+                                   int status,
+                                   struct addrinfo *res,
+                                   void *data);
+
+/**
  * Runs after `cot_close`, later, from `cot_loop_run`; the handle is already
  * invalid then. `data` is the handle's user pointer.
  */
@@ -234,12 +285,6 @@ typedef cot_handle_cb cot_timer_cb;
 typedef void (*cot_work_cb)(void *data);
 
 /**
- * A request of a loop (work on the pool): a plain value, never 0, valid until
- * its callback ran.
- */
-typedef uint64_t cot_req;
-
-/**
  * Runs on the loop once the work ran (`status` 0) or was cancelled
  * (`COT_ECANCELED`); exactly once per request.
  */
@@ -283,6 +328,102 @@ const char *cot_strerror(int err);
  * `"UNKNOWN"` for codes not listed here. Safe from any thread.
  */
 const char *cot_err_name(int err);
+
+/**
+ * Opens `path` on the pool (`open(2)` with `flags` and `mode`; `O_CLOEXEC`
+ * is added); `cb` gets the descriptor or the error. The path is copied.
+ * Returns 0 or `COT_EINVAL` (NULL path or callback).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `path` is NULL or a C string; `req` is NULL
+ * or writable; `cb` may be called from `cot_loop_run`.
+ */
+int cot_fs_open(struct cot_loop *loop,
+                const char *path,
+                int flags,
+                int mode,
+                cot_fs_cb cb,
+                void *data,
+                cot_req *req);
+
+/**
+ * Reads up to `len` bytes from `fd` at `offset` (-1: the current position)
+ * into `buf`, on the pool; `cb` gets the count (0 at end of file) or the
+ * error. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is valid for writing `len` bytes, from
+ * a pool thread, until `cb` ran; `req` is NULL or writable.
+ */
+int cot_fs_read(struct cot_loop *loop,
+                int fd,
+                void *buf,
+                size_t len,
+                int64_t offset,
+                cot_fs_cb cb,
+                void *data,
+                cot_req *req);
+
+/**
+ * Writes `len` bytes of `buf` to `fd` at `offset` (-1: the current
+ * position), on the pool; `cb` gets the count written or the error. Returns
+ * 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is valid for reading `len` bytes, from
+ * a pool thread, until `cb` ran; `req` is NULL or writable.
+ */
+int cot_fs_write(struct cot_loop *loop,
+                 int fd,
+                 const void *buf,
+                 size_t len,
+                 int64_t offset,
+                 cot_fs_cb cb,
+                 void *data,
+                 cot_req *req);
+
+/**
+ * Closes `fd` on the pool; `cb` gets 0 or the error. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `req` is NULL or writable.
+ */
+int cot_fs_close(struct cot_loop *loop, int fd, cot_fs_cb cb, void *data, cot_req *req);
+
+/**
+ * Fills `*st` with `stat(2)` of `path`, on the pool; `cb` gets 0 or the
+ * error. The path is copied. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `path` is NULL or a C string; `st` is valid
+ * for writing, from a pool thread, until `cb` ran; `req` is NULL or writable.
+ */
+int cot_fs_stat(struct cot_loop *loop,
+                const char *path,
+                struct stat *st,
+                cot_fs_cb cb,
+                void *data,
+                cot_req *req);
+
+/**
+ * Resolves `node` and/or `service` (either may be NULL, not both) with
+ * `getaddrinfo(3)` on the pool, with `hints` (may be NULL; copied). `cb` gets
+ * 0 and the list (free it with `freeaddrinfo`) or a negative code
+ * (`COT_EAI_NONAME`, ...) and NULL. The strings are copied. Returns 0 or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `node`, `service` are NULL or C strings;
+ * `hints` is NULL or valid; `req` is NULL or writable; `cb` may be called
+ * from `cot_loop_run`.
+ */
+int cot_getaddrinfo(struct cot_loop *loop,
+                    const char *node,
+                    const char *service,
+                    const struct addrinfo *hints,
+                    cot_getaddrinfo_cb cb,
+                    void *data,
+                    cot_req *req);
 
 /**
  * Creates an event loop with its own scheduler for timers. Returns NULL if

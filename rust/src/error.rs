@@ -64,6 +64,16 @@ errors! {
     Srch = -3, "COT_ESRCH", "no such process";
     /// Not a child of this process (or reaped already).
     Child = -10, "COT_ECHILD", "no child processes";
+    /// Name resolution: temporary failure (libuv's value).
+    EaiAgain = -3001, "COT_EAI_AGAIN", "temporary failure";
+    /// Name resolution: permanent failure.
+    EaiFail = -3002, "COT_EAI_FAIL", "permanent failure";
+    /// Name resolution: address family not supported.
+    EaiFamily = -3003, "COT_EAI_FAMILY", "ai_family not supported";
+    /// Name resolution: unknown node or service.
+    EaiNoname = -3008, "COT_EAI_NONAME", "unknown node or service";
+    /// Name resolution: service not available for socket type.
+    EaiService = -3010, "COT_EAI_SERVICE", "service not available for socket type";
     /// The operation was canceled.
     Canceled = -125, "COT_ECANCELED", "operation canceled";
 }
@@ -112,6 +122,7 @@ mod tests {
         assert_eq!(Error::Io.code(), -libc::EIO);
         assert_eq!(Error::Srch.code(), -libc::ESRCH);
         assert_eq!(Error::Child.code(), -libc::ECHILD);
+        assert_eq!(Error::EaiNoname.code(), -3008, "as libuv's UV_EAI_NONAME");
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::EBADF)), Error::BadF);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC)), Error::Io);
         for e in Error::ALL {

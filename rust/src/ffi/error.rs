@@ -27,6 +27,16 @@ pub const COT_EIO: c_int = -5;
 pub const COT_ESRCH: c_int = -3;
 /// Not a child of this process (or reaped already).
 pub const COT_ECHILD: c_int = -10;
+/// Name resolution: temporary failure (the value of libuv's `UV_EAI_AGAIN`).
+pub const COT_EAI_AGAIN: c_int = -3001;
+/// Name resolution: permanent failure.
+pub const COT_EAI_FAIL: c_int = -3002;
+/// Name resolution: address family not supported.
+pub const COT_EAI_FAMILY: c_int = -3003;
+/// Name resolution: unknown node or service.
+pub const COT_EAI_NONAME: c_int = -3008;
+/// Name resolution: service not available for the socket type.
+pub const COT_EAI_SERVICE: c_int = -3010;
 
 /// A static description of an error code, e.g. `"invalid argument"`;
 /// `"success"` for 0 and `"unknown error"` for codes not listed here.
@@ -68,7 +78,16 @@ mod tests {
         assert_eq!(COT_EIO, Error::Io.code());
         assert_eq!(COT_ESRCH, Error::Srch.code());
         assert_eq!(COT_ECHILD, Error::Child.code());
-        assert_eq!(Error::ALL.len(), 10, "a new error needs its COT_E* constant");
+        for (c, e) in [
+            (COT_EAI_AGAIN, Error::EaiAgain),
+            (COT_EAI_FAIL, Error::EaiFail),
+            (COT_EAI_FAMILY, Error::EaiFamily),
+            (COT_EAI_NONAME, Error::EaiNoname),
+            (COT_EAI_SERVICE, Error::EaiService),
+        ] {
+            assert_eq!(c, e.code());
+        }
+        assert_eq!(Error::ALL.len(), 15, "a new error needs its COT_E* constant");
     }
 
     #[test]

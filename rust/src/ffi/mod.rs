@@ -13,6 +13,7 @@
 
 mod async_;
 mod error;
+mod fs;
 mod guard;
 mod loop_;
 mod os_signal;
@@ -26,6 +27,7 @@ mod work;
 
 pub use async_::*;
 pub use error::*;
+pub use fs::*;
 pub use loop_::*;
 pub use os_signal::*;
 pub use poll::*;
