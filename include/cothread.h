@@ -158,21 +158,6 @@
 #define COT_VERSION_PATCH 0
 
 /**
- * Readiness: readable.
- */
-#define READABLE 1
-
-/**
- * Readiness: writable.
- */
-#define WRITABLE 2
-
-/**
- * Readiness: the peer closed its end (reported with `READABLE`).
- */
-#define DISCONNECT 4
-
-/**
  * An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
  */
 typedef struct cot_loop cot_loop;

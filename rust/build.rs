@@ -9,7 +9,8 @@ const SONAME: &str = "libcothread.so.0";
 fn main() {
     let crate_dir = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
     let crate_dir = Path::new(&crate_dir);
-    println!("cargo:rerun-if-changed=src/ffi");
+    // cbindgen reads the whole crate (public constants anywhere would show up).
+    println!("cargo:rerun-if-changed=src");
     println!("cargo:rerun-if-changed=cbindgen.toml");
     // A hand-edited header is regenerated too (it is rewritten only on change).
     println!("cargo:rerun-if-changed=../include/cothread.h");

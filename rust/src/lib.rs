@@ -13,10 +13,16 @@
 //! and the face (Lua, C++, C) decides what resuming a task means.
 #![warn(missing_docs, unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
+/// cbindgen:ignore
 pub mod error;
 pub mod ffi;
+/// cbindgen:ignore
+pub mod op;
+/// cbindgen:ignore
 pub mod reactor;
+/// cbindgen:ignore
 pub mod sched;
+/// cbindgen:ignore
 pub mod time;
 mod util;
 

@@ -6,7 +6,6 @@ use std::fmt;
 /// One thing the driver must do. The discriminants are the execution order
 /// and the bit numbers of [`Actions::bits`] (stable, for the C ABI).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[repr(u8)]
 pub enum Action {
     /// The callback's values are not for the task: drop them, after running
     /// whatever cleanup they need (close an fd a late open returned, free
@@ -44,21 +43,27 @@ pub enum Action {
     ResumeClosed = 10,
 }
 
+/// Every action, in execution order.
+const ORDER: [Action; 11] = [
+    Action::DropResults,
+    Action::CancelRequest,
+    Action::StopHandle,
+    Action::CloseHandle,
+    Action::StartRequest,
+    Action::StartHandle,
+    Action::RearmHandle,
+    Action::Release,
+    Action::Resume,
+    Action::ResumeFailed,
+    Action::ResumeClosed,
+];
+
 impl Action {
-    /// Every action, in execution order.
-    pub const ALL: [Action; 11] = [
-        Action::DropResults,
-        Action::CancelRequest,
-        Action::StopHandle,
-        Action::CloseHandle,
-        Action::StartRequest,
-        Action::StartHandle,
-        Action::RearmHandle,
-        Action::Release,
-        Action::Resume,
-        Action::ResumeFailed,
-        Action::ResumeClosed,
-    ];
+    /// The action with discriminant `n`.
+    #[inline]
+    pub fn from_index(n: u8) -> Option<Action> {
+        ORDER.get(n as usize).copied()
+    }
 
     /// Whether the action resumes a task (always last in its [`Actions`]).
     #[inline]
@@ -83,7 +88,10 @@ pub struct Actions(u16);
 
 impl Actions {
     /// Nothing to do.
-    pub const NONE: Actions = Actions(0);
+    #[inline]
+    pub const fn none() -> Actions {
+        Actions(0)
+    }
 
     /// The set of the given actions.
     #[inline]
@@ -163,7 +171,7 @@ impl Iterator for Iter {
         }
         let n = self.0.trailing_zeros() as usize;
         self.0 &= self.0 - 1;
-        Some(Action::ALL[n])
+        Some(ORDER[n])
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -180,12 +188,14 @@ mod tests {
 
     #[test]
     fn discriminants_are_the_execution_order() {
-        for (i, a) in Action::ALL.iter().enumerate() {
+        for (i, a) in ORDER.iter().enumerate() {
             assert_eq!(*a as usize, i);
+            assert_eq!(Action::from_index(i as u8), Some(*a));
         }
+        assert_eq!(Action::from_index(11), None);
         // Resumes come last.
-        let first_resume = Action::ALL.iter().position(|a| a.resumes()).unwrap();
-        assert!(Action::ALL[first_resume..].iter().all(|a| a.resumes()));
+        let first_resume = ORDER.iter().position(|a| a.resumes()).unwrap();
+        assert!(ORDER[first_resume..].iter().all(|a| a.resumes()));
     }
 
     #[test]
@@ -196,8 +206,8 @@ mod tests {
         assert_eq!(s.iter().len(), 3);
         assert!(s.contains(Action::Release) && !s.contains(Action::StopHandle));
         assert_eq!(s.bits(), 1 | 1 << 7 | 1 << 8);
-        assert_eq!(Actions::NONE.with(Action::CloseHandle), Actions::of(&[Action::CloseHandle]));
-        assert!(Actions::NONE.is_empty() && Actions::NONE.iter().next().is_none());
+        assert_eq!(Actions::none().with(Action::CloseHandle), Actions::of(&[Action::CloseHandle]));
+        assert!(Actions::none().is_empty() && Actions::none().iter().next().is_none());
         assert_eq!(format!("{s:?}"), "[DropResults, Release, Resume]");
     }
 }

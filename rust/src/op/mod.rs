@@ -73,7 +73,7 @@
 //! | ReqAwaiting             | R              | ReqCancelled            | `CancelRequest` unless `keep`           |
 //! | ReqResetting            | R              | ReqCancelled            | -- (the deferred start is given up)     |
 //! | HdlAwaiting             | R `keep`       | HdlCancelled            | --                                      |
-//! | HdlAwaiting             | R              | HdlClosing              | `CloseHandle`                           |
+//! | HdlAwaiting             | R, no `keep`   | HdlClosing              | `CloseHandle`                           |
 //! | HdlResettingAfterCancel | R              | HdlCancelled            | -- (given up)                           |
 //! | HdlResettingAfterClose  | R              | HdlClosing              | -- (given up)                           |
 //! | ReqCompleted            | Y              | Freed                   | `Release`                               |
@@ -84,7 +84,8 @@
 //! | HdlAwaiting             | failed, open   | HdlCompleted            | `ResumeFailed` if deferred              |
 //! | HdlAwaiting             | failed, closed | Freed                   | `Release`, `ResumeFailed` if deferred   |
 //! | not waiting on the slot | R              | unchanged               | --                                      |
-//! | Freed, ReqCancelled, HdlCancelled, HdlClosing | Y | unchanged   | --                                      |
+//! | Freed, Req/HdlCancelled | Y              | unchanged               | --                                      |
+//! | HdlClosing              | Y              | unchanged               | --                                      |
 //!
 //! Anything else is impossible when the driver follows the rules (the task
 //! awaits or leaves while suspended; a callback the backend cannot produce)
@@ -143,10 +144,15 @@
 //!   (CoUtil: only a suspended waiter makes the object busy); the holder
 //!   losing it then just leaves.
 
+// Nothing here has a `repr` or is a public constant: cbindgen reads the
+// whole crate and would put such items into `cothread.h`. The C ABI names
+// these machines itself, in `ffi/`.
 mod action;
 mod object;
 mod slot;
 
+#[cfg(test)]
+mod model;
 #[cfg(test)]
 mod tests;
 
@@ -200,12 +206,13 @@ impl fmt::Display for OpError {
 impl std::error::Error for OpError {}
 
 impl From<OpError> for crate::Error {
-    /// `Busy` is `COT_EBUSY`; a closed object, as a misuse, is `COT_EINVAL`,
-    /// as is a driver's unexpected event.
+    /// `Busy` is `COT_EBUSY`, `Closed` `COT_EBADF` (as libuv answers for a
+    /// closed stream), a driver's unexpected event `COT_EINVAL`.
     fn from(e: OpError) -> crate::Error {
         match e {
             OpError::Busy => crate::Error::Busy,
-            OpError::Closed | OpError::Unexpected { .. } => crate::Error::Inval,
+            OpError::Closed => crate::Error::BadF,
+            OpError::Unexpected { .. } => crate::Error::Inval,
         }
     }
 }

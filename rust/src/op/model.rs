@@ -101,6 +101,8 @@ struct Sim {
     /// A started request, with the await it was started for: its callback is due.
     req: Option<Option<u64>>,
     hdl: Option<Hdl>,
+    /// The driver lent the memory to the backend and got no `Release` yet.
+    held: bool,
 }
 
 #[derive(Default)]
@@ -124,6 +126,7 @@ impl Sim {
             deferred: None,
             req: None,
             hdl: None,
+            held: false,
         }
     }
 
@@ -147,7 +150,10 @@ impl Sim {
             match a {
                 DropResults => {
                     let Ctx::Callback(armed) = ctx else { panic!("{a:?} outside a callback: {ctx:?}") };
-                    assert!(armed.is_none() || self.task != Task::Waiting(armed.unwrap()), "results of the awaited op dropped");
+                    assert!(
+                        armed.is_none() || self.task != Task::Waiting(armed.unwrap()),
+                        "results of the awaited op dropped"
+                    );
                 }
                 Resume => {
                     let Ctx::Callback(Some(id)) = ctx else { panic!("{a:?} outside a callback: {ctx:?}") };
@@ -166,10 +172,15 @@ impl Sim {
                     h.active = false;
                     st.closes += 1;
                 }
-                StartRequest | StartHandle | RearmHandle => self.start(a, ctx, r, st),
+                StartRequest | StartHandle | RearmHandle => {
+                    self.held = true;
+                    self.start(a, ctx, r, st)
+                }
                 Release => {
                     assert!(self.memory_free(), "released while the backend holds it: {:?} {:?}", self.req, self.hdl);
                     assert!(self.slot.is_freed());
+                    assert!(self.held, "released twice");
+                    self.held = false;
                     st.releases += 1;
                 }
                 StopHandle | ResumeClosed => panic!("{a:?} from a slot"),
@@ -285,7 +296,7 @@ impl Sim {
 
     fn outside_resume(&mut self, r: &mut Rng, st: &mut Stats) {
         let waiting = matches!(self.task, Task::Waiting(_));
-        assert!(waiting || self.task == Task::Elsewhere);
+        assert_ne!(self.task, Task::Ended);
         let acts = self.apply(Event::OutsideResume { keep: r.one_in(2) }, st);
         assert!(waiting || acts.is_empty(), "not the slot's business: {acts:?}");
         assert!(!acts.iter().any(Action::resumes));
@@ -307,6 +318,7 @@ impl Sim {
         let s = self.slot.state();
         assert_eq!(self.slot.is_waiting(), matches!(self.task, Task::Waiting(_)), "{s:?} {:?}", self.task);
         assert_eq!(self.deferred.is_some(), self.slot.deferred().is_some(), "{s:?}");
+        assert_eq!(self.held, !self.slot.is_freed(), "{s:?}: memory lent but never released, or the reverse");
         let (req, h) = (self.req.is_some(), self.hdl);
         let ok = match s {
             Freed | ReqCompleted => !req && h.is_none(),
@@ -342,7 +354,9 @@ fn slots_keep_the_invariants_over_random_sequences() {
             let running = s.task == Task::Running;
             let callback = s.req.is_some() || s.hdl.is_some_and(|h| h.active);
             let closing = s.hdl.is_some_and(|h| h.closing);
-            let resumable = matches!(s.task, Task::Waiting(_) | Task::Elsewhere);
+            // Running too: a spurious resume of a task already resumed (and
+            // maybe not yet run), which is none of the slot's business.
+            let resumable = s.task != Task::Ended;
             let w = |b: bool, w: u64| if b { w } else { 0 };
             let weights = [w(running, 3), w(callback, 4), w(closing, 2), w(resumable, 2), w(running, 2)];
             if weights.iter().sum::<u64>() == 0 {
@@ -406,7 +420,7 @@ fn drain(sims: &mut [Sim], r: &mut Rng, st: &mut Stats) {
         }
     }
     for s in sims.iter() {
-        assert!(s.slot.is_freed() && s.memory_free(), "leak: {:?} {:?} {:?}", s.slot, s.req, s.hdl);
+        assert!(s.slot.is_freed() && s.memory_free() && !s.held, "leak: {:?} {:?} {:?}", s.slot, s.req, s.hdl);
     }
 }
 
@@ -428,11 +442,13 @@ struct OSim {
     /// The model's waiter and holder.
     waiter: Option<u64>,
     holder: Option<u64>,
+    /// The driver got the object's `Release`.
+    released: bool,
 }
 
 impl OSim {
     fn new() -> OSim {
-        OSim { obj: Object::new(), active: false, closing: false, waiter: None, holder: None }
+        OSim { obj: Object::new(), active: false, closing: false, waiter: None, holder: None, released: false }
     }
 }
 
@@ -471,25 +487,26 @@ impl World {
 
     fn perform(&mut self, o: usize, acts: Actions, r: &mut Rng) {
         for a in acts {
-            let ob = &mut self.objs[o];
             match a {
                 StartHandle => {
-                    assert!(!ob.active && !ob.closing, "start of an active or closing handle");
+                    assert!(!self.objs[o].active && !self.objs[o].closing, "start of an active or closing handle");
                     if r.one_in(FAIL) {
                         let acts = self.apply(o, ObjEvent::StartFailed, true).unwrap();
                         assert!(acts.is_empty());
-                        let t = self.resume(o); // the await returns the error
-                        self.resumes -= 1;
-                        assert_eq!(self.tasks[t], OTask::Running);
+                        // The await returns the error: the task never suspended.
+                        let t = (self.objs[o].waiter.take().unwrap() - 100) as usize;
+                        self.tasks[t] = OTask::Running;
                     } else {
-                        ob.active = true;
+                        self.objs[o].active = true;
                     }
                 }
                 StopHandle => {
+                    let ob = &mut self.objs[o];
                     assert!(ob.active && !ob.closing, "stop of a stopped handle");
                     ob.active = false;
                 }
                 CloseHandle => {
+                    let ob = &mut self.objs[o];
                     assert!(!ob.closing, "closed twice");
                     (ob.closing, ob.active, ob.holder) = (true, false, None);
                     self.closes += 1;
@@ -500,7 +517,10 @@ impl World {
                 }
                 ResumeClosed => _ = self.resume(o),
                 Release => {
+                    let ob = &mut self.objs[o];
                     assert!(!ob.closing && !ob.active && ob.obj.state() == ObjState::Freed, "released too early");
+                    assert!(!ob.released, "released twice");
+                    ob.released = true;
                 }
                 _ => panic!("{a:?} from an object"),
             }
@@ -518,6 +538,7 @@ impl World {
                 ObjState::Freed => !ob.closing && !ob.active,
             };
             assert!(ok, "{:?} with active {} closing {}", ob.obj.state(), ob.active, ob.closing);
+            assert_eq!(ob.released, ob.obj.state() == ObjState::Freed, "freed without release, or the reverse");
         }
     }
 
@@ -583,15 +604,14 @@ fn objects_keep_the_invariants_over_random_sequences() {
                     w.perform(o, acts, &mut r);
                 }
                 2 => w.close(o, &mut r),
-                3 if w.objs[o].closing => {
-                    w.close_callback(o, &mut r);
-                    w.objs[o] = OSim::new();
-                }
+                3 if w.objs[o].closing => w.close_callback(o, &mut r),
+                // A freed object stays a while (its face may still be used), then a new one comes.
+                3 if w.objs[o].obj.state() == ObjState::Freed => w.objs[o] = OSim::new(),
                 4 if w.tasks[t] != OTask::Running => {
                     for o in 0..w.objs.len() {
                         let mine = w.tasks[t] == OTask::Waiting(o);
                         let acts = w.apply(o, ObjEvent::OutsideResume(tid(t)), false).unwrap();
-                        assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::NONE });
+                        assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::none() });
                         if mine {
                             w.objs[o].waiter = None;
                         }
@@ -603,7 +623,7 @@ fn objects_keep_the_invariants_over_random_sequences() {
                     for o in 0..w.objs.len() {
                         let mine = w.objs[o].holder == Some(tid(t));
                         let acts = w.apply(o, ObjEvent::TaskLeft(tid(t)), false).unwrap();
-                        assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::NONE });
+                        assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::none() });
                         if mine {
                             w.objs[o].holder = None;
                         }

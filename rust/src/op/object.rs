@@ -7,7 +7,6 @@ use super::action::{Action, Actions};
 
 /// The state of an [`Object`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[repr(u8)]
 pub enum ObjState {
     /// Open and stopped; nobody waits.
     Ready = 0,
@@ -22,10 +21,16 @@ pub enum ObjState {
     Freed = 4,
 }
 
+/// Every state, in discriminant order.
+const STATES: [ObjState; 5] =
+    [ObjState::Ready, ObjState::Awaiting, ObjState::Completed, ObjState::Closing, ObjState::Freed];
+
 impl ObjState {
-    /// Every state, in discriminant order.
-    pub const ALL: [ObjState; 5] =
-        [ObjState::Ready, ObjState::Awaiting, ObjState::Completed, ObjState::Closing, ObjState::Freed];
+    /// The state with discriminant `n` (stable, for the C ABI).
+    #[inline]
+    pub fn from_index(n: u8) -> Option<ObjState> {
+        STATES.get(n as usize).copied()
+    }
 
     /// The state's name, for messages.
     pub fn name(self) -> &'static str {
@@ -197,7 +202,7 @@ impl Object {
         use Action::*;
         use ObjEvent as E;
         use ObjState::*;
-        let none = Actions::NONE;
+        let none = Actions::none();
         let mut o = Object { starting: false, ..*self };
         let actions = match (self.state, event) {
             (Ready, E::Await(t)) => {

@@ -6,7 +6,6 @@ use super::{HandleType, Kind, OpError};
 
 /// The state of a [`Slot`]. "Memory" is the slot's request or handle.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-#[repr(u8)]
 pub enum State {
     /// Nothing started; the memory is the driver's.
     Freed = 0,
@@ -36,21 +35,27 @@ pub enum State {
     HdlResettingAfterClose = 10,
 }
 
+/// Every state, in discriminant order.
+const STATES: [State; 11] = [
+    State::Freed,
+    State::ReqAwaiting,
+    State::ReqCompleted,
+    State::ReqCancelled,
+    State::ReqResetting,
+    State::HdlAwaiting,
+    State::HdlCompleted,
+    State::HdlCancelled,
+    State::HdlResettingAfterCancel,
+    State::HdlClosing,
+    State::HdlResettingAfterClose,
+];
+
 impl State {
-    /// Every state, in discriminant order.
-    pub const ALL: [State; 11] = [
-        State::Freed,
-        State::ReqAwaiting,
-        State::ReqCompleted,
-        State::ReqCancelled,
-        State::ReqResetting,
-        State::HdlAwaiting,
-        State::HdlCompleted,
-        State::HdlCancelled,
-        State::HdlResettingAfterCancel,
-        State::HdlClosing,
-        State::HdlResettingAfterClose,
-    ];
+    /// The state with discriminant `n` (stable, for the C ABI).
+    #[inline]
+    pub fn from_index(n: u8) -> Option<State> {
+        STATES.get(n as usize).copied()
+    }
 
     /// The state's name, as in the spec's table.
     pub fn name(self) -> &'static str {
@@ -276,7 +281,7 @@ impl Slot {
     pub fn apply(&mut self, event: Event) -> Result<Actions, OpError> {
         use Action::*;
         use State::*;
-        let none = Actions::NONE;
+        let none = Actions::none();
         let mut s = *self;
         let actions = match (self.state, event) {
             // ===== O: the task awaits =====
@@ -316,9 +321,10 @@ impl Slot {
             (HdlResettingAfterCancel, Event::OutsideResume { .. }) => s.go(HdlCancelled, none),
             (HdlResettingAfterClose, Event::OutsideResume { .. }) => s.go(HdlClosing, none),
             // The task is not suspended on the slot: not the slot's business.
-            (Freed | ReqCompleted | ReqCancelled | HdlCompleted | HdlCancelled | HdlClosing, Event::OutsideResume { .. }) => {
-                none
-            }
+            (
+                Freed | ReqCompleted | ReqCancelled | HdlCompleted | HdlCancelled | HdlClosing,
+                Event::OutsideResume { .. },
+            ) => none,
 
             // ===== Y: the task leaves =====
             (ReqCompleted, Event::TaskLeft) => s.go(Freed, Actions::of(&[Release])),
@@ -359,7 +365,7 @@ impl Slot {
     #[inline]
     fn defer(&mut self, state: State, op: Kind) -> Actions {
         self.next = op;
-        self.go(state, Actions::NONE)
+        self.go(state, Actions::none())
     }
 
     /// `actions`, and the resume a deferred start owes the suspended task.
