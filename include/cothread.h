@@ -116,6 +116,67 @@
 #define COT_RUN_NOWAIT 2
 
 /**
+ * Action: drop the results of the late callback (clean them up).
+ */
+#define COT_ACT_DROP_RESULTS (1 << 0)
+
+/**
+ * Action: cancel the request (`uv_cancel`; its callback still comes).
+ */
+#define COT_ACT_CANCEL_REQUEST (1 << 1)
+
+/**
+ * Action: stop the handle (`uv_*_stop`, `uv_read_stop`).
+ */
+#define COT_ACT_STOP_HANDLE (1 << 2)
+
+/**
+ * Action: close the handle (`uv_close`; the close callback comes later).
+ */
+#define COT_ACT_CLOSE_HANDLE (1 << 3)
+
+/**
+ * Action: start the request awaited (or deferred).
+ */
+#define COT_ACT_START_REQUEST (1 << 4)
+
+/**
+ * Action: init and start a handle of the awaited type (for an object: start it).
+ */
+#define COT_ACT_START_HANDLE (1 << 5)
+
+/**
+ * Action: re-arm the handle of the same type (stop/start as needed), no close.
+ */
+#define COT_ACT_REARM_HANDLE (1 << 6)
+
+/**
+ * Action: the memory is the driver's again (free or reuse it).
+ */
+#define COT_ACT_RELEASE (1 << 7)
+
+/**
+ * Action: resume the task with the results.
+ */
+#define COT_ACT_RESUME (1 << 8)
+
+/**
+ * Action: resume the task with the error of a deferred start that failed.
+ */
+#define COT_ACT_RESUME_FAILED (1 << 9)
+
+/**
+ * Action: resume the object's waiter with "closed".
+ */
+#define COT_ACT_RESUME_CLOSED (1 << 10)
+
+/**
+ * `cot_op_await` kind: a request. A kind `n > 0` is a handle of type `n` (the
+ * driver numbers its handle types).
+ */
+#define COT_OP_REQUEST 0
+
+/**
  * `cot_poll_start` event: readable.
  */
 #define COT_READABLE 1
@@ -214,6 +275,23 @@ typedef void (*cot_getaddrinfo_cb)(struct cot_loop *loop,
  * invalid then. `data` is the handle's user pointer.
  */
 typedef void (*cot_close_cb)(struct cot_loop *loop, cot_handle handle, void *data);
+
+/**
+ * A task's operation slot, embedded in the driver's memory (16 bytes). Set
+ * it up with `cot_op_init`; the other functions refuse anything else with
+ * `COT_EINVAL`.
+ */
+typedef struct cot_op {
+  uint64_t private_[2];
+} cot_op;
+
+/**
+ * An object's waiter state (a stream's read, a listener's accept), embedded
+ * in the driver's memory. Set it up with `cot_object_init`.
+ */
+typedef struct cot_object {
+  uint64_t private_[2];
+} cot_object;
 
 /**
  * A signal callback: `signum` is the signal received.
@@ -532,6 +610,165 @@ int cot_handle_set_data(struct cot_loop *loop, cot_handle handle, void *data);
  * `loop` is NULL or a live loop.
  */
 int cot_handle_is_active(struct cot_loop *loop, cot_handle handle);
+
+/**
+ * Sets up a freed slot. Returns 0 or `COT_EINVAL` (NULL).
+ *
+ * # Safety
+ * `op` is NULL or valid for writes.
+ */
+int cot_op_init(struct cot_op *op);
+
+/**
+ * The slot's state: 0 freed, 1-4 request awaiting / completed / cancelled /
+ * resetting, 5-10 handle awaiting / completed / cancelled /
+ * resetting-after-cancel / closing / resetting-after-close (doc/c.md); or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `op` is NULL or valid for reads.
+ */
+int cot_op_state(const struct cot_op *op);
+
+/**
+ * The task awaits a request (`kind` = `COT_OP_REQUEST`) or a handle of type
+ * `kind` in its slot. Stores the actions in `*actions`. Returns 0,
+ * `COT_EINVAL` (bad slot or NULL `actions`, or the task is already
+ * suspended on the slot).
+ *
+ * # Safety
+ * `op` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_op_await(struct cot_op *op, unsigned int kind, unsigned int *actions);
+
+/**
+ * The request's or handle's callback came. Returns 0 or `COT_EINVAL` (also
+ * for a callback the backend cannot send in this state).
+ *
+ * # Safety
+ * `op` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_op_callback(struct cot_op *op, unsigned int *actions);
+
+/**
+ * The handle's close callback came. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `op` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_op_close_callback(struct cot_op *op, unsigned int *actions);
+
+/**
+ * The task was resumed from outside (a timeout, a notify, unschedule +
+ * schedule): it left the operation. `keep` is the cancel hook's answer:
+ * nonzero keeps the request running / the handle open until its callback,
+ * for cleanup. No-op (0 actions) if the task was not suspended on the slot.
+ * Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `op` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_op_outside_resume(struct cot_op *op, int keep, unsigned int *actions);
+
+/**
+ * The task yields elsewhere or ends while the slot holds a completed
+ * operation. Returns 0 or `COT_EINVAL` (the task is still suspended on it).
+ *
+ * # Safety
+ * `op` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_op_task_left(struct cot_op *op, unsigned int *actions);
+
+/**
+ * The start the driver just performed failed synchronously (libuv never calls
+ * back then); `open` says whether a handle stayed open (init succeeded).
+ * Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `op` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_op_start_failed(struct cot_op *op, int open, unsigned int *actions);
+
+/**
+ * Sets up an object whose handle is initialized and stopped. Returns 0 or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid for writes.
+ */
+int cot_object_init(struct cot_object *obj);
+
+/**
+ * The object's state: 0 ready, 1 awaiting, 2 completed, 3 closing, 4 freed;
+ * or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid for reads.
+ */
+int cot_object_state(const struct cot_object *obj);
+
+/**
+ * `task` (any nonzero token, e.g. a `cot_task`) awaits the object. Returns
+ * 0, `COT_EBUSY` while another task waits on it, `COT_EBADF` once it is
+ * closed, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_await(struct cot_object *obj, uint64_t task, unsigned int *actions);
+
+/**
+ * The object's callback came (data read, a connection accepted). Returns 0
+ * or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_callback(struct cot_object *obj, unsigned int *actions);
+
+/**
+ * The object is being closed: its waiter, if any, is resumed with "closed".
+ * Returns 0 or `COT_EBADF` (closed already).
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_close(struct cot_object *obj, unsigned int *actions);
+
+/**
+ * The object's close callback came. Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_close_callback(struct cot_object *obj, unsigned int *actions);
+
+/**
+ * `task` was resumed from outside while waiting on the object (no-op for
+ * another task). Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_outside_resume(struct cot_object *obj, uint64_t task, unsigned int *actions);
+
+/**
+ * `task`, resumed by the object, went on without awaiting it again. Returns
+ * 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_task_left(struct cot_object *obj, uint64_t task, unsigned int *actions);
+
+/**
+ * The start just performed for the object failed synchronously. Returns 0
+ * or `COT_EINVAL`.
+ *
+ * # Safety
+ * `obj` is NULL or valid; `actions` is NULL or writable.
+ */
+int cot_object_start_failed(struct cot_object *obj, unsigned int *actions);
 
 /**
  * Creates a stopped signal handle carrying `data`; stores it in `*handle`.

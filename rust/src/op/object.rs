@@ -106,6 +106,9 @@ pub struct Object {
     starting: bool,
 }
 
+/// Marks the words of an object in C memory.
+const WORD_TAG: u64 = 0xc07e_0b1e;
+
 impl Default for Object {
     fn default() -> Object {
         Object::new()
@@ -116,6 +119,20 @@ impl Object {
     /// A `Ready` object: its handle is initialized, and stopped.
     pub const fn new() -> Object {
         Object { state: ObjState::Ready, task: 0, starting: false }
+    }
+
+    /// The object as two words, for C memory (`cot_object`).
+    pub fn to_words(&self) -> [u64; 2] {
+        [WORD_TAG << 16 | (self.starting as u64) << 8 | self.state as u64, self.task]
+    }
+
+    /// The object stored by `to_words`; `None` for anything else.
+    pub fn from_words(w: [u64; 2]) -> Option<Object> {
+        if w[0] >> 16 != WORD_TAG || w[0] & 0xfe00 != 0 {
+            return None;
+        }
+        let state = ObjState::from_index((w[0] & 0xff) as u8)?;
+        Some(Object { state, task: w[1], starting: w[0] >> 8 & 1 == 1 })
     }
 
     /// The current state.

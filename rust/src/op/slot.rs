@@ -163,6 +163,9 @@ pub struct Slot {
     deferred: bool,
 }
 
+/// Marks the words of a slot in C memory ("C07E").
+const WORD_TAG: u64 = 0xc07e_0005;
+
 impl Default for Slot {
     fn default() -> Slot {
         Slot::new()
@@ -173,6 +176,29 @@ impl Slot {
     /// A `Freed` slot.
     pub const fn new() -> Slot {
         Slot { state: State::Freed, handle: HandleType(0), next: Kind::Request, deferred: false }
+    }
+
+    /// The slot as two words, for C memory (`cot_op`): a tag, the state and
+    /// flags in the first, the handle types in the second.
+    pub fn to_words(&self) -> [u64; 2] {
+        let (next_handle, next_type) = match self.next {
+            Kind::Request => (0u64, 0u64),
+            Kind::Handle(t) => (1, t.0 as u64),
+        };
+        let w0 = WORD_TAG << 16 | next_handle << 9 | (self.deferred as u64) << 8 | self.state as u64;
+        [w0, next_type << 32 | self.handle.0 as u64]
+    }
+
+    /// The slot stored by `to_words`; `None` for anything else (memory never
+    /// initialized, or overwritten).
+    pub fn from_words(w: [u64; 2]) -> Option<Slot> {
+        if w[0] >> 16 != WORD_TAG || w[0] & 0xfc00 != 0 {
+            return None;
+        }
+        let state = State::from_index((w[0] & 0xff) as u8)?;
+        let next_type = HandleType((w[1] >> 32) as u32);
+        let next = if w[0] >> 9 & 1 == 1 { Kind::Handle(next_type) } else { Kind::Request };
+        Some(Slot { state, handle: HandleType(w[1] as u32), next, deferred: w[0] >> 8 & 1 == 1 })
     }
 
     /// The current state.

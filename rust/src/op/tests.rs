@@ -547,3 +547,30 @@ fn an_object_waiter_is_resumed_by_the_callback_and_may_await_again() {
     assert_eq!(ob.close_callback(), Ok(Actions::of(&[Release])));
     assert_eq!(ob.close_callback().unwrap_err().to_string(), "unexpected close callback in state Freed");
 }
+
+#[test]
+fn slots_and_objects_round_trip_through_words_and_garbage_is_refused() {
+    let mut slot = Slot::new();
+    let mut seen = vec![slot];
+    for ev in [
+        Event::Await(Kind::Handle(HandleType(7))),
+        Event::OutsideResume { keep: true },
+        Event::Await(Kind::Request),
+        Event::Callback,
+    ] {
+        let _ = slot.apply(ev);
+        seen.push(slot);
+    }
+    for s in seen {
+        assert_eq!(Slot::from_words(s.to_words()), Some(s));
+    }
+    assert_eq!(Slot::from_words([0, 0]), None, "zeroed memory");
+    let mut w = Slot::new().to_words();
+    w[0] = w[0] & !0xff | 0x7f;
+    assert_eq!(Slot::from_words(w), None, "no such state");
+    let mut obj = Object::new();
+    let _ = obj.await_op(42);
+    assert_eq!(Object::from_words(obj.to_words()), Some(obj));
+    assert_eq!(Object::from_words([0, 0]), None);
+    assert_eq!(Object::from_words(Slot::new().to_words()), None, "a slot is not an object");
+}
