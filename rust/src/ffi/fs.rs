@@ -144,6 +144,42 @@ pub unsafe extern "C" fn cot_fs_open(
     unsafe { submit(r#loop, run, fs_done(cb, data), req) }
 }
 
+/// A read (`write` false) or write of `len` bytes at `buf`, at `offset`.
+struct Transfer {
+    fd: c_int,
+    buf: *mut c_void,
+    len: usize,
+    offset: i64,
+    write: bool,
+}
+
+/// Runs a transfer on the pool.
+///
+/// # Safety
+/// As `cot_fs_read` / `cot_fs_write`.
+unsafe fn transfer(r#loop: *mut cot_loop, t: Transfer, cb: cot_fs_cb, data: *mut c_void, req: *mut cot_req) -> c_int {
+    let Transfer { fd, buf, len, offset, write } = t;
+    let (Some(cb), false) = (cb, buf.is_null() && len > 0) else { return Error::Inval.code() };
+    let buf = Shared::new(buf);
+    let run = move || {
+        buf.with(|&mut b| {
+            // SAFETY: `b` is valid for `len` bytes until the callback (the
+            // caller's contract); a write only reads it.
+            let n = unsafe {
+                match (write, offset < 0) {
+                    (false, true) => libc::read(fd, b, len),
+                    (false, false) => libc::pread(fd, b, len, offset as libc::off_t),
+                    (true, true) => libc::write(fd, b, len),
+                    (true, false) => libc::pwrite(fd, b, len, offset as libc::off_t),
+                }
+            };
+            if n < 0 { last_error() } else { n as i64 }
+        })
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { submit(r#loop, run, fs_done(cb, data), req) }
+}
+
 /// Reads up to `len` bytes from `fd` at `offset` (-1: the current position)
 /// into `buf`, on the pool; `cb` gets the count (0 at end of file) or the
 /// error. Returns 0 or `COT_EINVAL`.
@@ -162,19 +198,8 @@ pub unsafe extern "C" fn cot_fs_read(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    let (Some(cb), false) = (cb, buf.is_null() && len > 0) else { return Error::Inval.code() };
-    let buf = Shared::new(buf);
-    let run = move || {
-        buf.with(|&mut b| {
-            // SAFETY: `b` is writable for `len` bytes until the callback (contract).
-            let n = unsafe {
-                if offset < 0 { libc::read(fd, b, len) } else { libc::pread(fd, b, len, offset as libc::off_t) }
-            };
-            if n < 0 { last_error() } else { n as i64 }
-        })
-    };
     // SAFETY: forwarded caller contract.
-    unsafe { submit(r#loop, run, fs_done(cb, data), req) }
+    unsafe { transfer(r#loop, Transfer { fd, buf, len, offset, write: false }, cb, data, req) }
 }
 
 /// Writes `len` bytes of `buf` to `fd` at `offset` (-1: the current
@@ -195,19 +220,8 @@ pub unsafe extern "C" fn cot_fs_write(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    let (Some(cb), false) = (cb, buf.is_null() && len > 0) else { return Error::Inval.code() };
-    let buf = Shared::new(buf);
-    let run = move || {
-        buf.with(|&mut b| {
-            // SAFETY: `b` is readable for `len` bytes until the callback (contract).
-            let n = unsafe {
-                if offset < 0 { libc::write(fd, b, len) } else { libc::pwrite(fd, b, len, offset as libc::off_t) }
-            };
-            if n < 0 { last_error() } else { n as i64 }
-        })
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { submit(r#loop, run, fs_done(cb, data), req) }
+    // SAFETY: forwarded caller contract; the buffer is only read.
+    unsafe { transfer(r#loop, Transfer { fd, buf: buf as *mut c_void, len, offset, write: true }, cb, data, req) }
 }
 
 /// Closes `fd` on the pool; `cb` gets 0 or the error. Returns 0 or `COT_EINVAL`.

@@ -53,20 +53,46 @@ pub const COT_ACT_RESUME_CLOSED: c_uint = 1 << 10;
 /// driver numbers its handle types).
 pub const COT_OP_REQUEST: c_uint = 0;
 
-/// Reads a slot, applies `f` and stores it back.
+/// What `cot_op` and `cot_object` hold: a machine stored as tagged words.
+trait Words: Sized {
+    fn decode(w: [u64; 2]) -> Option<Self>;
+    fn encode(&self) -> [u64; 2];
+}
+
+impl Words for Slot {
+    fn decode(w: [u64; 2]) -> Option<Slot> {
+        Slot::from_words(w)
+    }
+    fn encode(&self) -> [u64; 2] {
+        self.to_words()
+    }
+}
+
+impl Words for Object {
+    fn decode(w: [u64; 2]) -> Option<Object> {
+        Object::from_words(w)
+    }
+    fn encode(&self) -> [u64; 2] {
+        self.to_words()
+    }
+}
+
+/// Decodes the machine in `words`, applies the event `f`, stores it back and
+/// writes the actions; a failed event changes nothing.
 ///
 /// # Safety
-/// `op` is NULL or valid for reads and writes.
-unsafe fn slot_event(op: *mut cot_op, actions: *mut c_uint, f: impl FnOnce(&mut Slot) -> Result<Actions>) -> c_int {
+/// `words` is NULL or valid for reads and writes; `actions` is NULL or writable.
+unsafe fn event<M: Words>(
+    words: *mut [u64; 2],
+    actions: *mut c_uint,
+    f: impl FnOnce(&mut M) -> Result<Actions>,
+) -> c_int {
     // SAFETY: NULL or valid (caller's contract).
-    let Some(op) = (unsafe { op.as_mut() }) else { return Error::Inval.code() };
-    let Some(mut slot) = Slot::from_words(op.private_) else { return Error::Inval.code() };
-    if actions.is_null() {
-        return Error::Inval.code();
-    }
-    match f(&mut slot) {
+    let Some(words) = (unsafe { words.as_mut() }) else { return Error::Inval.code() };
+    let (Some(mut m), false) = (M::decode(*words), actions.is_null()) else { return Error::Inval.code() };
+    match f(&mut m) {
         Ok(a) => {
-            op.private_ = slot.to_words();
+            *words = m.encode();
             // SAFETY: non-null; writable by the caller's contract.
             unsafe { actions.write(a.bits() as c_uint) };
             0
@@ -75,30 +101,15 @@ unsafe fn slot_event(op: *mut cot_op, actions: *mut c_uint, f: impl FnOnce(&mut 
     }
 }
 
-/// Reads an object, applies `f` and stores it back.
-///
-/// # Safety
-/// `obj` is NULL or valid for reads and writes.
-unsafe fn object_event(
-    obj: *mut cot_object,
-    actions: *mut c_uint,
-    f: impl FnOnce(&mut Object) -> Result<Actions>,
-) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
-    let Some(obj) = (unsafe { obj.as_mut() }) else { return Error::Inval.code() };
-    let Some(mut o) = Object::from_words(obj.private_) else { return Error::Inval.code() };
-    if actions.is_null() {
-        return Error::Inval.code();
-    }
-    match f(&mut o) {
-        Ok(a) => {
-            obj.private_ = o.to_words();
-            // SAFETY: non-null; writable by the caller's contract.
-            unsafe { actions.write(a.bits() as c_uint) };
-            0
-        }
-        Err(e) => e.code(),
-    }
+/// The words of a `cot_op` (NULL stays NULL): a `#[repr(C)]` struct whose
+/// only field is the words.
+fn op_words(op: *mut cot_op) -> *mut [u64; 2] {
+    op.cast()
+}
+
+/// The words of a `cot_object` (NULL stays NULL).
+fn object_words(obj: *mut cot_object) -> *mut [u64; 2] {
+    obj.cast()
 }
 
 /// Sets up a freed slot. Returns 0 or `COT_EINVAL` (NULL).
@@ -144,7 +155,7 @@ pub unsafe extern "C" fn cot_op_state(op: *const cot_op) -> c_int {
 pub unsafe extern "C" fn cot_op_await(op: *mut cot_op, kind: c_uint, actions: *mut c_uint) -> c_int {
     let kind = if kind == COT_OP_REQUEST { Kind::Request } else { Kind::Handle(HandleType(kind)) };
     // SAFETY: forwarded caller contract.
-    unsafe { slot_event(op, actions, |s| Ok(s.await_op(kind)?)) }
+    unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.await_op(kind)?)) }
 }
 
 /// The request's or handle's callback came. Returns 0 or `COT_EINVAL` (also
@@ -155,7 +166,7 @@ pub unsafe extern "C" fn cot_op_await(op: *mut cot_op, kind: c_uint, actions: *m
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_callback(op: *mut cot_op, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { slot_event(op, actions, |s| Ok(s.callback()?)) }
+    unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.callback()?)) }
 }
 
 /// The handle's close callback came. Returns 0 or `COT_EINVAL`.
@@ -165,7 +176,7 @@ pub unsafe extern "C" fn cot_op_callback(op: *mut cot_op, actions: *mut c_uint) 
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_close_callback(op: *mut cot_op, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { slot_event(op, actions, |s| Ok(s.close_callback()?)) }
+    unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.close_callback()?)) }
 }
 
 /// The task was resumed from outside (a timeout, a notify, unschedule +
@@ -179,7 +190,7 @@ pub unsafe extern "C" fn cot_op_close_callback(op: *mut cot_op, actions: *mut c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_outside_resume(op: *mut cot_op, keep: c_int, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { slot_event(op, actions, |s| Ok(s.outside_resume(keep != 0)?)) }
+    unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.outside_resume(keep != 0)?)) }
 }
 
 /// The task yields elsewhere or ends while the slot holds a completed
@@ -190,7 +201,7 @@ pub unsafe extern "C" fn cot_op_outside_resume(op: *mut cot_op, keep: c_int, act
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_task_left(op: *mut cot_op, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { slot_event(op, actions, |s| Ok(s.task_left()?)) }
+    unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.task_left()?)) }
 }
 
 /// The start the driver just performed failed synchronously (libuv never calls
@@ -202,7 +213,7 @@ pub unsafe extern "C" fn cot_op_task_left(op: *mut cot_op, actions: *mut c_uint)
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_start_failed(op: *mut cot_op, open: c_int, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { slot_event(op, actions, |s| Ok(s.start_failed(open != 0)?)) }
+    unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.start_failed(open != 0)?)) }
 }
 
 /// Sets up an object whose handle is initialized and stopped. Returns 0 or
@@ -245,7 +256,7 @@ pub unsafe extern "C" fn cot_object_state(obj: *const cot_object) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_await(obj: *mut cot_object, task: u64, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.await_op(task)?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.await_op(task)?)) }
 }
 
 /// The object's callback came (data read, a connection accepted). Returns 0
@@ -256,7 +267,7 @@ pub unsafe extern "C" fn cot_object_await(obj: *mut cot_object, task: u64, actio
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_callback(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.callback()?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.callback()?)) }
 }
 
 /// The object is being closed: its waiter, if any, is resumed with "closed".
@@ -267,7 +278,7 @@ pub unsafe extern "C" fn cot_object_callback(obj: *mut cot_object, actions: *mut
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_close(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.close()?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.close()?)) }
 }
 
 /// The object's close callback came. Returns 0 or `COT_EINVAL`.
@@ -277,7 +288,7 @@ pub unsafe extern "C" fn cot_object_close(obj: *mut cot_object, actions: *mut c_
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_close_callback(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.close_callback()?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.close_callback()?)) }
 }
 
 /// `task` was resumed from outside while waiting on the object (no-op for
@@ -288,7 +299,7 @@ pub unsafe extern "C" fn cot_object_close_callback(obj: *mut cot_object, actions
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_outside_resume(obj: *mut cot_object, task: u64, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.outside_resume(task)?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.outside_resume(task)?)) }
 }
 
 /// `task`, resumed by the object, went on without awaiting it again. Returns
@@ -299,7 +310,7 @@ pub unsafe extern "C" fn cot_object_outside_resume(obj: *mut cot_object, task: u
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_task_left(obj: *mut cot_object, task: u64, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.task_left(task)?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.task_left(task)?)) }
 }
 
 /// The start just performed for the object failed synchronously. Returns 0
@@ -310,7 +321,7 @@ pub unsafe extern "C" fn cot_object_task_left(obj: *mut cot_object, task: u64, a
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_start_failed(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
     // SAFETY: forwarded caller contract.
-    unsafe { object_event(obj, actions, |o| Ok(o.start_failed()?)) }
+    unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.start_failed()?)) }
 }
 
 #[cfg(test)]
