@@ -21,7 +21,9 @@
 #include <stddef.h>
 #include <netdb.h>
 #include <sys/stat.h>
-
+/* Declared here too: <netdb.h> defines it only with POSIX features on. */
+struct addrinfo;
+struct stat;
 
 /**
  * Invalid argument: NULL, a freed task, a task of another scheduler, a zero
