@@ -42,9 +42,14 @@ pub unsafe extern "C" fn cot_timer_start(
     repeat: u64,
 ) -> c_int {
     let Some(cb) = cb else { return crate::Error::Inval.code() };
-    let f = handle_callback(r#loop, cb);
+    let me = r#loop;
+    // The C function is the callback's identity: a restart with the same one
+    // (from the callback, typically) reuses the wrapper instead of a new box.
+    let tag = cb as usize;
     // SAFETY: forwarded caller contract.
-    status(unsafe { with_loop(r#loop, |l| l.timer_start(to_handle(timer)?, timeout, repeat, f)) })
+    status(unsafe {
+        with_loop(r#loop, |l| l.timer_start_with(to_handle(timer)?, timeout, repeat, tag, || handle_callback(me, cb)))
+    })
 }
 
 /// Stops a timer; stopping a stopped timer is fine. Returns 0 or `COT_EINVAL`.

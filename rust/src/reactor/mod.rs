@@ -93,6 +93,8 @@ pub struct Loop {
     closing: Vec<Handle>,
     /// Active handles and pending work requests: they keep `run` going.
     active: usize,
+    /// The active timers among them (when they are all, no I/O can come).
+    active_timers: usize,
     now: u64,
     stopped: bool,
     running: bool,
@@ -115,6 +117,7 @@ impl Loop {
             inbox,
             closing: Vec::new(),
             active: 0,
+            active_timers: 0,
             now: 0,
             stopped: false,
             running: false,
@@ -158,6 +161,7 @@ impl Loop {
         }
         match self.sched.next_wake() {
             None => -1,
+            Some(wake) if wake <= self.now => 0,
             Some(wake) => {
                 let ns = wake.saturating_sub(crate::time::monotonic_ns().max(self.now));
                 ns.div_ceil(1_000_000).min(i32::MAX as u64) as i32
@@ -187,7 +191,12 @@ impl Loop {
             self.update_time();
             self.run_timers();
             let timeout = if mode == RunMode::NoWait { 0 } else { self.backend_timeout() };
-            self.poll_io(timeout)?;
+            // With only timers alive nothing can arrive on the descriptors, so a
+            // poll that would not block is skipped (it is the costly part of a
+            // busy timer loop).
+            if timeout != 0 || self.active != self.active_timers {
+                self.poll_io(timeout)?;
+            }
             if mode == RunMode::Once {
                 self.update_time();
                 self.run_timers();
@@ -242,7 +251,12 @@ impl Loop {
         if let Some(s) = self.handles.get_mut(h.0) {
             if s.active != active {
                 s.active = active;
-                if active { self.active += 1 } else { self.active -= 1 }
+                let timer = s.kind.tag() == handle::Tag::Timer;
+                let n = if active { 1 } else { usize::MAX }; // +1 or -1, wrapping
+                self.active = self.active.wrapping_add(n);
+                if timer {
+                    self.active_timers = self.active_timers.wrapping_add(n);
+                }
             }
         }
     }

@@ -392,3 +392,33 @@ fn child_handles_reap_the_child_and_report_its_exit() {
     assert_eq!(l.child_init(0, 0), Err(Error::Inval));
     assert_eq!(l.child_init(i32::MAX, 0), Err(Error::Srch));
 }
+
+#[test]
+fn timer_again_and_restarts_work_from_the_timers_own_callback() {
+    let mut l = Loop::new().unwrap();
+    let count = Rc::new(RefCell::new(0));
+    let t = l.timer_init(0);
+    let c = count.clone();
+    l.timer_start_with(
+        t,
+        0,
+        MS,
+        7,
+        Box::new(move || -> Callback {
+            Box::new(move |l, h| {
+                *c.borrow_mut() += 1;
+                match *c.borrow() {
+                    1 => l.timer_again(h).unwrap(),
+                    2 => l.timer_start_with(h, 0, 0, 7, || panic!("same tag: the callback is kept")).unwrap(),
+                    _ => {}
+                }
+            })
+        }),
+    )
+    .unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*count.borrow(), 3, "again, then restarted once more, one-shot");
+    l.timer_start_with(t, 0, 0, 7, || panic!("kept")).unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(*count.borrow(), 4);
+}
