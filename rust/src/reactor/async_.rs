@@ -136,16 +136,13 @@ impl Loop {
         }
         for raw in queued {
             let Some(h) = Handle::from_raw(raw) else { continue };
-            let Ok(Kind::Async(a)) = self.slot_mut(h).map(|s| &mut s.kind) else { continue };
-            let mut cb = a.cb.take();
-            if let Some(f) = cb.as_mut() {
-                f(self, h);
-            }
-            if let Ok(Kind::Async(a)) = self.slot_mut(h).map(|s| &mut s.kind) {
-                if a.cb.is_none() {
-                    a.cb = cb;
+            fn field(k: &mut Kind) -> Option<&mut Option<Callback>> {
+                match k {
+                    Kind::Async(a) => Some(&mut a.cb),
+                    _ => None,
                 }
             }
+            self.call_back(h, field, |l, f| f(l, h));
         }
     }
 }

@@ -71,15 +71,13 @@ impl Loop {
             Ok(Some(exit)) => Ok(exit),
             Err(e) => Err(Error::from_io(&e)),
         };
-        let mut cb = c.cb.take();
         let _ = self.child_stop(h);
-        if let Some(f) = cb.as_mut() {
-            f(self, h, exit);
-        }
-        if let Ok(c) = self.child(h) {
-            if c.cb.is_none() {
-                c.cb = cb;
+        fn field(k: &mut Kind) -> Option<&mut Option<ChildCallback>> {
+            match k {
+                Kind::Child(c) => Some(&mut c.cb),
+                _ => None,
             }
         }
+        self.call_back(h, field, |l, f| f(l, h, exit));
     }
 }

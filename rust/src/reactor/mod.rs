@@ -261,6 +261,26 @@ impl Loop {
         }
     }
 
+    /// Runs the callback of handle `h`, which `field` finds in its kind. The
+    /// callback is taken out while it runs (it gets the loop), then put back
+    /// unless it replaced itself (restarted with another) or closed its handle.
+    fn call_back<C>(
+        &mut self,
+        h: Handle,
+        field: fn(&mut Kind) -> Option<&mut Option<C>>,
+        run: impl FnOnce(&mut Loop, &mut C),
+    ) {
+        let Some(mut cb) = self.slot_mut(h).ok().and_then(|s| field(&mut s.kind)).and_then(Option::take) else {
+            return;
+        };
+        run(self, &mut cb);
+        if let Some(slot) = self.slot_mut(h).ok().and_then(|s| field(&mut s.kind)) {
+            if slot.is_none() {
+                *slot = Some(cb);
+            }
+        }
+    }
+
     /// The user value of a handle.
     pub fn data(&self, h: Handle) -> Result<usize> {
         Ok(self.slot(h)?.data)

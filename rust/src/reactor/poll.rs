@@ -110,14 +110,14 @@ impl Loop {
             return;
         }
         let ready = from_epoll(bits, p.events);
-        let mut cb = p.cb.take();
-        if let (Some(f), true) = (cb.as_mut(), ready != 0) {
-            f(self, h, ready);
-        }
-        if let Ok(p) = self.poll(h) {
-            if p.cb.is_none() {
-                p.cb = cb;
+        if ready != 0 {
+            fn field(k: &mut Kind) -> Option<&mut Option<PollCallback>> {
+                match k {
+                    Kind::Poll(p) => Some(&mut p.cb),
+                    _ => None,
+                }
             }
+            self.call_back(h, field, |l, f| f(l, h, ready));
         }
     }
 }

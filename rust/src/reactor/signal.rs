@@ -120,19 +120,16 @@ impl Loop {
         while let Some(signo) = self.signals.fd.as_ref().and_then(sys::signalfd_read) {
             let handles = self.signals.watched.get(&signo).map(|w| w.handles.clone()).unwrap_or_default();
             for h in handles {
-                let Ok(s) = self.signal(h) else { continue };
-                if s.signum != signo {
+                if self.signal(h).map_or(true, |s| s.signum != signo) {
                     continue;
                 }
-                let mut cb = s.cb.take();
-                if let Some(f) = cb.as_mut() {
-                    f(self, h, signo);
-                }
-                if let Ok(s) = self.signal(h) {
-                    if s.cb.is_none() {
-                        s.cb = cb;
+                fn field(k: &mut Kind) -> Option<&mut Option<SignalCallback>> {
+                    match k {
+                        Kind::Signal(s) => Some(&mut s.cb),
+                        _ => None,
                     }
                 }
+                self.call_back(h, field, |l, f| f(l, h, signo));
             }
         }
     }

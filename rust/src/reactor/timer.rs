@@ -107,21 +107,18 @@ impl Loop {
             let Some(h) = Handle::from_raw(raw as u64) else { continue };
             let Ok(t) = self.timer(h) else { continue };
             let repeat = t.repeat;
-            let mut cb = t.cb.take();
             if repeat > 0 {
                 let _ = self.sched.reschedule(task, When::Postpone(self.now.saturating_add(repeat)));
             } else {
                 self.set_active(h, false);
             }
-            if let Some(f) = cb.as_mut() {
-                f(self, h);
-            }
-            // Put the callback back unless the timer was restarted with another.
-            if let Ok(t) = self.timer(h) {
-                if t.cb.is_none() {
-                    t.cb = cb;
+            fn field(k: &mut Kind) -> Option<&mut Option<Callback>> {
+                match k {
+                    Kind::Timer(t) => Some(&mut t.cb),
+                    _ => None,
                 }
             }
+            self.call_back(h, field, |l, f| f(l, h));
         }
     }
 }
