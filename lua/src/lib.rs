@@ -13,6 +13,8 @@
 //! `when`s, plugins), `signal` (combined signals), `time` (`time`, `idle`),
 //! `raw` (helpers over the C API).
 
+#![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
+
 use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
