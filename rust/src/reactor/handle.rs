@@ -5,6 +5,7 @@ use super::async_::Async;
 use super::child::Child;
 use super::poll::Poll;
 use super::signal::Signal;
+use super::task::LoopTask;
 use super::timer::Timer;
 use crate::util::slab::Key;
 
@@ -30,6 +31,7 @@ pub(crate) enum Kind {
     Async(Async),
     Signal(Signal),
     Child(Child),
+    Task(LoopTask),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -39,6 +41,7 @@ pub(crate) enum Tag {
     Async,
     Signal,
     Child,
+    Task,
 }
 
 impl Kind {
@@ -49,6 +52,7 @@ impl Kind {
             Kind::Async(_) => Tag::Async,
             Kind::Signal(_) => Tag::Signal,
             Kind::Child(_) => Tag::Child,
+            Kind::Task(_) => Tag::Task,
         }
     }
 }

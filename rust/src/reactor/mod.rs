@@ -38,6 +38,7 @@ mod poll;
 mod pool;
 mod signal;
 mod sys;
+mod task;
 mod timer;
 
 use std::io;
@@ -58,6 +59,7 @@ pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
 pub use pool::{After, Pool, Request, Work};
 pub use signal::SignalCallback;
 pub use sys::Exit;
+pub use task::{Outcome, TaskCallback, Wake};
 
 /// How `run` runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -77,6 +79,8 @@ pub type CloseCallback = Box<dyn FnOnce(&mut Loop, Handle)>;
 
 /// The epoll token of the inbox's eventfd (handle ids are never 0).
 const INBOX_TOKEN: u64 = 0;
+/// The signal key of the batch of ready tasks being run (see `run_ready`).
+const BATCH: usize = 1;
 const EVENTS_PER_POLL: usize = 256;
 
 /// An event loop. See the [module documentation](self).
@@ -137,9 +141,13 @@ impl Loop {
         self.now = self.sched.now();
     }
 
-    /// Is anything keeping `run` going: an active handle or a pending close?
+    /// Is anything keeping `run` going: an active handle, a pending close, or
+    /// a loop task that is ready or postponed?
     pub fn alive(&self) -> bool {
-        self.active > 0 || !self.closing.is_empty()
+        self.active > 0
+            || !self.closing.is_empty()
+            || self.sched.ready_head().is_some()
+            || self.sched.next_wake().is_some()
     }
 
     /// Makes `run` return after the current iteration.
@@ -156,7 +164,7 @@ impl Loop {
     /// How long (ms, rounded up, from now) a host may block on `backend_fd`
     /// before running this loop: -1 for no timer, 0 if something is due now.
     pub fn backend_timeout(&self) -> i32 {
-        if self.stopped || !self.closing.is_empty() || !self.alive() {
+        if self.stopped || !self.closing.is_empty() || !self.alive() || self.sched.ready_head().is_some() {
             return 0;
         }
         match self.sched.next_wake() {
@@ -189,7 +197,7 @@ impl Loop {
         }
         while alive && !self.stopped {
             self.update_time();
-            self.run_timers();
+            self.run_ready();
             let timeout = if mode == RunMode::NoWait { 0 } else { self.backend_timeout() };
             // With only timers alive nothing can arrive on the descriptors, so a
             // poll that would not block is skipped (it is the costly part of a
@@ -199,7 +207,7 @@ impl Loop {
             }
             if mode == RunMode::Once {
                 self.update_time();
-                self.run_timers();
+                self.run_ready();
             }
             self.run_closing();
             alive = self.alive();
@@ -281,6 +289,25 @@ impl Loop {
         }
     }
 
+    /// Fires the due timers and runs the ready loop tasks: the batch ready at
+    /// the start, each once; what becomes ready meanwhile runs next iteration.
+    fn run_ready(&mut self) {
+        self.sched.take_due_at(self.now);
+        if self.sched.take_ready(BATCH) != Ok(true) {
+            return;
+        }
+        while let Ok(Some(task)) = self.sched.signal_head(BATCH) {
+            let raw = self.sched.data(task).unwrap_or(0);
+            let _ = self.sched.unschedule(task);
+            let Some(h) = Handle::from_raw(raw as u64) else { continue };
+            match self.handles.get(h.0).map(|s| s.kind.tag()) {
+                Some(handle::Tag::Timer) => self.fire_timer(h, task),
+                Some(handle::Tag::Task) => self.run_task(h),
+                _ => {}
+            }
+        }
+    }
+
     /// The user value of a handle.
     pub fn data(&self, h: Handle) -> Result<usize> {
         Ok(self.slot(h)?.data)
@@ -308,6 +335,7 @@ impl Loop {
             Some(handle::Tag::Async) => self.async_stop(h),
             Some(handle::Tag::Signal) => self.signal_stop(h)?,
             Some(handle::Tag::Child) => self.child_stop(h)?,
+            Some(handle::Tag::Task) => self.task_stop(h)?,
             None => return Err(Error::Inval),
         }
         self.set_active(h, false);
@@ -322,8 +350,10 @@ impl Loop {
     fn run_closing(&mut self) {
         for h in std::mem::take(&mut self.closing) {
             let Some(slot) = self.handles.remove(h.0) else { continue };
-            if let Kind::Timer(t) = &slot.kind {
-                let _ = self.sched.task_free(t.task);
+            match &slot.kind {
+                Kind::Timer(t) => drop(self.sched.task_free(t.task)),
+                Kind::Task(t) => drop(self.sched.task_free(t.task)),
+                _ => {}
             }
             if let Some(cb) = slot.close_cb {
                 cb(self, h);

@@ -1,6 +1,7 @@
 //! Tests of the loop: timers, poll, async, close, run modes, embedding.
 
 use super::*;
+use crate::sched::When;
 use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -421,4 +422,142 @@ fn timer_again_and_restarts_work_from_the_timers_own_callback() {
     l.timer_start_with(t, 0, 0, 7, || panic!("kept")).unwrap();
     l.run(RunMode::Default).unwrap();
     assert_eq!(*count.borrow(), 4);
+}
+
+// ===== loop tasks awaiting operations =====
+
+type Wakes = Rc<RefCell<Vec<(u32, Wake)>>>;
+
+/// A task that records its wakes and then does `next(turn)`.
+fn recording_task(l: &mut Loop, wakes: &Wakes, mut next: impl FnMut(&mut Loop, Handle, u32) + 'static) -> Handle {
+    let w = wakes.clone();
+    let mut turn = 0;
+    l.task_init(
+        0,
+        Box::new(move |l, h, wake| {
+            w.borrow_mut().push((turn, wake));
+            next(l, h, turn);
+            turn += 1;
+        }),
+    )
+}
+
+#[test]
+fn a_task_sleeps_and_the_same_timer_is_rearmed() {
+    let mut l = Loop::new().unwrap();
+    let wakes: Wakes = Rc::default();
+    let t = recording_task(&mut l, &wakes, |l, h, turn| {
+        if turn < 2 {
+            l.task_sleep(h, MS).unwrap();
+        }
+    });
+    l.task_schedule(t, When::Later).unwrap();
+    let start = std::time::Instant::now();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert!(start.elapsed() >= std::time::Duration::from_millis(2));
+    assert_eq!(*wakes.borrow(), [(0, Wake::Resumed), (1, Wake::Done(Outcome::Slept)), (2, Wake::Done(Outcome::Slept))]);
+    assert_eq!(l.handle_count(), 1, "the timer was closed once the task went on; only the task remains");
+    l.close(t, None).unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(l.check_close(), Ok(()));
+}
+
+#[test]
+fn a_task_resumed_from_outside_leaves_its_work_which_is_cancelled() {
+    let mut l = Loop::new().unwrap();
+    l.set_pool(Pool::new(1)).unwrap();
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    // Keep the only pool thread busy so the task's work stays queued.
+    l.work_submit(Box::new(move || wait.recv().unwrap()), Box::new(|_, _, s| assert_eq!(s, Ok(()))));
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let wakes: Wakes = Rc::default();
+    let r = ran.clone();
+    let mut work = Some(Box::new(move || r.store(true, std::sync::atomic::Ordering::SeqCst)) as Work);
+    let t = recording_task(&mut l, &wakes, move |l, h, turn| {
+        if turn == 0 {
+            l.task_work(h, work.take().unwrap()).unwrap();
+        }
+    });
+    l.task_schedule(t, When::Later).unwrap();
+    l.run(RunMode::NoWait).unwrap(); // turn 0: awaits the work
+    assert_eq!(l.task_schedule(t, When::Later), Ok(true), "an outside resume");
+    l.run(RunMode::NoWait).unwrap();
+    go.send(()).unwrap();
+    assert!(!l.run(RunMode::Default).unwrap(), "an idle task does not keep the loop alive");
+    l.close(t, None).unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*wakes.borrow(), [(0, Wake::Resumed), (1, Wake::Resumed)], "resumed once, never by the work");
+    assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "cancelled before it started");
+}
+
+#[test]
+fn a_timeout_makes_a_sleeping_task_leave_and_a_new_await_starts_after_the_close() {
+    let mut l = Loop::new().unwrap();
+    let wakes: Wakes = Rc::default();
+    let worked = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let wk = worked.clone();
+    let mut work = Some(Box::new(move || wk.store(true, std::sync::atomic::Ordering::SeqCst)) as Work);
+    let t = recording_task(&mut l, &wakes, move |l, h, turn| match turn {
+        0 => {
+            l.task_sleep(h, 60_000 * MS).unwrap(); // a long sleep...
+            l.task_schedule(h, When::Delay(2 * MS)).unwrap(); // ...with a 2 ms timeout
+        }
+        // Timed out: the sleep's timer is closing; this start waits for its close callback.
+        1 => l.task_work(h, work.take().unwrap()).unwrap(),
+        _ => l.close(h, None).unwrap(),
+    });
+    l.task_schedule(t, When::Later).unwrap();
+    let start = std::time::Instant::now();
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert!(start.elapsed() < std::time::Duration::from_secs(5), "the sleep was left");
+    assert_eq!(*wakes.borrow(), [(0, Wake::Resumed), (1, Wake::Resumed), (2, Wake::Done(Outcome::Worked))]);
+    assert!(worked.load(std::sync::atomic::Ordering::SeqCst));
+    assert_eq!(l.check_close(), Ok(()), "nothing left behind");
+}
+
+#[test]
+fn a_task_waiting_on_a_signal_and_an_operation_wakes_once() {
+    let mut l = Loop::new().unwrap();
+    let wakes: Wakes = Rc::default();
+    const SIG: usize = 0x5160;
+    let t = recording_task(&mut l, &wakes, |l, h, turn| {
+        if turn == 0 {
+            l.task_sleep(h, 5 * MS).unwrap();
+            l.task_schedule(h, When::Wait(SIG)).unwrap(); // either the signal or the sleep
+        }
+    });
+    l.task_schedule(t, When::Later).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    // The sleep ends first: the task runs once, with the sleep's outcome.
+    std::thread::sleep(std::time::Duration::from_millis(6));
+    l.run(RunMode::Once).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(wakes.borrow().len(), 2);
+    assert_eq!(wakes.borrow()[1], (1, Wake::Done(Outcome::Slept)));
+    assert!(!l.task_notify(SIG, When::Later).unwrap(), "it no longer waits on the signal");
+    l.close(t, None).unwrap();
+    assert!(!l.run(RunMode::Default).unwrap());
+}
+
+#[test]
+fn a_signal_first_makes_the_task_leave_its_sleep() {
+    let mut l = Loop::new().unwrap();
+    let wakes: Wakes = Rc::default();
+    const SIG: usize = 0x5161;
+    let t = recording_task(&mut l, &wakes, |l, h, turn| {
+        if turn == 0 {
+            l.task_sleep(h, 60_000 * MS).unwrap();
+            l.task_schedule(h, When::Wait(SIG)).unwrap();
+        }
+    });
+    l.task_schedule(t, When::Later).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert!(l.task_notify(SIG, When::Later).unwrap());
+    let start = std::time::Instant::now();
+    assert!(!l.run(RunMode::Default).unwrap(), "the long sleep's timer was closed");
+    assert!(start.elapsed() < std::time::Duration::from_secs(5));
+    assert_eq!(*wakes.borrow(), [(0, Wake::Resumed), (1, Wake::Resumed)]);
+    l.close(t, None).unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(l.check_close(), Ok(()));
 }

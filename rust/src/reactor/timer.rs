@@ -97,28 +97,21 @@ impl Loop {
         Ok(())
     }
 
-    /// Fires the timers due at the start of this call.
-    pub(super) fn run_timers(&mut self) {
-        if !self.sched.take_due_at(self.now) {
-            return;
+    /// Fires timer `h` (its task `task` was due).
+    pub(super) fn fire_timer(&mut self, h: Handle, task: Task) {
+        let Ok(t) = self.timer(h) else { return };
+        let repeat = t.repeat;
+        if repeat > 0 {
+            let _ = self.sched.reschedule(task, When::Postpone(self.now.saturating_add(repeat)));
+        } else {
+            self.set_active(h, false);
         }
-        while let Some((task, raw)) = self.sched.ready_head_data() {
-            let _ = self.sched.unschedule(task);
-            let Some(h) = Handle::from_raw(raw as u64) else { continue };
-            let Ok(t) = self.timer(h) else { continue };
-            let repeat = t.repeat;
-            if repeat > 0 {
-                let _ = self.sched.reschedule(task, When::Postpone(self.now.saturating_add(repeat)));
-            } else {
-                self.set_active(h, false);
+        fn field(k: &mut Kind) -> Option<&mut Option<Callback>> {
+            match k {
+                Kind::Timer(t) => Some(&mut t.cb),
+                _ => None,
             }
-            fn field(k: &mut Kind) -> Option<&mut Option<Callback>> {
-                match k {
-                    Kind::Timer(t) => Some(&mut t.cb),
-                    _ => None,
-                }
-            }
-            self.call_back(h, field, |l, f| f(l, h));
         }
+        self.call_back(h, field, |l, f| f(l, h));
     }
 }

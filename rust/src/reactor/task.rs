@@ -1,0 +1,275 @@
+//! Tasks of the loop that await operations: a sleep (a timer handle) or work
+//! on the pool (a request), driven by the operation state machine of `op`.
+//!
+//! A loop task is a handle whose core task lives in the loop's scheduler, so
+//! it can be scheduled, postponed (a timeout) or made to wait on a signal like
+//! any task. When it runs, its callback learns why:
+//! - `Wake::Done(outcome)`: the operation it awaited completed (if it completed
+//!   before the task ran, its result wins over a later reason);
+//! - `Wake::Resumed`: it was scheduled for another reason while awaiting (an
+//!   outside resume, a timeout, a notify): it left the operation, which is
+//!   cancelled or closed as the table of `op` says, and whose late callback is
+//!   dropped.
+//!
+//! Each task has one operation slot. Awaiting again right after a sleep
+//! re-arms the same timer; awaiting something else while the old memory is
+//! still the backend's defers the start to that callback, as the table says.
+//! A task that returns without awaiting again leaves its completed operation
+//! (the timer is closed, the request released).
+
+use super::handle::Kind;
+use super::pool::{Request, Work};
+use super::{Handle, Loop};
+use crate::error::{Error, Result};
+use crate::op::{Action, Actions, HandleType, Kind as OpKind, Slot};
+use crate::sched::{Task, When};
+
+/// Why a loop task runs.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Wake {
+    /// The operation it awaited completed.
+    Done(Outcome),
+    /// Scheduled for another reason: it left the operation it awaited, if any.
+    Resumed,
+}
+
+/// What a completed operation gives.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// The sleep ended.
+    Slept,
+    /// The work ran.
+    Worked,
+}
+
+/// A loop task's callback.
+pub type TaskCallback = Box<dyn FnMut(&mut Loop, Handle, Wake)>;
+
+/// The handle type of a sleep's timer, for the slot.
+const SLEEP: HandleType = HandleType(1);
+
+/// An operation a task awaits, until it starts.
+enum Op {
+    Sleep(u64),
+    Work(Work),
+}
+
+pub(crate) struct LoopTask {
+    pub(super) task: Task,
+    cb: Option<TaskCallback>,
+    slot: Slot,
+    /// The sleep's timer (the slot's handle memory), while open.
+    timer: Option<Handle>,
+    /// The work in flight (the slot's request memory).
+    request: Option<Request>,
+    /// The operation to start (now or when the memory comes back).
+    next: Option<Op>,
+    /// The last sleep's duration, for a re-arm.
+    sleep: u64,
+    /// A completed operation's result, until the task runs.
+    outcome: Option<Outcome>,
+}
+
+impl Loop {
+    /// A new loop task, in no queue: `cb` runs each time it is resumed.
+    pub fn task_init(&mut self, data: usize, cb: TaskCallback) -> Handle {
+        let task = self.sched.task_new(0);
+        let t = LoopTask {
+            task,
+            cb: Some(cb),
+            slot: Slot::new(),
+            timer: None,
+            request: None,
+            next: None,
+            sleep: 0,
+            outcome: None,
+        };
+        let h = self.insert(Kind::Task(t), data);
+        let _ = self.sched.set_data(task, h.to_raw() as usize);
+        h
+    }
+
+    fn loop_task(&mut self, h: Handle) -> Result<&mut LoopTask> {
+        match &mut self.slot_mut(h)?.kind {
+            Kind::Task(t) => Ok(t),
+            _ => Err(Error::Inval),
+        }
+    }
+
+    /// Schedules a loop task (`When` as for any task: ready, a signal, a time).
+    /// Scheduling a task that awaits an operation makes it leave the operation
+    /// when it runs (unless the operation completed first). Returns `false` if
+    /// it is already in a queue.
+    pub fn task_schedule(&mut self, h: Handle, when: When) -> Result<bool> {
+        let task = self.loop_task(h)?.task;
+        self.sched.schedule(task, when)
+    }
+
+    /// Takes a loop task out of its queue. Returns whether it was in one.
+    pub fn task_unschedule(&mut self, h: Handle) -> Result<bool> {
+        let task = self.loop_task(h)?.task;
+        self.sched.unschedule(task)
+    }
+
+    /// Moves the waiters of `key` as `when` says (see `Sched::notify`).
+    pub fn task_notify(&mut self, key: usize, when: When) -> Result<bool> {
+        self.sched.notify(key, when)
+    }
+
+    /// The task awaits a sleep of `ns` nanoseconds: it runs with
+    /// `Wake::Done(Outcome::Slept)` then (unless resumed before).
+    pub fn task_sleep(&mut self, h: Handle, ns: u64) -> Result<()> {
+        self.task_await(h, OpKind::Handle(SLEEP), Op::Sleep(ns))
+    }
+
+    /// The task awaits `work` on the pool: it runs with
+    /// `Wake::Done(Outcome::Worked)` once the work ran (unless resumed
+    /// before; then the work is cancelled if it has not started).
+    pub fn task_work(&mut self, h: Handle, work: Work) -> Result<()> {
+        self.task_await(h, OpKind::Request, Op::Work(work))
+    }
+
+    fn task_await(&mut self, h: Handle, kind: OpKind, op: Op) -> Result<()> {
+        let t = self.loop_task(h)?;
+        let actions = t.slot.await_op(kind).map_err(Error::from)?;
+        t.next = Some(op);
+        t.outcome = None;
+        let task = t.task;
+        self.sched.unschedule(task)?; // it waits on the operation now
+        self.perform(h, actions);
+        Ok(())
+    }
+
+    /// Performs the actions of the task's slot, in order.
+    fn perform(&mut self, h: Handle, actions: Actions) {
+        for a in actions {
+            let Ok(t) = self.loop_task(h) else { return };
+            match a {
+                Action::DropResults => t.outcome = None,
+                Action::CancelRequest => {
+                    if let Some(r) = t.request {
+                        let _ = self.work_cancel(r); // too late to cancel is fine
+                    }
+                }
+                Action::StopHandle => {
+                    if let Some(timer) = t.timer {
+                        let _ = self.timer_stop(timer);
+                    }
+                }
+                Action::CloseHandle => {
+                    if let Some(timer) = t.timer {
+                        let cb = Box::new(move |l: &mut Loop, _| l.task_closed(h));
+                        let _ = self.close(timer, Some(cb));
+                    }
+                }
+                Action::StartRequest => {
+                    if let Some(Op::Work(work)) = t.next.take() {
+                        let after = Box::new(move |l: &mut Loop, _, status: Result<()>| {
+                            let outcome = status.is_ok().then_some(Outcome::Worked);
+                            l.task_callback(h, outcome)
+                        });
+                        let r = self.work_submit(work, after);
+                        if let Ok(t) = self.loop_task(h) {
+                            t.request = Some(r);
+                        }
+                    }
+                }
+                Action::StartHandle | Action::RearmHandle => {
+                    if let Some(Op::Sleep(ns)) = t.next.take() {
+                        t.sleep = ns;
+                    }
+                    let ns = t.sleep;
+                    let timer = match t.timer {
+                        Some(timer) => timer,
+                        None => {
+                            let timer = self.timer_init(0);
+                            if let Ok(t) = self.loop_task(h) {
+                                t.timer = Some(timer);
+                            }
+                            timer
+                        }
+                    };
+                    let fired = Box::new(move |l: &mut Loop, _| l.task_callback(h, Some(Outcome::Slept)));
+                    let _ = self.timer_start(timer, ns, 0, fired);
+                }
+                Action::Release => {
+                    t.timer = None;
+                    t.request = None;
+                }
+                Action::Resume | Action::ResumeFailed | Action::ResumeClosed => {
+                    // Out of whatever else it waited on (a signal, a timeout): ready.
+                    let task = t.task;
+                    let _ = self.sched.reschedule(task, When::Later);
+                }
+            }
+        }
+    }
+
+    /// The callback of the task's operation: `outcome` is kept for the task if
+    /// the slot resumes it (a late callback's is dropped).
+    fn task_callback(&mut self, h: Handle, outcome: Option<Outcome>) {
+        let Ok(t) = self.loop_task(h) else { return }; // the task was closed meanwhile
+        let Ok(actions) = t.slot.callback() else { return };
+        if actions.contains(Action::Resume) {
+            t.outcome = outcome;
+        }
+        self.perform(h, actions);
+    }
+
+    /// The close callback of the task's timer: the timer is gone.
+    fn task_closed(&mut self, h: Handle) {
+        let Ok(t) = self.loop_task(h) else { return };
+        t.timer = None;
+        if let Ok(actions) = t.slot.close_callback() {
+            self.perform(h, actions);
+        }
+    }
+
+    /// Runs a loop task that reached the head of the ready queue.
+    pub(super) fn run_task(&mut self, h: Handle) {
+        let Ok(t) = self.loop_task(h) else { return };
+        let wake = match t.outcome.take() {
+            Some(o) => Wake::Done(o),
+            None => Wake::Resumed,
+        };
+        // Resumed from outside while awaiting: it leaves the operation.
+        let left = if t.slot.is_waiting() { t.slot.outside_resume(false).ok() } else { None };
+        if let Some(actions) = left {
+            self.perform(h, actions);
+        }
+        fn field(k: &mut Kind) -> Option<&mut Option<TaskCallback>> {
+            match k {
+                Kind::Task(t) => Some(&mut t.cb),
+                _ => None,
+            }
+        }
+        self.call_back(h, field, |l, f| f(l, h, wake));
+        // Went on without awaiting again: it leaves its completed operation.
+        if let Ok(t) = self.loop_task(h) {
+            if !t.slot.is_waiting() {
+                if let Ok(actions) = t.slot.task_left() {
+                    self.perform(h, actions);
+                }
+            }
+        }
+    }
+
+    /// Closing a loop task: it leaves its operation (whose late callbacks are
+    /// then ignored) and its queue.
+    pub(super) fn task_stop(&mut self, h: Handle) -> Result<()> {
+        let t = self.loop_task(h)?;
+        let mut actions = Actions::none();
+        if t.slot.is_waiting() {
+            actions = t.slot.outside_resume(false).unwrap_or(Actions::none());
+        }
+        let task = t.task;
+        self.perform(h, actions);
+        if let Ok(t) = self.loop_task(h) {
+            if let Ok(more) = t.slot.task_left() {
+                self.perform(h, more);
+            }
+        }
+        let _ = self.sched.unschedule(task);
+        Ok(())
+    }
+}
