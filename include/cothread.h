@@ -118,6 +118,22 @@ struct stat;
 #define COT_RUN_NOWAIT 2
 
 /**
+ * A loop task's callback wake: scheduled for another reason than its
+ * operation (it left the operation it awaited, if any).
+ */
+#define COT_WAKE_RESUMED 0
+
+/**
+ * A loop task's callback wake: the sleep it awaited ended.
+ */
+#define COT_WAKE_SLEPT 1
+
+/**
+ * A loop task's callback wake: the work it awaited ran.
+ */
+#define COT_WAKE_WORKED 2
+
+/**
  * Action: drop the results of the late callback (clean them up).
  */
 #define COT_ACT_DROP_RESULTS (1 << 0)
@@ -279,6 +295,16 @@ typedef void (*cot_getaddrinfo_cb)(struct cot_loop *loop,
 typedef void (*cot_close_cb)(struct cot_loop *loop, cot_handle handle, void *data);
 
 /**
+ * A loop task's callback: `wake` says why it runs (`COT_WAKE_*`).
+ */
+typedef void (*cot_loop_task_cb)(struct cot_loop *loop, cot_handle task, int wake, void *data);
+
+/**
+ * Work run on a pool thread.
+ */
+typedef void (*cot_work_cb)(void *data);
+
+/**
  * A task's operation slot, embedded in the driver's memory (16 bytes). Set
  * it up with `cot_op_init`; the other functions refuse anything else with
  * `COT_EINVAL`.
@@ -343,11 +369,6 @@ typedef void (*cot_signal_hook_cb)(void *data, const void *signal, int active);
  * A timer callback. `data` is the handle's user pointer.
  */
 typedef cot_handle_cb cot_timer_cb;
-
-/**
- * Work run on a pool thread.
- */
-typedef void (*cot_work_cb)(void *data);
 
 /**
  * Runs on the loop once the work ran (`status` 0) or was cancelled
@@ -612,6 +633,88 @@ int cot_handle_set_data(struct cot_loop *loop, cot_handle handle, void *data);
  * `loop` is NULL or a live loop.
  */
 int cot_handle_is_active(struct cot_loop *loop, cot_handle handle);
+
+/**
+ * Creates a loop task (a handle: close it with `cot_close`) in no queue;
+ * `cb` runs each time it is resumed. Stores it in `*task`. Returns 0 or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `task` is NULL or writable; `cb` may be
+ * called from `cot_loop_run`.
+ */
+int cot_loop_task_init(struct cot_loop *loop, cot_loop_task_cb cb, void *data, cot_handle *task);
+
+/**
+ * Puts the task at the head (`COT_NEXT`) or tail (`COT_LATER`) of the loop's
+ * ready queue; it runs in the next iteration. A task awaiting an operation
+ * leaves it when it runs (unless the operation completed first). Returns 1,
+ * 0 if it is already in a queue, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_task_schedule(struct cot_loop *loop, cot_handle task, int when);
+
+/**
+ * Makes the task wait on `signal` (any non-NULL key) until
+ * `cot_loop_notify`, or until the operation it awaits completes. Returns 1,
+ * 0 if it is already in a queue, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_task_wait(struct cot_loop *loop, cot_handle task, const void *signal);
+
+/**
+ * Postpones the task for `ns` nanoseconds: a timeout for the operation it
+ * awaits, or a plain delay. Returns 1, 0 if it is already in a queue, or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_task_delay(struct cot_loop *loop, cot_handle task, uint64_t ns);
+
+/**
+ * Takes the task out of its queue (it keeps awaiting its operation, if
+ * any). Returns 1, 0 if it was in none, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_task_unschedule(struct cot_loop *loop, cot_handle task);
+
+/**
+ * Moves every loop task waiting on `signal` to the head (`COT_NEXT`) or tail
+ * (`COT_LATER`) of the ready queue, in order, O(1). Returns 1 if any moved,
+ * 0 if none, or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_notify(struct cot_loop *loop, const void *signal, int when);
+
+/**
+ * The task awaits a sleep of `ns` nanoseconds: its callback then runs with
+ * `COT_WAKE_SLEPT`, unless something else resumed it before. Call it from
+ * the task's callback (or on a task in no queue). Returns 0 or `COT_EINVAL`
+ * (bad task, or one already awaiting).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_task_sleep(struct cot_loop *loop, cot_handle task, uint64_t ns);
+
+/**
+ * The task awaits `work(data)` on the pool: its callback then runs with
+ * `COT_WAKE_WORKED`, unless something else resumed it before (then the work
+ * is cancelled if it has not started). Returns 0 or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `work(data)` may run on another thread.
+ */
+int cot_loop_task_work(struct cot_loop *loop, cot_handle task, cot_work_cb work, void *data);
 
 /**
  * Sets up a freed slot. Returns 0 or `COT_EINVAL` (NULL).

@@ -23,9 +23,22 @@ pub type cot_after_work_cb =
 /// The user's work function and pointer, sent to a pool thread.
 struct SendWork(unsafe extern "C" fn(*mut c_void), *mut c_void);
 
-// SAFETY: the caller of `cot_work_submit` promises that `work(data)` may run on
-// another thread (documented there); nothing else touches these values.
+// SAFETY: the callers of `pool_work` promise that `work(data)` may run on
+// another thread (documented on the C functions); nothing else touches these.
 unsafe impl Send for SendWork {}
+
+/// `work(data)` as pool work.
+///
+/// # Safety
+/// `work(data)` may run on another thread, concurrently with the caller.
+pub(crate) unsafe fn pool_work(work: unsafe extern "C" fn(*mut c_void), data: *mut c_void) -> crate::reactor::Work {
+    let job = SendWork(work, data);
+    Box::new(move || {
+        let job = job;
+        // SAFETY: allowed by the caller of `pool_work`.
+        unsafe { (job.0)(job.1) }
+    })
+}
 
 fn to_req(raw: cot_req) -> Result<Request> {
     Request::from_raw(raw).ok_or(Error::Inval)
@@ -64,12 +77,8 @@ pub unsafe extern "C" fn cot_work_submit(
 ) -> c_int {
     let (Some(work), Some(after)) = (work, after) else { return Error::Inval.code() };
     let me = r#loop;
-    let job = SendWork(work, data);
-    let run: crate::reactor::Work = Box::new(move || {
-        let job = job;
-        // SAFETY: the submitter allowed `work(data)` on a pool thread.
-        unsafe { (job.0)(job.1) }
-    });
+    // SAFETY: the submitter allowed `work(data)` on a pool thread.
+    let run = unsafe { pool_work(work, data) };
     let done: crate::reactor::After = Box::new(move |lp, r, s| {
         let code = match s {
             Ok(()) => 0,

@@ -1,0 +1,161 @@
+//! Loop tasks: tasks of a loop's scheduler that await operations (a sleep,
+//! work on the pool) and can be scheduled, postponed or made to wait on a
+//! signal meanwhile; the first reason to run wins.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use super::guard::{boolean, status, write_out};
+use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use super::sched::ready_when;
+use super::work::{cot_work_cb, pool_work};
+use crate::error::Error;
+use crate::reactor::{Outcome, Wake};
+use crate::sched::When;
+
+/// A loop task's callback wake: scheduled for another reason than its
+/// operation (it left the operation it awaited, if any).
+pub const COT_WAKE_RESUMED: c_int = 0;
+/// A loop task's callback wake: the sleep it awaited ended.
+pub const COT_WAKE_SLEPT: c_int = 1;
+/// A loop task's callback wake: the work it awaited ran.
+pub const COT_WAKE_WORKED: c_int = 2;
+
+/// A loop task's callback: `wake` says why it runs (`COT_WAKE_*`).
+pub type cot_loop_task_cb =
+    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, task: cot_handle, wake: c_int, data: *mut c_void)>;
+
+fn wake_code(w: Wake) -> c_int {
+    match w {
+        Wake::Resumed => COT_WAKE_RESUMED,
+        Wake::Done(Outcome::Slept) => COT_WAKE_SLEPT,
+        Wake::Done(Outcome::Worked) => COT_WAKE_WORKED,
+    }
+}
+
+/// Creates a loop task (a handle: close it with `cot_close`) in no queue;
+/// `cb` runs each time it is resumed. Stores it in `*task`. Returns 0 or
+/// `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `task` is NULL or writable; `cb` may be
+/// called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_init(
+    r#loop: *mut cot_loop,
+    cb: cot_loop_task_cb,
+    data: *mut c_void,
+    task: *mut cot_handle,
+) -> c_int {
+    let (Some(cb), false) = (cb, task.is_null()) else { return Error::Inval.code() };
+    let me = r#loop;
+    let f: crate::reactor::TaskCallback = Box::new(move |lp, h, wake| {
+        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+        // SAFETY: `me` wraps `lp` and outlives its handles; `cb` may be called
+        // from the loop (the caller's contract).
+        unsafe { lend(me, lp, || cb(me, h.to_raw(), wake_code(wake), data)) }
+    });
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_loop(r#loop, |l| Ok(l.task_init(data as usize, f).to_raw())) };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(task, r) }
+}
+
+/// Puts the task at the head (`COT_NEXT`) or tail (`COT_LATER`) of the loop's
+/// ready queue; it runs in the next iteration. A task awaiting an operation
+/// leaves it when it runs (unless the operation completed first). Returns 1,
+/// 0 if it is already in a queue, or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_schedule(r#loop: *mut cot_loop, task: cot_handle, when: c_int) -> c_int {
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, ready_when(when)?)) })
+}
+
+/// Makes the task wait on `signal` (any non-NULL key) until
+/// `cot_loop_notify`, or until the operation it awaits completes. Returns 1,
+/// 0 if it is already in a queue, or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_wait(r#loop: *mut cot_loop, task: cot_handle, signal: *const c_void) -> c_int {
+    if signal.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, When::Wait(signal as usize))) })
+}
+
+/// Postpones the task for `ns` nanoseconds: a timeout for the operation it
+/// awaits, or a plain delay. Returns 1, 0 if it is already in a queue, or
+/// `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_delay(r#loop: *mut cot_loop, task: cot_handle, ns: u64) -> c_int {
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, When::Delay(ns))) })
+}
+
+/// Takes the task out of its queue (it keeps awaiting its operation, if
+/// any). Returns 1, 0 if it was in none, or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_unschedule(r#loop: *mut cot_loop, task: cot_handle) -> c_int {
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| l.task_unschedule(to_handle(task)?)) })
+}
+
+/// Moves every loop task waiting on `signal` to the head (`COT_NEXT`) or tail
+/// (`COT_LATER`) of the ready queue, in order, O(1). Returns 1 if any moved,
+/// 0 if none, or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_notify(r#loop: *mut cot_loop, signal: *const c_void, when: c_int) -> c_int {
+    if signal.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    boolean(unsafe { with_loop(r#loop, |l| l.task_notify(signal as usize, ready_when(when)?)) })
+}
+
+/// The task awaits a sleep of `ns` nanoseconds: its callback then runs with
+/// `COT_WAKE_SLEPT`, unless something else resumed it before. Call it from
+/// the task's callback (or on a task in no queue). Returns 0 or `COT_EINVAL`
+/// (bad task, or one already awaiting).
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_sleep(r#loop: *mut cot_loop, task: cot_handle, ns: u64) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.task_sleep(to_handle(task)?, ns)) })
+}
+
+/// The task awaits `work(data)` on the pool: its callback then runs with
+/// `COT_WAKE_WORKED`, unless something else resumed it before (then the work
+/// is cancelled if it has not started). Returns 0 or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `work(data)` may run on another thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_work(
+    r#loop: *mut cot_loop,
+    task: cot_handle,
+    work: cot_work_cb,
+    data: *mut c_void,
+) -> c_int {
+    let Some(work) = work else { return Error::Inval.code() };
+    // SAFETY: the caller allowed `work(data)` on a pool thread.
+    let run = unsafe { pool_work(work, data) };
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.task_work(to_handle(task)?, run)) })
+}
