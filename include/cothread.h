@@ -134,6 +134,17 @@ struct stat;
 #define COT_WAKE_WORKED 2
 
 /**
+ * A loop task's callback wake: the descriptor it polled is ready (`events`
+ * says for what).
+ */
+#define COT_WAKE_READY 3
+
+/**
+ * A loop task's callback wake: the poll handle it awaited was closed.
+ */
+#define COT_WAKE_CLOSED 4
+
+/**
  * Action: drop the results of the late callback (clean them up).
  */
 #define COT_ACT_DROP_RESULTS (1 << 0)
@@ -295,9 +306,14 @@ typedef void (*cot_getaddrinfo_cb)(struct cot_loop *loop,
 typedef void (*cot_close_cb)(struct cot_loop *loop, cot_handle handle, void *data);
 
 /**
- * A loop task's callback: `wake` says why it runs (`COT_WAKE_*`).
+ * A loop task's callback: `wake` says why it runs (`COT_WAKE_*`); `events`
+ * are the ready events for `COT_WAKE_READY`, 0 otherwise.
  */
-typedef void (*cot_loop_task_cb)(struct cot_loop *loop, cot_handle task, int wake, void *data);
+typedef void (*cot_loop_task_cb)(struct cot_loop *loop,
+                                 cot_handle task,
+                                 int wake,
+                                 int events,
+                                 void *data);
 
 /**
  * Work run on a pool thread.
@@ -715,6 +731,21 @@ int cot_loop_task_sleep(struct cot_loop *loop, cot_handle task, uint64_t ns);
  * `loop` is NULL or a live loop; `work(data)` may run on another thread.
  */
 int cot_loop_task_work(struct cot_loop *loop, cot_handle task, cot_work_cb work, void *data);
+
+/**
+ * The task awaits readiness of poll handle `poll` (see `cot_poll_init`) for
+ * `events`: its callback then runs with `COT_WAKE_READY` and the ready
+ * events, or `COT_WAKE_CLOSED` if the handle is closed meanwhile, unless
+ * something else resumed it before (then it stops waiting). One task waits on
+ * a poll handle at a time (`COT_EBUSY` for a second); while tasks await it,
+ * the handle's own callback is not used. Returns 0, `COT_EBUSY`, or
+ * `COT_EINVAL` (bad task or handle, bad events); the system's refusal of
+ * the descriptor as `cot_poll_start`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_loop_task_poll(struct cot_loop *loop, cot_handle task, cot_handle poll, int events);
 
 /**
  * Sets up a freed slot. Returns 0 or `COT_EINVAL` (NULL).

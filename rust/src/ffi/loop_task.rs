@@ -20,16 +20,26 @@ pub const COT_WAKE_RESUMED: c_int = 0;
 pub const COT_WAKE_SLEPT: c_int = 1;
 /// A loop task's callback wake: the work it awaited ran.
 pub const COT_WAKE_WORKED: c_int = 2;
+/// A loop task's callback wake: the descriptor it polled is ready (`events`
+/// says for what).
+pub const COT_WAKE_READY: c_int = 3;
+/// A loop task's callback wake: the poll handle it awaited was closed.
+pub const COT_WAKE_CLOSED: c_int = 4;
 
-/// A loop task's callback: `wake` says why it runs (`COT_WAKE_*`).
-pub type cot_loop_task_cb =
-    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, task: cot_handle, wake: c_int, data: *mut c_void)>;
+/// A loop task's callback: `wake` says why it runs (`COT_WAKE_*`); `events`
+/// are the ready events for `COT_WAKE_READY`, 0 otherwise.
+pub type cot_loop_task_cb = Option<
+    unsafe extern "C" fn(r#loop: *mut cot_loop, task: cot_handle, wake: c_int, events: c_int, data: *mut c_void),
+>;
 
-fn wake_code(w: Wake) -> c_int {
+/// The C codes of a wake: `(wake, events)`.
+fn wake_code(w: Wake) -> (c_int, c_int) {
     match w {
-        Wake::Resumed => COT_WAKE_RESUMED,
-        Wake::Done(Outcome::Slept) => COT_WAKE_SLEPT,
-        Wake::Done(Outcome::Worked) => COT_WAKE_WORKED,
+        Wake::Resumed => (COT_WAKE_RESUMED, 0),
+        Wake::Done(Outcome::Slept) => (COT_WAKE_SLEPT, 0),
+        Wake::Done(Outcome::Worked) => (COT_WAKE_WORKED, 0),
+        Wake::Done(Outcome::Ready(events)) => (COT_WAKE_READY, events as c_int),
+        Wake::Done(Outcome::Closed) => (COT_WAKE_CLOSED, 0),
     }
 }
 
@@ -51,9 +61,10 @@ pub unsafe extern "C" fn cot_loop_task_init(
     let me = r#loop;
     let f: crate::reactor::TaskCallback = Box::new(move |lp, h, wake| {
         let data = lp.data(h).unwrap_or(0) as *mut c_void;
+        let (wake, events) = wake_code(wake);
         // SAFETY: `me` wraps `lp` and outlives its handles; `cb` may be called
         // from the loop (the caller's contract).
-        unsafe { lend(me, lp, || cb(me, h.to_raw(), wake_code(wake), data)) }
+        unsafe { lend(me, lp, || cb(me, h.to_raw(), wake, events, data)) }
     });
     // SAFETY: forwarded caller contract.
     let r = unsafe { with_loop(r#loop, |l| Ok(l.task_init(data as usize, f).to_raw())) };
@@ -158,4 +169,27 @@ pub unsafe extern "C" fn cot_loop_task_work(
     let run = unsafe { pool_work(work, data) };
     // SAFETY: forwarded caller contract.
     status(unsafe { with_loop(r#loop, |l| l.task_work(to_handle(task)?, run)) })
+}
+
+/// The task awaits readiness of poll handle `poll` (see `cot_poll_init`) for
+/// `events`: its callback then runs with `COT_WAKE_READY` and the ready
+/// events, or `COT_WAKE_CLOSED` if the handle is closed meanwhile, unless
+/// something else resumed it before (then it stops waiting). One task waits on
+/// a poll handle at a time (`COT_EBUSY` for a second); while tasks await it,
+/// the handle's own callback is not used. Returns 0, `COT_EBUSY`, or
+/// `COT_EINVAL` (bad task or handle, bad events); the system's refusal of
+/// the descriptor as `cot_poll_start`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_task_poll(
+    r#loop: *mut cot_loop,
+    task: cot_handle,
+    poll: cot_handle,
+    events: c_int,
+) -> c_int {
+    let Ok(events) = u32::try_from(events) else { return Error::Inval.code() };
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.task_poll(to_handle(task)?, to_handle(poll)?, events)) })
 }

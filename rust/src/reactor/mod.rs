@@ -331,7 +331,7 @@ impl Loop {
         self.slot(h)?;
         match self.handles.get(h.0).map(|s| s.kind.tag()) {
             Some(handle::Tag::Timer) => self.timer_stop(h)?,
-            Some(handle::Tag::Poll) => self.poll_stop(h)?,
+            Some(handle::Tag::Poll) => self.poll_close(h)?,
             Some(handle::Tag::Async) => self.async_stop(h),
             Some(handle::Tag::Signal) => self.signal_stop(h)?,
             Some(handle::Tag::Child) => self.child_stop(h)?,

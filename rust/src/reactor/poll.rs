@@ -17,11 +17,22 @@ pub const DISCONNECT: u32 = 4;
 /// A poll callback: the handle and the events that are ready.
 pub type PollCallback = Box<dyn FnMut(&mut Loop, Handle, u32)>;
 
+impl Poll {
+    /// Is it watching at least `events`?
+    pub(super) fn registered_for(&self, events: u32) -> bool {
+        self.registered && self.events & events == events
+    }
+}
+
 pub(crate) struct Poll {
     fd: RawFd,
     cb: Option<PollCallback>,
     events: u32,
     registered: bool,
+    /// Tasks awaiting readiness (see `task::task_poll`): one at a time.
+    pub(super) obj: crate::op::Object,
+    /// The loop task waiting (or resumed by the last readiness).
+    pub(super) waiter: Option<Handle>,
 }
 
 fn to_epoll(events: u32) -> u32 {
@@ -62,10 +73,20 @@ impl Loop {
         if fd < 0 {
             return Err(Error::BadF);
         }
-        Ok(self.insert(Kind::Poll(Poll { fd, cb: None, events: 0, registered: false }), data))
+        Ok(self.insert(
+            Kind::Poll(Poll {
+                fd,
+                cb: None,
+                events: 0,
+                registered: false,
+                obj: crate::op::Object::new(),
+                waiter: None,
+            }),
+            data,
+        ))
     }
 
-    fn poll(&mut self, h: Handle) -> Result<&mut Poll> {
+    pub(super) fn poll(&mut self, h: Handle) -> Result<&mut Poll> {
         match &mut self.slot_mut(h)?.kind {
             Kind::Poll(p) => Ok(p),
             _ => Err(Error::Inval),
@@ -87,6 +108,13 @@ impl Loop {
         p.events = events;
         p.cb = Some(cb);
         self.set_active(h, true);
+        Ok(())
+    }
+
+    /// Closing: a task waiting on the handle is resumed with `Closed`.
+    pub(super) fn poll_close(&mut self, h: Handle) -> Result<()> {
+        self.poll_stop(h)?;
+        self.poll_event(h, |o| o.close());
         Ok(())
     }
 

@@ -6,6 +6,9 @@
 //! any task. When it runs, its callback learns why:
 //! - `Wake::Done(outcome)`: the operation it awaited completed (if it completed
 //!   before the task ran, its result wins over a later reason);
+//! Tasks also await the readiness of a poll handle, as an *object* (one
+//! waiter at a time; closing the handle resumes its waiter with `Closed`).
+//!
 //! - `Wake::Resumed`: it was scheduled for another reason while awaiting (an
 //!   outside resume, a timeout, a notify): it left the operation, which is
 //!   cancelled or closed as the table of `op` says, and whose late callback is
@@ -40,6 +43,10 @@ pub enum Outcome {
     Slept,
     /// The work ran.
     Worked,
+    /// The polled descriptor is ready for these events.
+    Ready(u32),
+    /// The poll handle awaited was closed.
+    Closed,
 }
 
 /// A loop task's callback.
@@ -68,6 +75,8 @@ pub(crate) struct LoopTask {
     sleep: u64,
     /// A completed operation's result, until the task runs.
     outcome: Option<Outcome>,
+    /// The poll handle (an object) it awaits or was resumed by.
+    poll: Option<Handle>,
 }
 
 impl Loop {
@@ -83,6 +92,7 @@ impl Loop {
             next: None,
             sleep: 0,
             outcome: None,
+            poll: None,
         };
         let h = self.insert(Kind::Task(t), data);
         let _ = self.sched.set_data(task, h.to_raw() as usize);
@@ -234,8 +244,12 @@ impl Loop {
         };
         // Resumed from outside while awaiting: it leaves the operation.
         let left = if t.slot.is_waiting() { t.slot.outside_resume(false).ok() } else { None };
+        let poll = t.poll;
         if let Some(actions) = left {
             self.perform(h, actions);
+        }
+        if let Some(p) = poll {
+            self.poll_event(p, |o| o.outside_resume(h.to_raw()));
         }
         fn field(k: &mut Kind) -> Option<&mut Option<TaskCallback>> {
             match k {
@@ -246,17 +260,98 @@ impl Loop {
         self.call_back(h, field, |l, f| f(l, h, wake));
         // Went on without awaiting again: it leaves its completed operation.
         if let Ok(t) = self.loop_task(h) {
+            let poll = t.poll;
             if !t.slot.is_waiting() {
                 if let Ok(actions) = t.slot.task_left() {
                     self.perform(h, actions);
                 }
             }
+            if let Some(p) = poll {
+                self.poll_event(p, |o| o.task_left(h.to_raw()));
+            }
+        }
+    }
+
+    /// The task awaits readiness of poll handle `poll` for `events`: it runs
+    /// with `Wake::Done(Outcome::Ready(ready))`, or `Outcome::Closed` if the
+    /// handle is closed meanwhile. One task at a time (`Error::Busy`); the
+    /// handle's own callback is replaced while tasks await it.
+    pub fn task_poll(&mut self, h: Handle, poll: Handle, events: u32) -> Result<()> {
+        if events == 0 || events & !(super::READABLE | super::WRITABLE | super::DISCONNECT) != 0 {
+            return Err(Error::Inval);
+        }
+        self.loop_task(h)?;
+        let p = self.poll(poll)?;
+        let restart = !p.registered_for(events);
+        let actions = p.obj.await_op(h.to_raw()).map_err(Error::from)?;
+        if actions.contains(Action::StartHandle) || restart {
+            let cb = Box::new(move |l: &mut Loop, p, ready| l.poll_ready(p, ready));
+            if let Err(e) = self.poll_start(poll, events, cb) {
+                let _ = self.poll(poll).map(|p| p.obj.start_failed());
+                return Err(e);
+            }
+        }
+        self.poll(poll)?.waiter = Some(h);
+        let t = self.loop_task(h)?;
+        t.poll = Some(poll);
+        t.outcome = None;
+        let task = t.task;
+        self.sched.unschedule(task)?;
+        Ok(())
+    }
+
+    /// Readiness of a poll awaited by a task: resumes the waiter (later
+    /// readiness, before the task ran, is level-triggered state: nothing lost).
+    fn poll_ready(&mut self, poll: Handle, ready: u32) {
+        let Ok(p) = self.poll(poll) else { return };
+        let Ok(actions) = p.obj.callback() else { return };
+        let waiter = p.waiter;
+        if let (true, Some(w)) = (actions.contains(Action::Resume), waiter) {
+            self.resume_with(w, Outcome::Ready(ready));
+        }
+    }
+
+    /// Applies an event to a poll's object and performs its actions.
+    pub(super) fn poll_event(
+        &mut self,
+        poll: Handle,
+        event: impl FnOnce(&mut crate::op::Object) -> std::result::Result<Actions, crate::op::OpError>,
+    ) {
+        let Some(slot) = self.handles.get_mut(poll.0) else { return };
+        let Kind::Poll(p) = &mut slot.kind else { return };
+        let Ok(actions) = event(&mut p.obj) else { return };
+        let waiter = p.waiter;
+        for a in actions {
+            match a {
+                Action::StopHandle => {
+                    let _ = self.poll_stop(poll);
+                }
+                Action::ResumeClosed => {
+                    if let Some(w) = waiter {
+                        self.resume_with(w, Outcome::Closed);
+                    }
+                }
+                _ => {} // CloseHandle, Release: the loop's close does it
+            }
+        }
+    }
+
+    /// Makes loop task `h` ready with `outcome`.
+    fn resume_with(&mut self, h: Handle, outcome: Outcome) {
+        if let Ok(t) = self.loop_task(h) {
+            t.outcome = Some(outcome);
+            let task = t.task;
+            let _ = self.sched.reschedule(task, When::Later);
         }
     }
 
     /// Closing a loop task: it leaves its operation (whose late callbacks are
     /// then ignored) and its queue.
     pub(super) fn task_stop(&mut self, h: Handle) -> Result<()> {
+        if let Some(p) = self.loop_task(h)?.poll {
+            self.poll_event(p, |o| o.outside_resume(h.to_raw()));
+            self.poll_event(p, |o| o.task_left(h.to_raw()));
+        }
         let t = self.loop_task(h)?;
         let mut actions = Actions::none();
         if t.slot.is_waiting() {

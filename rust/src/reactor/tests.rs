@@ -561,3 +561,43 @@ fn a_signal_first_makes_the_task_leave_its_sleep() {
     l.run(RunMode::Default).unwrap();
     assert_eq!(l.check_close(), Ok(()));
 }
+
+#[test]
+fn a_task_awaits_readiness_one_waiter_at_a_time_and_is_told_of_a_close() {
+    let mut l = Loop::new().unwrap();
+    let (mut a, b) = UnixStream::pair().unwrap();
+    let p = l.poll_init(b.as_raw_fd(), 0).unwrap();
+    let wakes: Wakes = Rc::default();
+    let t = recording_task(&mut l, &wakes, move |l, h, turn| {
+        if turn < 2 {
+            l.task_poll(h, p, READABLE).unwrap();
+        }
+    });
+    let other_wake = Rc::new(RefCell::new(None));
+    let ow = other_wake.clone();
+    let other = l.task_init(0, Box::new(move |_, _, w| *ow.borrow_mut() = Some(w)));
+    l.task_schedule(t, When::Later).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(l.task_poll(other, p, READABLE), Err(Error::Busy), "one waiter at a time");
+    assert_eq!(l.task_poll(other, p, 0), Err(Error::Inval));
+    a.write_all(b"x").unwrap();
+    l.run(RunMode::Once).unwrap(); // readable: the task is made ready
+    l.run(RunMode::NoWait).unwrap(); // it runs, and awaits again
+    assert_eq!(wakes.borrow()[1], (1, Wake::Done(Outcome::Ready(READABLE))));
+    // Still readable (nobody read the byte): level-triggered, so ready again.
+    l.run(RunMode::NoWait).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(wakes.borrow().len(), 3);
+    // Turn 2 did not await: the poll is stopped for it; await again, then close the handle.
+    assert!(!l.is_active(p).unwrap());
+    l.task_poll(other, p, READABLE).unwrap();
+    l.close(p, None).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*other_wake.borrow(), Some(Wake::Done(Outcome::Closed)), "its waiter is told");
+    assert_eq!(l.task_poll(t, p, READABLE), Err(Error::Inval), "closed handle");
+    for h in [t, other] {
+        l.close(h, None).unwrap();
+    }
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(l.check_close(), Ok(()));
+}
