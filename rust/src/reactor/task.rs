@@ -1,24 +1,23 @@
 //! Tasks of the loop that await operations: a sleep (a timer handle) or work
-//! on the pool (a request), driven by the operation state machine of `op`.
+//! on the pool (a request), driven by the slot machine of `op`; and the
+//! readiness of a poll handle, awaited as an `op` *object* (one waiter at a
+//! time; closing the handle resumes its waiter with `Outcome::Closed`).
 //!
 //! A loop task is a handle whose core task lives in the loop's scheduler, so
 //! it can be scheduled, postponed (a timeout) or made to wait on a signal like
 //! any task. When it runs, its callback learns why:
 //! - `Wake::Done(outcome)`: the operation it awaited completed (if it completed
 //!   before the task ran, its result wins over a later reason);
-//! Tasks also await the readiness of a poll handle, as an *object* (one
-//! waiter at a time; closing the handle resumes its waiter with `Closed`).
-//!
 //! - `Wake::Resumed`: it was scheduled for another reason while awaiting (an
 //!   outside resume, a timeout, a notify): it left the operation, which is
-//!   cancelled or closed as the table of `op` says, and whose late callback is
-//!   dropped.
+//!   cancelled, stopped or closed as the tables of `op` say, and whose late
+//!   callback is dropped.
 //!
 //! Each task has one operation slot. Awaiting again right after a sleep
 //! re-arms the same timer; awaiting something else while the old memory is
 //! still the backend's defers the start to that callback, as the table says.
 //! A task that returns without awaiting again leaves its completed operation
-//! (the timer is closed, the request released).
+//! (the timer is closed, the request released, the poll stopped).
 
 use super::handle::Kind;
 use super::pool::{Request, Work};
