@@ -4,14 +4,10 @@
 --   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/error_spec.lua
 
 local cothread = require "cothread"
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local ready = support.ready
 
 local pack = table.pack
-
-local function ready(S)
-  local list = {}
-  for co in S.iready() do list[#list + 1] = co end
-  return list
-end
 
 -- Calls `fn`, which must raise Lua's "bad argument #n to 'name' (...)" error, and
 -- returns the message. `fn` must call the API function in a way that lets Lua name

@@ -4,14 +4,10 @@
 --   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/plugin_spec.lua
 
 local cothread = require "cothread"
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local ready = support.ready
 
 local pack = table.pack
-
-local function ready(S)
-  local list = {}
-  for co in S.iready() do list[#list + 1] = co end
-  return list
-end
 
 -- Runs `define(S, ops)` as a plugin of scheduler S and returns ops.
 local function with_ops(S, define)

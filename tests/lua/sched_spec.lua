@@ -7,13 +7,8 @@
 -- each other; the last block checks the default scheduler (the module table) itself.
 
 local cothread = require "cothread"
-
--- The ready queue, head to tail, as a list.
-local function ready(S)
-  local list = {}
-  for co in S.iready() do list[#list + 1] = co end
-  return list
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local ready = support.ready
 
 -- A cothread that appends `name` to `log` each time it is resumed and yields in between
 -- (`times` resumptions in all, 1 by default).

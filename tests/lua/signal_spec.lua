@@ -4,24 +4,8 @@
 --   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/signal_spec.lua
 
 local cothread = require "cothread"
-
-local function ready(S)
-  local list = {}
-  for co in S.iready() do list[#list + 1] = co end
-  return list
-end
-
--- A scheduler whose clock is `clock.now`; idle records its argument and jumps to it.
-local function clocked()
-  local S = cothread.new()
-  local clock = { now = 0, idled = {} }
-  S.time = function() return clock.now end
-  S.idle = function(t)
-    clock.idled[#clock.idled + 1] = t
-    clock.now = t
-  end
-  return S, clock
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local ready, clocked = support.ready, support.clocked
 
 -- Schedules a cothread that waits on `sig` and, once resumed, appends `name` to `log`.
 local function waiter(S, log, name, sig)

@@ -5,23 +5,10 @@
 --   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/yield_spec.lua
 
 local cothread = require "cothread"
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local ready, clocked = support.ready, support.clocked
 
 local pack = table.pack
-
-local function ready(S)
-  local list = {}
-  for co in S.iready() do list[#list + 1] = co end
-  return list
-end
-
--- A scheduler whose clock is the variable `now` of the returned table, advanced by idle.
-local function clocked()
-  local S = cothread.new()
-  local clock = { now = 0 }
-  S.time = function() return clock.now end
-  S.idle = function(t) clock.now = t end
-  return S, clock
-end
 
 describe("values passed by step", function()
   local S
