@@ -219,7 +219,7 @@ static void test_embedding(void) {
     CHECK_EQ(cot_timer_init(loop, NULL, &t), 0);
     CHECK_EQ(cot_timer_start(loop, t, on_embedded, 20 * MS, 0), 0);
     int timeout = cot_loop_backend_timeout(loop);
-    CHECK(timeout >= 19 && timeout <= 20);
+    CHECK(timeout >= 1 && timeout <= 20); /* at most the 20 ms left, rounded up */
     while (cot_loop_alive(loop) == 1) {
         struct pollfd pfd = {cot_loop_backend_fd(loop), POLLIN, 0};
         CHECK(poll(&pfd, 1, cot_loop_backend_timeout(loop)) >= 0);
