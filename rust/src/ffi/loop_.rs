@@ -87,6 +87,23 @@ pub(crate) fn handle_callback(me: *mut cot_loop, cb: HandleFn) -> crate::reactor
     })
 }
 
+/// A reactor callback with one argument beside the handle.
+pub(crate) type ArgCallback<A> = Box<dyn FnMut(&mut Loop, Handle, A)>;
+
+/// Wraps a C callback with one argument for the reactor (a poll's events, a
+/// signal number, ...): `call(loop, handle, arg, data)` runs lent the loop,
+/// with the handle's user pointer as it is when the callback fires.
+pub(crate) fn lent_callback<A: 'static>(
+    me: *mut cot_loop,
+    call: impl Fn(*mut cot_loop, cot_handle, A, *mut c_void) + 'static,
+) -> ArgCallback<A> {
+    Box::new(move |lp, h, arg| {
+        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+        // SAFETY: `me` wraps `lp` and outlives its handles' callbacks.
+        unsafe { lend(me, lp, || call(me, h.to_raw(), arg, data)) }
+    })
+}
+
 /// The handle as a C value.
 pub(crate) fn to_handle(raw: u64) -> Result<Handle> {
     Handle::from_raw(raw).ok_or(Error::Inval)

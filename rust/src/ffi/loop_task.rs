@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use super::guard::{boolean, status, write_out};
-use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use super::loop_::{cot_handle, cot_loop, lent_callback, to_handle, with_loop};
 use super::sched::ready_when;
 use super::work::{cot_work_cb, pool_work};
 use crate::error::Error;
@@ -58,13 +58,10 @@ pub unsafe extern "C" fn cot_loop_task_init(
     task: *mut cot_handle,
 ) -> c_int {
     let (Some(cb), false) = (cb, task.is_null()) else { return Error::Inval.code() };
-    let me = r#loop;
-    let f: crate::reactor::TaskCallback = Box::new(move |lp, h, wake| {
-        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+    let f = lent_callback(r#loop, move |me, h, wake: Wake, data| {
         let (wake, events) = wake_code(wake);
-        // SAFETY: `me` wraps `lp` and outlives its handles; `cb` may be called
-        // from the loop (the caller's contract).
-        unsafe { lend(me, lp, || cb(me, h.to_raw(), wake, events, data)) }
+        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        unsafe { cb(me, h, wake, events, data) }
     });
     // SAFETY: forwarded caller contract.
     let r = unsafe { with_loop(r#loop, |l| Ok(l.task_init(data as usize, f).to_raw())) };

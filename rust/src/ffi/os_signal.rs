@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
-use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use super::loop_::{cot_handle, cot_loop, lent_callback, to_handle, with_loop};
 use crate::error::Error;
 
 /// A signal callback: `signum` is the signal received.
@@ -57,12 +57,9 @@ pub unsafe extern "C" fn cot_signal_start(
     signum: c_int,
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
-    let me = r#loop;
-    let f: crate::reactor::SignalCallback = Box::new(move |lp, h, signo| {
-        let data = lp.data(h).unwrap_or(0) as *mut c_void;
-        // SAFETY: `me` wraps `lp` and outlives its handles; `cb` may be called
-        // from the loop (the caller's contract).
-        unsafe { lend(me, lp, || cb(me, h.to_raw(), signo, data)) }
+    let f = lent_callback(r#loop, move |me, h, signo: i32, data| {
+        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        unsafe { cb(me, h, signo, data) }
     });
     // SAFETY: forwarded caller contract.
     status(unsafe { with_loop(r#loop, |l| l.signal_start(to_handle(handle)?, signum, f)) })
@@ -109,15 +106,13 @@ pub unsafe extern "C" fn cot_child_init(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_child_start(r#loop: *mut cot_loop, handle: cot_handle, cb: cot_child_cb) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
-    let me = r#loop;
-    let f: crate::reactor::ChildCallback = Box::new(move |lp, h, exit| {
-        let data = lp.data(h).unwrap_or(0) as *mut c_void;
+    let f = lent_callback(r#loop, move |me, h, exit: crate::error::Result<crate::reactor::Exit>, data| {
         let (code, signal) = match exit {
             Ok(e) => (e.status, e.signal),
             Err(e) => (e.code(), 0),
         };
-        // SAFETY: as in `cot_signal_start`.
-        unsafe { lend(me, lp, || cb(me, h.to_raw(), code, signal, data)) }
+        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        unsafe { cb(me, h, code, signal, data) }
     });
     // SAFETY: forwarded caller contract.
     status(unsafe { with_loop(r#loop, |l| l.child_start(to_handle(handle)?, f)) })

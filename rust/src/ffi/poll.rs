@@ -4,7 +4,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
-use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use super::loop_::{cot_handle, cot_loop, lent_callback, to_handle, with_loop};
 
 /// `cot_poll_start` event: readable.
 pub const COT_READABLE: c_int = 1;
@@ -59,11 +59,9 @@ pub unsafe extern "C" fn cot_poll_start(
 ) -> c_int {
     let Some(cb) = cb else { return crate::Error::Inval.code() };
     let Ok(events) = u32::try_from(events) else { return crate::Error::Inval.code() };
-    let me = r#loop;
-    let f: crate::reactor::PollCallback = Box::new(move |lp, h, ready| {
-        let data = lp.data(h).unwrap_or(0) as *mut c_void;
-        // SAFETY: as in `handle_callback`.
-        unsafe { lend(me, lp, || cb(me, h.to_raw(), ready as c_int, data)) }
+    let f = lent_callback(r#loop, move |me, h, ready: u32, data| {
+        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        unsafe { cb(me, h, ready as c_int, data) }
     });
     // SAFETY: forwarded caller contract.
     status(unsafe { with_loop(r#loop, |l| l.poll_start(to_handle(poll)?, events, f)) })
