@@ -31,6 +31,10 @@
  *    per expiry. cothread gets the random timeouts in ns; libuv counts in
  *    whole ms, so it gets the same draws rounded to the ms (0 or 1).
  *
+ * 3. "bulk": CYCLES timers started one after the other with random
+ *    timeouts in 0..1 ms, then one run until all expired: start and expiry
+ *    through a heap growing to CYCLES entries, loop-thread CPU time.
+ *
  * Each figure is the best of ROUNDS runs, the two sides alternating.
  *
  * Run (after building the library, see bench/c/Makefile):
@@ -196,6 +200,60 @@ static uint64_t uv_heap(void) {
     return dt;
 }
 
+/* ===== 3. CYCLES timers started, then expired ===== */
+
+static void cot_bulk_cb(cot_loop *loop, cot_handle h, void *data) {
+    (void)loop, (void)h, (void)data;
+    fired++;
+}
+
+static uint64_t cot_bulk(void) {
+    cot_handle *t = malloc(cycles * sizeof *t);
+    CHECK_PTR(t);
+    cot_loop *loop = cot_loop_new();
+    CHECK_PTR(loop);
+    fired = 0;
+    heap_rng = 42;
+    for (uint64_t i = 0; i < cycles; i++) CHECK(cot_timer_init(loop, NULL, &t[i]));
+    uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (uint64_t i = 0; i < cycles; i++)
+        CHECK(cot_timer_start(loop, t[i], cot_bulk_cb, random_timeout_ns(), 0));
+    CHECK(cot_loop_run(loop, COT_RUN_DEFAULT));
+    uint64_t dt = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    if (fired != cycles) abort();
+    for (uint64_t i = 0; i < cycles; i++) CHECK(cot_close(loop, t[i], NULL));
+    CHECK(cot_loop_run(loop, COT_RUN_DEFAULT));
+    CHECK(cot_loop_close(loop));
+    free(t);
+    return dt;
+}
+
+static void uv_bulk_cb(uv_timer_t *h) {
+    (void)h;
+    fired++;
+}
+
+static uint64_t uv_bulk(void) {
+    uv_timer_t *t = malloc(cycles * sizeof *t);
+    CHECK_PTR(t);
+    uv_loop_t loop;
+    CHECK(uv_loop_init(&loop));
+    fired = 0;
+    heap_rng = 42;
+    for (uint64_t i = 0; i < cycles; i++) CHECK(uv_timer_init(&loop, &t[i]));
+    uint64_t c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    for (uint64_t i = 0; i < cycles; i++)
+        CHECK(uv_timer_start(&t[i], uv_bulk_cb, random_timeout_ms(), 0));
+    CHECK(uv_run(&loop, UV_RUN_DEFAULT));
+    uint64_t dt = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    if (fired != cycles) abort();
+    for (uint64_t i = 0; i < cycles; i++) uv_close((uv_handle_t *)&t[i], NULL);
+    CHECK(uv_run(&loop, UV_RUN_DEFAULT));
+    CHECK(uv_loop_close(&loop));
+    free(t);
+    return dt;
+}
+
 /* ===== driver ===== */
 
 typedef uint64_t (*measure_fn)(void);
@@ -227,9 +285,10 @@ int main(void) {
     printf("cothread %u.%u.%u vs libuv %s: %llu expiries per run, best of %d\n",
            cot_version() >> 16, (cot_version() >> 8) & 0xff, cot_version() & 0xff,
            uv_version_string(), (unsigned long long)cycles, rounds);
-    printf("(wall time for restart rows, loop-thread CPU time for the heap row)\n");
+    printf("(wall time for restart rows, loop-thread CPU time for the heap and bulk rows)\n");
     compare("restart (timeout 0, from callback)", "cycle", rounds, cot_restart, uv_restart);
     compare("restart, libuv 1 iteration/cycle", "cycle", rounds, cot_restart, uv_restart_iter);
     compare("heap (10 000 timers, 0..1 ms)", "expiry", rounds, cot_heap, uv_heap);
+    compare("bulk (all started, then expired)", "timer", rounds, cot_bulk, uv_bulk);
     return 0;
 }

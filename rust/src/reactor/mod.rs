@@ -46,7 +46,7 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::sched::Sched;
+use crate::sched::{Sched, Task, When};
 use crate::util::slab::Slab;
 pub(crate) use async_::Inbox;
 use handle::{Kind, Slot};
@@ -79,13 +79,13 @@ pub type CloseCallback = Box<dyn FnOnce(&mut Loop, Handle)>;
 
 /// The epoll token of the inbox's eventfd (handle ids are never 0).
 const INBOX_TOKEN: u64 = 0;
-/// The signal key of the batch of ready tasks being run (see `run_ready`).
-const BATCH: usize = 1;
 const EVENTS_PER_POLL: usize = 256;
 
 /// An event loop. See the [module documentation](self).
 pub struct Loop {
     sched: Sched,
+    /// Marks the end of the batch of ready tasks `run_ready` runs.
+    batch_end: Task,
     handles: Slab<Slot>,
     /// Work requests waiting for their `after` callback.
     requests: Slab<pool::Pending>,
@@ -111,8 +111,11 @@ impl Loop {
         let epoll = sys::epoll_create()?;
         let inbox = Arc::new(Inbox::new()?);
         sys::epoll_ctl(&epoll, libc::EPOLL_CTL_ADD, inbox.fd(), libc::EPOLLIN as u32, INBOX_TOKEN)?;
+        let mut sched = Sched::new();
+        let batch_end = sched.task_new(0);
         let mut l = Loop {
-            sched: Sched::new(),
+            sched,
+            batch_end,
             handles: Slab::default(),
             requests: Slab::default(),
             pool: None,
@@ -293,12 +296,16 @@ impl Loop {
     /// the start, each once; what becomes ready meanwhile runs next iteration.
     fn run_ready(&mut self) {
         self.sched.take_due_at(self.now);
-        if self.sched.take_ready(BATCH) != Ok(true) {
+        if self.sched.ready_head().is_none() {
             return;
         }
-        while let Ok(Some(task)) = self.sched.signal_head(BATCH) {
-            let raw = self.sched.data(task).unwrap_or(0);
+        // A marker at the tail ends the batch: O(1), no signal group.
+        let _ = self.sched.schedule(self.batch_end, When::Later);
+        while let Some((task, raw)) = self.sched.ready_head_data() {
             let _ = self.sched.unschedule(task);
+            if task == self.batch_end {
+                break;
+            }
             let Some(h) = Handle::from_raw(raw as u64) else { continue };
             match self.handles.get(h.0).map(|s| s.kind.tag()) {
                 Some(handle::Tag::Timer) => self.fire_timer(h, task),

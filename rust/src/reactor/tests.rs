@@ -603,3 +603,36 @@ fn a_task_awaits_readiness_one_waiter_at_a_time_and_is_told_of_a_close() {
     assert!(!l.run(RunMode::Default).unwrap());
     assert_eq!(l.check_close(), Ok(()));
 }
+
+#[test]
+fn an_iteration_runs_the_tasks_ready_at_its_start_each_once() {
+    let mut l = Loop::new().unwrap();
+    let ran: Rc<RefCell<Vec<&str>>> = Rc::default();
+    let counting = |l: &mut Loop, name: &'static str| {
+        let ran = ran.clone();
+        l.task_init(0, Box::new(move |_: &mut Loop, _, _| ran.borrow_mut().push(name)))
+    };
+    let [b, c] = [counting(&mut l, "b"), counting(&mut l, "c")];
+    // `a` reschedules itself and takes `b` out of the batch.
+    let ran_a = ran.clone();
+    let a = l.task_init(
+        0,
+        Box::new(move |l: &mut Loop, h, _| {
+            ran_a.borrow_mut().push("a");
+            l.task_schedule(h, When::Later).unwrap();
+            l.task_unschedule(b).unwrap();
+        }),
+    );
+    for t in [a, b, c] {
+        l.task_schedule(t, When::Later).unwrap();
+    }
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*ran.borrow(), ["a", "c"], "b left the batch; a's reschedule waits for the next iteration");
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*ran.borrow(), ["a", "c", "a"]);
+    for t in [a, b, c] {
+        l.close(t, None).unwrap();
+    }
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(l.check_close(), Ok(()));
+}

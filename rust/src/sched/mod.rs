@@ -233,21 +233,6 @@ impl Sched {
         Ok(moved.is_some() || counted)
     }
 
-    /// Moves the whole ready queue, in order, to the tail of the queue of
-    /// `key` (O(1)), e.g. to run one batch while newly ready tasks wait for
-    /// the next. Returns whether it moved anything.
-    pub fn take_ready(&mut self, key: usize) -> Result<bool> {
-        check_key(key)?;
-        if self.arena.is_empty(self.ready) {
-            return Ok(false);
-        }
-        let s = self.arena.alloc(Role::Signal, key);
-        self.arena.splice(s, self.ready, false);
-        self.append_ring(key, s);
-        self.settle(key);
-        Ok(true)
-    }
-
     /// Does `key` have waiters?
     pub fn waiting(&self, key: usize) -> Result<bool> {
         check_key(key)?;

@@ -197,21 +197,6 @@ fn reschedule_moves_a_task_from_any_queue() {
 }
 
 #[test]
-fn take_ready_moves_the_ready_queue_to_a_signal() {
-    let (mut s, _) = sched();
-    let t = tasks(&mut s, 4);
-    assert!(!s.take_ready(A).unwrap());
-    s.schedule(t[3], When::Wait(A)).unwrap();
-    for &i in &t[..3] {
-        s.schedule(i, When::Later).unwrap();
-    }
-    assert!(s.take_ready(A).unwrap());
-    assert_eq!(waiters(&s, A), [3, 0, 1, 2]);
-    assert_eq!(s.ready_head(), None);
-    assert_eq!(s.take_ready(0), Err(Error::Inval));
-}
-
-#[test]
 fn freeing_a_task_unschedules_it_and_invalidates_its_handle() {
     let (mut s, _) = sched();
     let t = tasks(&mut s, 2);
