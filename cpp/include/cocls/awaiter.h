@@ -1,0 +1,171 @@
+// awaiter: the base of cocls awaiters. While a coroutine is suspended its
+// awaiter stays put, so an awaiter address identifies a waiting coroutine (or,
+// with set_resume_fn, a callback). Waiters are kept in collectors: one atomic
+// pointer holding a lock-free chain of awaiters, linked through `_next`; the
+// chain operations are the core's (cot_chain_push / cot_chain_take) and wake
+// waiters in the order they subscribed.
+#ifndef COCLS_AWAITER_H_INCLUDED
+#define COCLS_AWAITER_H_INCLUDED
+
+#include <atomic>
+#include <coroutine>
+#include <cstddef>
+#include <cstdint>
+
+#include "detail/core.h"
+#include "suspend_point.h"
+
+namespace cocls {
+
+class awaiter;
+
+/// A chain of awaiters: nullptr (empty), a chain, or a marker such as
+/// `&awaiter::disabled` (closed: no more subscriptions).
+using awaiter_collector = std::atomic<awaiter *>;
+
+class awaiter {
+public:
+    /// Called instead of resuming a coroutine; returns what it made ready.
+    using resume_fn = suspend_point<void> (*)(awaiter *self, void *context) noexcept;
+    /// The form of COCLS's documentation: stores a coroutine to resume in `out`.
+    using resume_out_fn = void (*)(awaiter *self, void *context, std::coroutine_handle<> &out) noexcept;
+
+    awaiter() = default;
+    awaiter(resume_fn fn, void *context = nullptr) noexcept { set_resume_fn(fn, context); }
+    awaiter(resume_out_fn fn, void *context = nullptr) noexcept { set_resume_fn(fn, context); }
+
+    /// Wakes what waits here: returns the coroutine as a suspend point (which
+    /// resumes it when discarded), or calls the resume function.
+    suspend_point<void> resume() noexcept {
+        switch (_kind) {
+        case kind::coroutine: return std::coroutine_handle<>::from_address(_context);
+        case kind::function: return _fn.plain(this, _context);
+        case kind::out_function: {
+            std::coroutine_handle<> h;
+            _fn.out(this, _context, h);
+            return h;
+        }
+        default: return {};
+        }
+    }
+
+    /// The coroutine to resume (the caller resumes it), after running a
+    /// resume function if one is set; noop_coroutine() if there is none.
+    std::coroutine_handle<> resume_handle() noexcept {
+        if (_kind == kind::coroutine) return std::coroutine_handle<>::from_address(_context);
+        auto sp = resume();
+        auto h = sp.pop();
+        return h ? h : std::noop_coroutine();
+    }
+
+    void set_handle(std::coroutine_handle<> h) noexcept {
+        _kind = kind::coroutine;
+        _context = h.address();
+    }
+    void set_resume_fn(resume_fn fn, void *context = nullptr) noexcept {
+        _kind = kind::function;
+        _fn.plain = fn;
+        _context = context;
+    }
+    void set_resume_fn(resume_out_fn fn, void *context = nullptr) noexcept {
+        _kind = kind::out_function;
+        _fn.out = fn;
+        _context = context;
+    }
+
+    /// Adds this awaiter to `chain` (any thread, lock-free).
+    void subscribe(awaiter_collector &chain) noexcept { cot_chain_push(slot(chain), this, nullptr); }
+
+    /// Adds this awaiter unless `chain` holds `ready_state`: false means the
+    /// awaited thing is ready (nothing subscribed).
+    bool subscribe_check_ready(awaiter_collector &chain, awaiter &ready_state) noexcept {
+        return cot_chain_push(slot(chain), this, &ready_state);
+    }
+    /// subscribe_check_ready with `awaiter::disabled` (COCLS's older name).
+    bool subscribe_check_disabled(awaiter_collector &chain) noexcept {
+        return subscribe_check_ready(chain, disabled);
+    }
+
+    /// Empties `chain` and wakes its awaiters in subscription order.
+    static suspend_point<void> resume_chain(awaiter_collector &chain, awaiter *skip = nullptr) noexcept {
+        return resume_chain_lk(take(chain, nullptr), skip);
+    }
+    /// Wakes the awaiters of `chain` and closes it with `ready_state`, so
+    /// later subscribe_check_ready calls fail.
+    static suspend_point<void> resume_chain_set_ready(awaiter_collector &chain, awaiter &ready_state = disabled,
+                                                      awaiter *skip = nullptr) noexcept {
+        return resume_chain_lk(take(chain, &ready_state), skip);
+    }
+    /// Wakes a list taken from a chain (oldest first), except `skip`.
+    static suspend_point<void> resume_chain_lk(awaiter *list, awaiter *skip = nullptr) noexcept {
+        suspend_point<void> ready;
+        while (list) {
+            awaiter *a = list;
+            list = list->_next;
+            a->_next = nullptr;
+            if (a != skip) ready << a->resume();
+        }
+        return ready;
+    }
+
+    /// The next awaiter in a chain; first member (the core links through it).
+    awaiter *_next = nullptr;
+    /// A coroutine address or the resume function's context.
+    void *_context = nullptr;
+    union fn_t {
+        resume_fn plain;
+        resume_out_fn out;
+    } _fn{nullptr};
+    enum class kind : unsigned char { none, coroutine, function, out_function } _kind = kind::none;
+
+    /// A marker: a future holding it was never initialised.
+    static awaiter instance;
+    /// A marker: a chain holding it is closed (the awaited thing is ready).
+    static awaiter disabled;
+
+private:
+    static void **slot(awaiter_collector &chain) noexcept { return reinterpret_cast<void **>(&chain); }
+    static awaiter *take(awaiter_collector &chain, awaiter *replacement) noexcept {
+        return static_cast<awaiter *>(cot_chain_take(slot(chain), replacement, replacement ? replacement : &disabled));
+    }
+};
+
+inline awaiter awaiter::instance;
+inline awaiter awaiter::disabled;
+
+static_assert(offsetof(awaiter, _next) == 0, "the core links awaiters through their first word");
+static_assert(sizeof(awaiter_collector) == sizeof(void *) && awaiter_collector::is_always_lock_free);
+
+/// An awaiter whose resume function and handle may be set by anyone.
+class malleable_awaiter : public awaiter {};
+
+/// Blocks a thread until resumed (the core's parking: cot_park/cot_unpark_all).
+class sync_awaiter : public awaiter {
+public:
+    sync_awaiter() noexcept { set_resume_fn(&sync_awaiter::wake, nullptr); }
+    sync_awaiter(const sync_awaiter &) = delete;
+    sync_awaiter &operator=(const sync_awaiter &) = delete;
+
+    /// Blocks until wake() ran (from any thread).
+    void wait_sync() noexcept {
+        while (m_flag.load(std::memory_order_acquire) == 0) cot_park(word(), 0, -1);
+    }
+    void wake() noexcept {
+        const std::uint32_t *w = word();  // the waiter may be gone after the store
+        m_flag.store(1, std::memory_order_release);
+        cot_unpark_all(w);
+    }
+
+private:
+    static suspend_point<void> wake(awaiter *self, void *) noexcept {
+        static_cast<sync_awaiter *>(self)->wake();
+        return {};
+    }
+    const std::uint32_t *word() const noexcept { return reinterpret_cast<const std::uint32_t *>(&m_flag); }
+
+    std::atomic<std::uint32_t> m_flag{0};
+};
+
+}  // namespace cocls
+
+#endif

@@ -1,0 +1,164 @@
+// suspend_point<T>: what a call returns when it made coroutines ready (set a
+// promise, released a mutex...), with the call's own result T. co_await it to
+// switch to them now; discard it and they run by the thread's mode (at once
+// in normal mode, queued in coro mode); or move it elsewhere first.
+#ifndef COCLS_SUSPEND_POINT_H_INCLUDED
+#define COCLS_SUSPEND_POINT_H_INCLUDED
+
+#include <coroutine>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "coro_queue.h"
+
+namespace cocls {
+
+namespace detail {
+
+/// The coroutines a call made ready, in the order they became ready. The
+/// first is kept inline: one ready coroutine (the common case) costs no heap.
+class ready_set {
+public:
+    ready_set() = default;
+    explicit ready_set(std::coroutine_handle<> h) noexcept : m_first(h) {}
+    ready_set(ready_set &&o) noexcept : m_first(std::exchange(o.m_first, {})), m_more(std::move(o.m_more)) {}
+    ready_set &operator=(ready_set &&o) noexcept {
+        if (this != &o) {
+            flush();
+            m_first = std::exchange(o.m_first, {});
+            m_more = std::move(o.m_more);
+        }
+        return *this;
+    }
+    ~ready_set() { flush(); }
+
+    bool empty() const noexcept { return !m_first; }
+
+    void add(std::coroutine_handle<> h) {
+        if (!h) return;
+        if (!m_first) m_first = h;
+        else m_more.push_back(h);
+    }
+
+    void add(ready_set &&o) {
+        if (o.empty()) return;
+        if (empty()) {
+            m_first = std::exchange(o.m_first, {});
+            m_more = std::move(o.m_more);
+            return;
+        }
+        m_more.push_back(std::exchange(o.m_first, {}));
+        m_more.insert(m_more.end(), o.m_more.begin(), o.m_more.end());
+        o.m_more.clear();
+    }
+
+    /// Takes the first ready coroutine out (null if none).
+    std::coroutine_handle<> pop() noexcept {
+        auto h = std::exchange(m_first, {});
+        if (!m_more.empty()) {
+            m_first = m_more.front();
+            m_more.erase(m_more.begin());
+        }
+        return h;
+    }
+
+    /// Resumes them all by the thread's mode (see coro_queue::resume).
+    void flush() noexcept {
+        if (!m_first) return;
+        auto first = std::exchange(m_first, {});
+        auto more = std::move(m_more);
+        m_more.clear();
+        coro_queue::resume(first, more.data(), more.size());
+    }
+
+    /// For `co_await`: queues the others, then `me`, and returns the first to
+    /// switch to. Outside coro mode (a coroutine resumed by foreign code) they
+    /// run here and `me` goes on.
+    std::coroutine_handle<> switch_from(std::coroutine_handle<> me) noexcept {
+        if (!coro_queue::is_active()) {
+            flush();
+            return me;
+        }
+        for (auto h : m_more) cot_resume_queue_push(h.address());
+        m_more.clear();
+        cot_resume_queue_push(me.address());
+        return std::exchange(m_first, {});
+    }
+
+private:
+    std::coroutine_handle<> m_first;
+    std::vector<std::coroutine_handle<>> m_more;
+};
+
+struct no_value {};
+
+}  // namespace detail
+
+/// Discarding one is normal (not [[nodiscard]]): the coroutines then run by
+/// the thread's mode.
+template <typename T = void>
+class suspend_point {
+    using storage = std::conditional_t<std::is_void_v<T>, detail::no_value, T>;
+
+public:
+    using value_type = T;
+
+    suspend_point() = default;
+    /// Nothing ready, with the call's result.
+    template <typename U = storage, typename = std::enable_if_t<!std::is_void_v<T>, U>>
+    suspend_point(U value) : m_value(std::move(value)) {}
+    /// One coroutine ready.
+    suspend_point(std::coroutine_handle<> h) noexcept : m_ready(h) {}
+    suspend_point(suspend_point &&) noexcept = default;
+    /// Moving onto a suspend point first resumes what it held.
+    suspend_point &operator=(suspend_point &&) noexcept = default;
+
+    /// Adds the coroutines another suspend point held (it ends up empty).
+    template <typename U>
+    suspend_point &operator<<(suspend_point<U> &&other) {
+        m_ready.add(std::move(other.m_ready));
+        return *this;
+    }
+    template <typename U>
+    suspend_point &operator<<(suspend_point<U> &other) {
+        return *this << std::move(other);
+    }
+    suspend_point &operator<<(std::coroutine_handle<> h) {
+        m_ready.add(h);
+        return *this;
+    }
+
+    /// Resumes the ready coroutines now, by the thread's mode.
+    void flush() noexcept { m_ready.flush(); }
+    /// Same as flush() (COCLS's later name).
+    void clear() noexcept { m_ready.flush(); }
+    /// Does it hold no ready coroutine?
+    bool empty() const noexcept { return m_ready.empty(); }
+    /// Takes one ready coroutine out, to resume it elsewhere (null if none).
+    std::coroutine_handle<> pop() noexcept { return m_ready.pop(); }
+
+    /// The call's result.
+    const storage &value() const noexcept { return m_value; }
+    operator const storage &() const noexcept { return m_value; }
+
+    /// co_await: if coroutines are ready, the caller suspends, the first of
+    /// them runs now on this thread, the others and then the caller are
+    /// queued; returns the call's result.
+    bool await_ready() const noexcept { return m_ready.empty(); }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<> me) noexcept { return m_ready.switch_from(me); }
+    T await_resume() noexcept(std::is_void_v<T> || std::is_nothrow_copy_constructible_v<storage>) {
+        if constexpr (!std::is_void_v<T>) return m_value;
+    }
+
+private:
+    template <typename U>
+    friend class suspend_point;
+
+    detail::ready_set m_ready;
+    [[no_unique_address]] storage m_value{};
+};
+
+}  // namespace cocls
+
+#endif
