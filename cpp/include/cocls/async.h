@@ -125,7 +125,8 @@ public:
     future<T> operator()() { return start(); }
 
     /// Starts it; its result sets `p` (which is left empty).
-    void start(promise<T> &p) {
+    void start(promise<T> &p) { start(std::move(p)); }
+    void start(promise<T> &&p) {
         handle h = std::exchange(m_h, {});
         h.promise().m_target = std::move(p);
         coro_queue::resume(h);

@@ -262,11 +262,16 @@ public:
     /// An empty promise (setting it does nothing).
     promise() noexcept = default;
     explicit promise(future<T> &f) noexcept : m_future(&f) {}
-    promise(promise &&o) noexcept : m_future(o.m_future.exchange(nullptr, std::memory_order_relaxed)) {}
+    // Moving is not a setting: the owner moves its promise, so plain loads and
+    // stores do (no read-modify-write on the hot path).
+    promise(promise &&o) noexcept : m_future(o.m_future.load(std::memory_order_relaxed)) {
+        o.m_future.store(nullptr, std::memory_order_relaxed);
+    }
     promise &operator=(promise &&o) noexcept {
         if (this != &o) {
             drop_now();
-            m_future.store(o.m_future.exchange(nullptr, std::memory_order_relaxed), std::memory_order_relaxed);
+            m_future.store(o.m_future.load(std::memory_order_relaxed), std::memory_order_relaxed);
+            o.m_future.store(nullptr, std::memory_order_relaxed);
         }
         return *this;
     }
@@ -315,7 +320,11 @@ public:
     explicit operator bool() const noexcept { return m_future.load(std::memory_order_relaxed) != nullptr; }
 
 private:
-    future<T> *claim() noexcept { return m_future.exchange(nullptr, std::memory_order_acq_rel); }
+    // The first setter wins: one exchange, skipped when already empty.
+    future<T> *claim() noexcept {
+        if (!m_future.load(std::memory_order_relaxed)) return nullptr;
+        return m_future.exchange(nullptr, std::memory_order_acq_rel);
+    }
     static suspend_point<bool> finish(future<T> *f) noexcept {
         suspend_point<bool> sp(true);
         sp << f->resolve();  // f may be gone after this: the waiter owns it

@@ -45,7 +45,7 @@ public:
         if (o.empty()) return;
         if (empty()) {
             m_first = std::exchange(o.m_first, {});
-            m_more = std::move(o.m_more);
+            if (!o.m_more.empty()) m_more = std::move(o.m_more);
             return;
         }
         m_more.push_back(std::exchange(o.m_first, {}));
@@ -67,6 +67,7 @@ public:
     void flush() noexcept {
         if (!m_first) return;
         auto first = std::exchange(m_first, {});
+        if (m_more.empty()) return coro_queue::resume(first);
         auto more = std::move(m_more);
         m_more.clear();
         coro_queue::resume(first, more.data(), more.size());
