@@ -1,0 +1,161 @@
+// mutex: a lock for coroutines. `co_await mx.lock()` suspends the coroutine
+// (not the thread) while another owner holds the lock and returns an
+// `ownership`; destroying it or calling release() unlocks. Waiters get the
+// lock in the order they asked (FIFO handoff: the unlocking owner hands it to
+// the oldest waiter, the lock never goes free in between).
+//
+// The lock state and the waiter queue are the core's cot_mutex (two words
+// embedded here, no heap); the waiting awaiter itself is the queue node.
+#ifndef COCLS_MUTEX_H_INCLUDED
+#define COCLS_MUTEX_H_INCLUDED
+
+#include <cassert>
+#include <coroutine>
+#include <utility>
+
+#include "awaiter.h"
+#include "coro_queue.h"
+#include "detail/core.h"
+#include "detail/tsan.h"
+#include "suspend_point.h"
+
+namespace cocls {
+
+class mutex_awaiter;
+
+class mutex {
+public:
+    /// Holds the lock. Movable, not copyable; unlocks when destroyed (the new
+    /// owner then runs by the thread's mode: queued in coro mode, at once in
+    /// normal mode).
+    class ownership {
+    public:
+        /// Holds nothing.
+        ownership() noexcept = default;
+        /// `mutex::ownership own = mx.lock();` blocks the thread until locked.
+        ownership(mutex_awaiter &&awt);
+        ownership(const ownership &) = delete;
+        ownership &operator=(const ownership &) = delete;
+        ownership(ownership &&o) noexcept : m_mx(std::exchange(o.m_mx, nullptr)) {}
+        /// Releases what this held first (discarding the suspend point).
+        ownership &operator=(ownership &&o) noexcept {
+            if (this != &o) {
+                release();
+                m_mx = std::exchange(o.m_mx, nullptr);
+            }
+            return *this;
+        }
+        ~ownership() {
+            if (!m_mx) return;
+            // The suspend point is made only if someone waited (no cost otherwise).
+            if (awaiter *next = std::exchange(m_mx, nullptr)->unlock()) [[unlikely]]
+                next->resume();
+        }
+
+        /// Unlocks. The oldest waiter (if any) owns the mutex now; it is in
+        /// the returned suspend point: `co_await` it to switch to the new
+        /// owner at once (the caller is queued behind it, on this thread), or
+        /// discard it (coro mode: the new owner is queued and runs when the
+        /// caller suspends or ends; normal mode: it runs now, on this thread).
+        /// A thread blocked in lock().wait() is woken instead. Releasing an
+        /// empty ownership does nothing.
+        suspend_point<void> release() noexcept {
+            mutex *mx = std::exchange(m_mx, nullptr);
+            if (!mx) return {};
+            awaiter *next = mx->unlock();
+            if (!next) return {};
+            return next->resume();
+        }
+
+        /// Does it hold the lock?
+        explicit operator bool() const noexcept { return m_mx != nullptr; }
+        bool operator!() const noexcept { return m_mx == nullptr; }
+
+    private:
+        friend class mutex;
+        friend class mutex_awaiter;
+        explicit ownership(mutex *mx) noexcept : m_mx(mx) {}
+
+        mutex *m_mx = nullptr;
+    };
+
+    mutex() noexcept = default;
+    mutex(const mutex &) = delete;
+    mutex &operator=(const mutex &) = delete;
+    /// Must not be locked (asserted in debug builds).
+    ~mutex() { assert(!cot_mutex_is_locked(&m_state) && "cocls: destroying a locked mutex"); }
+
+    /// `co_await mx.lock()` -> ownership: continues at once if the mutex is
+    /// free, else suspends; the owner that unlocks resumes it (by that
+    /// thread's mode, on that thread). `mx.lock().wait()` blocks the thread
+    /// instead.
+    mutex_awaiter lock() noexcept;
+
+    /// Locks if free, never waits (any thread, any mode). The ownership
+    /// tests false if the mutex was locked.
+    ownership try_lock() noexcept {
+        if (!cot_mutex_try_lock(&m_state)) return ownership();
+        detail::tsan_acquire(this);
+        return ownership(this);
+    }
+
+private:
+    friend class mutex_awaiter;
+
+    // Unlocks: the new owner (the oldest waiter, to be resumed), or null.
+    awaiter *unlock() noexcept {
+        detail::tsan_release(this);
+        void *next = cot_mutex_unlock(&m_state);
+        if (next) detail::tsan_acquire(next);  // what the waiter did before it queued
+        return static_cast<awaiter *>(next);
+    }
+
+    cot_mutex m_state{};
+};
+
+/// The awaiter of mutex::lock(). While it waits it is the node of the core's
+/// queue (awaiter::_next is the link).
+class [[nodiscard]] mutex_awaiter : public awaiter {
+public:
+    explicit mutex_awaiter(mutex &mx) noexcept : m_mx(mx) {}
+    mutex_awaiter(const mutex_awaiter &) = delete;
+    mutex_awaiter &operator=(const mutex_awaiter &) = delete;
+
+    bool await_ready() noexcept { return cot_mutex_try_lock(&m_mx.m_state); }
+    std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) noexcept {
+        cot_mutex *state = &m_mx.m_state;
+        set_handle(h);
+        awaiter *node = this;
+        detail::tsan_release(node);
+        // Queued: from here on the unlocking owner may resume us on its thread.
+        if (cot_mutex_lock(state, node)) return h;
+        return coro_queue::next();
+    }
+    mutex::ownership await_resume() noexcept {
+        detail::tsan_acquire(&m_mx);
+        return mutex::ownership(&m_mx);
+    }
+
+    /// Blocks the thread until it owns the mutex (normal mode).
+    mutex::ownership wait() {
+        if (!cot_mutex_try_lock(&m_mx.m_state)) {
+            cot_mutex *state = &m_mx.m_state;
+            sync_awaiter w;
+            awaiter *node = &w;
+            detail::tsan_release(node);
+            if (!cot_mutex_lock(state, node)) w.wait_sync();
+        }
+        return await_resume();
+    }
+
+private:
+    mutex &m_mx;
+};
+
+inline mutex_awaiter mutex::lock() noexcept { return mutex_awaiter(*this); }
+
+inline mutex::ownership::ownership(mutex_awaiter &&awt) : ownership(awt.wait()) {}
+
+}  // namespace cocls
+
+#endif
