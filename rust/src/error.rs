@@ -76,6 +76,8 @@ errors! {
     EaiService = -3010, "COT_EAI_SERVICE", "service not available for socket type";
     /// The operation was canceled.
     Canceled = -125, "COT_ECANCELED", "operation canceled";
+    /// A wait ended because its time limit passed.
+    TimedOut = -110, "COT_ETIMEDOUT", "timed out";
 }
 
 impl Error {
@@ -122,9 +124,11 @@ mod tests {
         assert_eq!(Error::Io.code(), -libc::EIO);
         assert_eq!(Error::Srch.code(), -libc::ESRCH);
         assert_eq!(Error::Child.code(), -libc::ECHILD);
+        assert_eq!(Error::TimedOut.code(), -libc::ETIMEDOUT);
         assert_eq!(Error::EaiNoname.code(), -3008, "as libuv's UV_EAI_NONAME");
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::EBADF)), Error::BadF);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC)), Error::Io);
+        assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ETIMEDOUT)), Error::TimedOut);
         for e in Error::ALL {
             assert_eq!(Error::from_code(e.code()), Some(*e));
             assert!(e.name().starts_with("COT_E"));

@@ -6,8 +6,11 @@
 //! - [`sched`]: the scheduler: ready queue, signal queues, combined signals,
 //!   postponed queue.
 //! - [`reactor`]: the event loop (timers, fd readiness, wakeups), on a scheduler.
+//! - [`sync`]: synchronization building blocks for the faces: awaiter chains,
+//!   a FIFO-handoff mutex, the per-thread resume queue, parking.
 //! - [`time`]: clocks and the timer heap.
-//! - `util`: small building blocks (a pointer hasher, the OS clock).
+//! - `util`: small building blocks (a pointer hasher, the OS clock, futexes,
+//!   intrusive node chains).
 //!
 //! Tasks are opaque to the core: it keeps a node per task with a user value,
 //! and the face (Lua, C++, C) decides what resuming a task means.
@@ -22,6 +25,8 @@ pub mod op;
 pub mod reactor;
 /// cbindgen:ignore
 pub mod sched;
+/// cbindgen:ignore
+pub mod sync;
 /// cbindgen:ignore
 pub mod time;
 mod util;

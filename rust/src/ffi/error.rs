@@ -15,6 +15,8 @@ pub const COT_EBUSY: c_int = -16;
 pub const COT_ENOMEM: c_int = -12;
 /// Operation canceled.
 pub const COT_ECANCELED: c_int = -125;
+/// Timed out: a wait's time limit passed (`cot_park`).
+pub const COT_ETIMEDOUT: c_int = -110;
 /// Operation not permitted (e.g. polling a regular file).
 pub const COT_EPERM: c_int = -1;
 /// Bad file descriptor.
@@ -72,6 +74,7 @@ mod tests {
         assert_eq!(COT_EBUSY, Error::Busy.code());
         assert_eq!(COT_ENOMEM, Error::NoMem.code());
         assert_eq!(COT_ECANCELED, Error::Canceled.code());
+        assert_eq!(COT_ETIMEDOUT, Error::TimedOut.code());
         assert_eq!(COT_EPERM, Error::Perm.code());
         assert_eq!(COT_EBADF, Error::BadF.code());
         assert_eq!(COT_EEXIST, Error::Exist.code());
@@ -87,7 +90,7 @@ mod tests {
         ] {
             assert_eq!(c, e.code());
         }
-        assert_eq!(Error::ALL.len(), 15, "a new error needs its COT_E* constant");
+        assert_eq!(Error::ALL.len(), 16, "a new error needs its COT_E* constant");
     }
 
     #[test]
@@ -96,6 +99,8 @@ mod tests {
         let s = |p: *const c_char| unsafe { CStr::from_ptr(p) }.to_str().unwrap();
         assert_eq!(s(cot_err_name(COT_EBUSY)), "COT_EBUSY");
         assert_eq!(s(cot_strerror(COT_EINVAL)), "invalid argument");
+        assert_eq!(s(cot_strerror(COT_ETIMEDOUT)), "timed out");
+        assert_eq!(s(cot_err_name(COT_ETIMEDOUT)), "COT_ETIMEDOUT");
         assert_eq!(s(cot_strerror(0)), "success");
         assert_eq!(s(cot_strerror(-9999)), "unknown error");
         assert_eq!(s(cot_err_name(12345)), "UNKNOWN");

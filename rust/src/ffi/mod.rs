@@ -6,20 +6,25 @@
 //! failure; a failed call changes nothing and never runs a callback.
 //! Objects are single-threaded unless a function says otherwise.
 //!
-//! The unsafe code of this layer is the pointer handling in `guard`; each
-//! exported function states its caller's duties under `# Safety`.
+//! The unsafe code of this layer is the pointer handling in `guard` and the
+//! views of C memory (chains, mutexes, parked words); each exported function
+//! states its caller's duties under `# Safety`.
 
 #![allow(non_camel_case_types)]
 
 mod async_;
+mod chain;
 mod error;
 mod fs;
 mod guard;
 mod loop_;
 mod loop_task;
+mod mutex;
 mod op;
 mod os_signal;
+mod park;
 mod poll;
+mod resume_queue;
 mod sched;
 mod signal;
 mod task;
@@ -28,13 +33,17 @@ mod version;
 mod work;
 
 pub use async_::*;
+pub use chain::*;
 pub use error::*;
 pub use fs::*;
 pub use loop_::*;
 pub use loop_task::*;
+pub use mutex::*;
 pub use op::*;
 pub use os_signal::*;
+pub use park::*;
 pub use poll::*;
+pub use resume_queue::*;
 pub use sched::*;
 pub use signal::*;
 pub use task::*;

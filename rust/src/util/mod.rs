@@ -1,6 +1,8 @@
-//! Small building blocks: a pointer hasher, a generational slab, the OS clock
-//! (the one unsafe call here).
+//! Small building blocks: a pointer hasher, a generational slab, the OS clock,
+//! futexes, and intrusive chains of C-owned nodes (the unsafe parts of `sync`).
 
+pub(crate) mod chain;
+pub(crate) mod futex;
 pub(crate) mod hash;
 pub(crate) mod os;
 pub(crate) mod slab;

@@ -1,0 +1,22 @@
+//! Synchronization building blocks for the faces (the C++ coroutine library
+//! first), usable from C as well. No unsafe code here: the raw node and word
+//! handling is in `util::chain`, the futex calls in `util::futex`.
+//!
+//! - `chain`: lock-free chains of awaiters (Treiber stacks in one word, taken
+//!   whole and returned oldest first), optionally closed by a marker.
+//! - `mutex`: a lock-free mutex with strict FIFO handoff, two words, no heap:
+//!   `state` is NULL (unlocked), the mutex's own address (locked) or a stack
+//!   of requests above that marker; the owner moves requests into the private
+//!   FIFO `queue` when it needs the next owner.
+//! - [`resume_queue`]: the per-thread queue of coroutines to resume ("coro
+//!   mode"), a thread-local, no locking.
+//! - [`park`]: blocking waits on a 32-bit word (futexes).
+//!
+//! Thread rules: chains, the mutex and parking are safe from any thread; the
+//! resume queue is per thread by construction.
+#![deny(unsafe_code)]
+
+pub(crate) mod chain;
+pub(crate) mod mutex;
+pub mod park;
+pub mod resume_queue;
