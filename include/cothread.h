@@ -259,6 +259,13 @@ struct stat;
 typedef struct cot_loop cot_loop;
 
 /**
+ * A thread pool (opaque). Made by `cot_pool_new`, freed by `cot_pool_free`.
+ * Every `cot_pool_*` function is safe from any thread, pool threads
+ * included.
+ */
+typedef struct cot_pool cot_pool;
+
+/**
  * A scheduler (opaque). Made by `cot_sched_new`, freed by `cot_sched_free`.
  */
 typedef struct cot_sched cot_sched;
@@ -384,6 +391,13 @@ typedef void (*cot_child_cb)(struct cot_loop *loop,
  * or write reports them.
  */
 typedef void (*cot_poll_cb)(struct cot_loop *loop, cot_handle poll, int events, void *data);
+
+/**
+ * A job of a pool: `status` is 0 when it runs on a pool thread, or
+ * `COT_ECANCELED` when `cot_pool_stop` cancelled it before it started (then
+ * it runs on the thread that called `cot_pool_stop`, to free `data`).
+ */
+typedef void (*cot_pool_fn)(void *data, int status);
 
 /**
  * A task handle: a plain value, never 0, valid until `cot_task_free`. The
@@ -1142,6 +1156,80 @@ int cot_poll_start(struct cot_loop *loop, cot_handle poll, int events, cot_poll_
 int cot_poll_stop(struct cot_loop *loop, cot_handle poll);
 
 /**
+ * Creates a pool of `threads` threads (0: the number of cores). Its threads
+ * start lazily, one per job submitted while none is idle. Returns NULL on
+ * failure. Free it with `cot_pool_free`.
+ */
+struct cot_pool *cot_pool_new(unsigned int threads);
+
+/**
+ * Queues `fn(data, 0)` to run on a thread of the pool; jobs start in
+ * submission order. Safe from any thread, pool threads included. Returns 0,
+ * `COT_ECANCELED` if the pool is stopped (`fn` is not called), `COT_ENOMEM`
+ * if no thread could be started (`fn` is not called), `COT_EINVAL` for NULL
+ * `p` or `fn`. A job cancelled by `cot_pool_stop` is called once with
+ * `COT_ECANCELED` instead.
+ *
+ * # Safety
+ * `p` is NULL or a live pool; `fn(data, status)` may run on another thread,
+ * concurrently with the caller.
+ */
+int cot_pool_submit(struct cot_pool *p, cot_pool_fn fn, void *data);
+
+/**
+ * Whether jobs of the pool wait to start (false for NULL). A snapshot.
+ *
+ * # Safety
+ * `p` is NULL or a live pool.
+ */
+bool cot_pool_any_enqueued(const struct cot_pool *p);
+
+/**
+ * Whether the calling thread is one of the pool's threads (false for NULL).
+ *
+ * # Safety
+ * `p` is NULL or a live pool.
+ */
+bool cot_pool_is_current(const struct cot_pool *p);
+
+/**
+ * The number of threads the pool runs at most (0 for NULL).
+ *
+ * # Safety
+ * `p` is NULL or a live pool.
+ */
+unsigned int cot_pool_size(const struct cot_pool *p);
+
+/**
+ * Stops the pool: refuses new jobs (`COT_ECANCELED`), calls each queued job
+ * that has not started with `COT_ECANCELED`, in order, on the calling
+ * thread, waits for the running jobs and joins the threads. Called from a
+ * job (one of the pool's threads), it does the same except joining its own
+ * thread, which ends once that job returns. Work requests of loops sharing
+ * the pool (`cot_loop_set_pool`) that were queued, or come later, complete
+ * with `COT_ECANCELED` on their loop. A second call cancels nothing more; it
+ * waits for the threads again unless made from a pool thread. Returns 0 or
+ * `COT_EINVAL` for NULL.
+ *
+ * # Safety
+ * `p` is NULL or a live pool.
+ */
+int cot_pool_stop(struct cot_pool *p);
+
+/**
+ * Stops the pool as `cot_pool_stop` does, then frees `p`. Loops given the
+ * pool with `cot_loop_set_pool` keep the pool's state alive themselves (it
+ * is reference counted), so freeing `p` while they use it is safe: it is
+ * released when the last of them is closed, and their work requests get
+ * `COT_ECANCELED` from then on. May be called from one of the pool's jobs
+ * (its thread ends once the job returns). NULL is ignored.
+ *
+ * # Safety
+ * `p` is NULL or a live pool, not used by anyone after this call.
+ */
+void cot_pool_free(struct cot_pool *p);
+
+/**
  * Enters "coro mode" on the calling thread: returns true if the thread was
  * not in it (the caller now drains the resume queue and calls
  * `cot_resume_queue_leave`), false if it already was (push instead of
@@ -1545,6 +1633,24 @@ const char *cot_version_string(void);
  * `loop` is NULL or a live loop.
  */
 int cot_loop_set_pool_size(struct cot_loop *loop, unsigned int threads);
+
+/**
+ * Makes the loop run its work requests on `pool`, a pool made by
+ * `cot_pool_new` that other loops and plain jobs may share, instead of a
+ * pool of its own. Only before the loop's first `cot_work_submit` (or any
+ * function that submits work): `COT_EBUSY` after, or if a pool was set
+ * already (`cot_loop_set_pool_size` too). `COT_EINVAL` for NULL.
+ *
+ * The loop takes its own reference to the pool's state: `cot_pool_free(pool)`
+ * while the loop uses it is safe (the state lives until the loop is closed
+ * too). Once the pool is stopped (`cot_pool_stop` or `cot_pool_free`), the
+ * loop's queued and later work requests complete, on the loop, with
+ * `COT_ECANCELED`; running ones complete normally.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `pool` is NULL or a live pool.
+ */
+int cot_loop_set_pool(struct cot_loop *loop, struct cot_pool *pool);
 
 /**
  * Runs `work(data)` on a thread of the loop's pool (started at the first

@@ -5,6 +5,7 @@ use std::os::raw::{c_int, c_uint};
 
 use super::guard::{status, write_out};
 use super::loop_::{cot_loop, lend, with_loop};
+use super::pool::cot_pool;
 use crate::error::{Error, Result};
 use crate::reactor::{Pool, Request};
 
@@ -57,6 +58,30 @@ pub unsafe extern "C" fn cot_loop_set_pool_size(r#loop: *mut cot_loop, threads: 
     }
     // SAFETY: forwarded caller contract.
     status(unsafe { with_loop(r#loop, |l| l.set_pool(Pool::new(threads as usize))) })
+}
+
+/// Makes the loop run its work requests on `pool`, a pool made by
+/// `cot_pool_new` that other loops and plain jobs may share, instead of a
+/// pool of its own. Only before the loop's first `cot_work_submit` (or any
+/// function that submits work): `COT_EBUSY` after, or if a pool was set
+/// already (`cot_loop_set_pool_size` too). `COT_EINVAL` for NULL.
+///
+/// The loop takes its own reference to the pool's state: `cot_pool_free(pool)`
+/// while the loop uses it is safe (the state lives until the loop is closed
+/// too). Once the pool is stopped (`cot_pool_stop` or `cot_pool_free`), the
+/// loop's queued and later work requests complete, on the loop, with
+/// `COT_ECANCELED`; running ones complete normally.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `pool` is NULL or a live pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_set_pool(r#loop: *mut cot_loop, pool: *mut cot_pool) -> c_int {
+    // SAFETY: NULL or a live pool (the caller's contract); only its reference
+    // count is touched.
+    let Some(pool) = (unsafe { pool.as_ref() }) else { return Error::Inval.code() };
+    let shared = pool.pool.clone();
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_loop(r#loop, |l| l.set_pool(shared)) })
 }
 
 /// Runs `work(data)` on a thread of the loop's pool (started at the first

@@ -52,11 +52,12 @@ pub(crate) use async_::Inbox;
 use handle::{Kind, Slot};
 use sys::Fd;
 
+pub use crate::sync::Pool;
 pub use async_::AsyncSender;
 pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
-pub use pool::{After, Pool, Request, Work};
+pub use pool::{After, Request, Work};
 pub use signal::SignalCallback;
 pub use sys::Exit;
 pub use task::{Outcome, TaskCallback, Wake};

@@ -1,16 +1,19 @@
-//! The thread pool for blocking work, and work requests of a loop.
+//! Work requests of a loop, on a thread pool ([`crate::sync::Pool`], its own
+//! or one shared with other loops and plain jobs).
 //!
 //! A loop submits a job; a pool thread runs it, then queues its completion in
 //! the loop's inbox (waking the loop), and the loop runs the request's `after`
 //! callback. A job not yet started can be cancelled: its `after` callback
 //! still runs, once, with `Error::Canceled`, from the loop (never inside
-//! `work_cancel`). The pool starts its threads lazily, at the first job.
+//! `work_cancel`). So does the `after` of a job the pool cancelled or refused
+//! because it was stopped. The pool starts its threads lazily, at the first
+//! job.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::Arc;
 
-use super::{Loop, async_::Inbox};
+use super::Loop;
 use crate::error::{Error, Result};
+use crate::sync::{Job, Pool};
 use crate::util::slab::Key;
 
 /// Work to run on a pool thread.
@@ -34,106 +37,10 @@ impl Request {
     }
 }
 
-struct Job {
-    inbox: Arc<Inbox>,
-    id: u64,
-    work: Work,
-}
-
-#[derive(Default)]
-struct Queue {
-    jobs: VecDeque<Job>,
-    threads: usize,
-    idle: usize,
-    closed: bool,
-}
-
-/// What the pool's threads share.
-struct Shared {
-    queue: Mutex<Queue>,
-    ready: Condvar,
-    size: usize,
-}
-
-/// A pool of threads running jobs in submission order. Its threads end, once
-/// the queue is empty, when the last `Arc<Pool>` (a loop, or its creator) is
-/// dropped.
-pub struct Pool {
-    shared: Arc<Shared>,
-}
-
-impl Pool {
-    /// A pool of `size` threads (at least 1), started lazily.
-    pub fn new(size: usize) -> Arc<Pool> {
-        let shared = Shared { queue: Mutex::new(Queue::default()), ready: Condvar::new(), size: size.max(1) };
-        Arc::new(Pool { shared: Arc::new(shared) })
-    }
-
-    /// The number of threads it runs at most.
-    pub fn size(&self) -> usize {
-        self.shared.size
-    }
-
-    fn submit(&self, job: Job) {
-        let sh = &self.shared;
-        let mut q = sh.lock();
-        q.jobs.push_back(job);
-        if q.idle == 0 && q.threads < sh.size {
-            q.threads += 1;
-            let sh = sh.clone();
-            std::thread::Builder::new()
-                .name("cothread-pool".into())
-                .spawn(move || sh.work())
-                .expect("spawn a pool thread");
-        } else {
-            sh.ready.notify_one();
-        }
-    }
-
-    /// Takes the queued job `id` of `inbox` out, if it has not started.
-    fn cancel(&self, inbox: &Arc<Inbox>, id: u64) -> bool {
-        let mut q = self.shared.lock();
-        let at = q.jobs.iter().position(|j| j.id == id && Arc::ptr_eq(&j.inbox, inbox));
-        at.and_then(|i| q.jobs.remove(i)).is_some()
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        self.shared.lock().closed = true;
-        self.shared.ready.notify_all();
-    }
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Queue> {
-        // A panic while holding the lock leaves plain data behind: keep going.
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A pool thread: runs jobs until the pool is dropped and the queue empty.
-    fn work(self: Arc<Shared>) {
-        let mut q = self.lock();
-        loop {
-            if let Some(job) = q.jobs.pop_front() {
-                drop(q);
-                (job.work)();
-                job.inbox.complete(job.id, Ok(()));
-                q = self.lock();
-            } else if q.closed {
-                q.threads -= 1;
-                return;
-            } else {
-                q.idle += 1;
-                q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
-                q.idle -= 1;
-            }
-        }
-    }
-}
-
 pub(crate) struct Pending {
     after: Option<After>,
+    /// The job's ticket in the pool, for `work_cancel`.
+    ticket: Option<u64>,
 }
 
 impl Loop {
@@ -148,29 +55,41 @@ impl Loop {
     }
 
     fn pool(&mut self) -> &Arc<Pool> {
-        self.pool.get_or_insert_with(|| Pool::new(std::thread::available_parallelism().map_or(4, |n| n.get())))
+        self.pool.get_or_insert_with(|| Pool::new(Pool::default_size()))
     }
 
     /// Runs `work` on the pool, then `after` on the loop. The request keeps
-    /// the loop alive until `after` ran.
+    /// the loop alive until `after` ran. If the pool is stopped (a shared
+    /// pool, see [`Pool::stop`]), `after` runs with `Error::Canceled`.
     pub fn work_submit(&mut self, work: Work, after: After) -> Request {
-        let r = Request(self.requests.insert(Pending { after: Some(after) }));
+        let r = Request(self.requests.insert(Pending { after: Some(after), ticket: None }));
         self.active += 1;
-        let job = Job { inbox: self.inbox.clone(), id: r.to_raw(), work };
-        self.pool().submit(job);
+        let (inbox, id) = (self.inbox.clone(), r.to_raw());
+        let job: Job = Box::new(move |status| {
+            if status.is_ok() {
+                work();
+            }
+            inbox.complete(id, status);
+        });
+        match self.pool().submit(job) {
+            Ok(ticket) => {
+                if let Some(p) = self.requests.get_mut(r.0) {
+                    p.ticket = Some(ticket);
+                }
+            }
+            Err(refused) => (refused.job)(Err(refused.error)),
+        }
         r
     }
 
     /// Cancels a request whose work has not started: its `after` runs later
-    /// with `Error::Canceled`. `Error::Busy` once the work started,
-    /// `Error::Inval` for an unknown request.
+    /// with `Error::Canceled`. `Error::Busy` once the work started (or the
+    /// request was cancelled already), `Error::Inval` for an unknown request.
     pub fn work_cancel(&mut self, r: Request) -> Result<()> {
-        self.requests.get(r.0).ok_or(Error::Inval)?;
+        let ticket = self.requests.get(r.0).ok_or(Error::Inval)?.ticket;
         let pool = self.pool.clone().ok_or(Error::Inval)?;
-        if !pool.cancel(&self.inbox, r.to_raw()) {
-            return Err(Error::Busy);
-        }
-        self.inbox.complete(r.to_raw(), Err(Error::Canceled));
+        let job = ticket.and_then(|t| pool.cancel(t)).ok_or(Error::Busy)?;
+        job(Err(Error::Canceled));
         Ok(())
     }
 

@@ -309,6 +309,32 @@ fn work_runs_on_the_pool_and_after_on_the_loop() {
 }
 
 #[test]
+fn loops_share_a_pool_and_its_stop_cancels_their_work() {
+    let pool = Pool::new(1);
+    let (mut a, mut b) = (Loop::new().unwrap(), Loop::new().unwrap());
+    a.set_pool(pool.clone()).unwrap();
+    b.set_pool(pool.clone()).unwrap();
+    let out = Rc::new(RefCell::new(Vec::new()));
+    for (l, name) in [(&mut a, "a"), (&mut b, "b")] {
+        let o = out.clone();
+        l.work_submit(Box::new(|| {}), Box::new(move |_, _, s| o.borrow_mut().push((name, s))));
+    }
+    assert!(!a.run(RunMode::Default).unwrap());
+    assert!(!b.run(RunMode::Default).unwrap());
+    pool.stop();
+    drop(pool); // the loops keep it alive
+    let o = out.clone();
+    a.work_submit(
+        Box::new(|| panic!("a stopped pool runs nothing")),
+        Box::new(move |_, _, s| o.borrow_mut().push(("late", s))),
+    );
+    assert!(!a.run(RunMode::Default).unwrap());
+    assert_eq!(*out.borrow(), [("a", Ok(())), ("b", Ok(())), ("late", Err(Error::Canceled))]);
+    assert_eq!(a.check_close(), Ok(()));
+    assert_eq!(b.check_close(), Ok(()));
+}
+
+#[test]
 fn work_not_started_can_be_cancelled_and_still_calls_back_once() {
     let mut l = Loop::new().unwrap();
     l.set_pool(Pool::new(1)).unwrap();

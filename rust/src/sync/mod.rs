@@ -11,12 +11,17 @@
 //! - [`resume_queue`]: the per-thread queue of coroutines to resume ("coro
 //!   mode"), a thread-local, no locking.
 //! - [`park`]: blocking waits on a 32-bit word (futexes).
+//! - [`Pool`]: a thread pool running jobs in submission order, shared by loops
+//!   (their work requests) and plain jobs; stop cancels what has not started.
 //!
-//! Thread rules: chains, the mutex and parking are safe from any thread; the
-//! resume queue is per thread by construction.
+//! Thread rules: chains, the mutex, parking and the pool are safe from any
+//! thread; the resume queue is per thread by construction.
 #![deny(unsafe_code)]
 
 pub(crate) mod chain;
 pub(crate) mod mutex;
 pub mod park;
+mod pool;
 pub mod resume_queue;
+
+pub use pool::{Job, Pool, Rejected};

@@ -1,0 +1,269 @@
+//! `cot_pool`: a thread pool for plain jobs, which loops may share for their
+//! work requests (`cot_loop_set_pool`).
+
+use std::ffi::c_void;
+use std::os::raw::{c_int, c_uint};
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::sync::Pool;
+
+/// A thread pool (opaque). Made by `cot_pool_new`, freed by `cot_pool_free`.
+/// Every `cot_pool_*` function is safe from any thread, pool threads
+/// included.
+pub struct cot_pool {
+    pub(crate) pool: Arc<Pool>,
+}
+
+/// A job of a pool: `status` is 0 when it runs on a pool thread, or
+/// `COT_ECANCELED` when `cot_pool_stop` cancelled it before it started (then
+/// it runs on the thread that called `cot_pool_stop`, to free `data`).
+pub type cot_pool_fn = Option<unsafe extern "C" fn(data: *mut c_void, status: c_int)>;
+
+/// The user's job function and pointer, sent to a pool thread.
+struct SendJob(unsafe extern "C" fn(*mut c_void, c_int), *mut c_void);
+
+// SAFETY: the caller of `cot_pool_submit` promises that `job(data, status)`
+// may run on another thread (documented there); nothing else touches these.
+unsafe impl Send for SendJob {}
+
+/// The pool behind `p`.
+///
+/// # Safety
+/// `p` is NULL or a live pool.
+unsafe fn pool<'a>(p: *const cot_pool) -> Result<&'a Pool> {
+    // SAFETY: NULL or live (the caller's contract); only shared references
+    // are made, and `Pool` is thread-safe.
+    unsafe { p.as_ref() }.map(|p| &*p.pool).ok_or(Error::Inval)
+}
+
+/// Creates a pool of `threads` threads (0: the number of cores). Its threads
+/// start lazily, one per job submitted while none is idle. Returns NULL on
+/// failure. Free it with `cot_pool_free`.
+#[unsafe(no_mangle)]
+pub extern "C" fn cot_pool_new(threads: c_uint) -> *mut cot_pool {
+    let size = if threads == 0 { Pool::default_size() } else { threads as usize };
+    Box::into_raw(Box::new(cot_pool { pool: Pool::new(size) }))
+}
+
+/// Queues `fn(data, 0)` to run on a thread of the pool; jobs start in
+/// submission order. Safe from any thread, pool threads included. Returns 0,
+/// `COT_ECANCELED` if the pool is stopped (`fn` is not called), `COT_ENOMEM`
+/// if no thread could be started (`fn` is not called), `COT_EINVAL` for NULL
+/// `p` or `fn`. A job cancelled by `cot_pool_stop` is called once with
+/// `COT_ECANCELED` instead.
+///
+/// # Safety
+/// `p` is NULL or a live pool; `fn(data, status)` may run on another thread,
+/// concurrently with the caller.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_submit(p: *mut cot_pool, r#fn: cot_pool_fn, data: *mut c_void) -> c_int {
+    let Some(f) = r#fn else { return Error::Inval.code() };
+    // SAFETY: the caller's contract.
+    let pool = match unsafe { pool(p) } {
+        Ok(pool) => pool,
+        Err(e) => return e.code(),
+    };
+    let job = SendJob(f, data);
+    let run = Box::new(move |status: Result<()>| {
+        let job = job;
+        let code = status.err().map_or(0, Error::code);
+        // SAFETY: the submitter allowed `f(data, status)` on this thread.
+        unsafe { (job.0)(job.1, code) }
+    });
+    match pool.submit(run) {
+        Ok(_) => 0,
+        Err(refused) => refused.error.code(), // dropped uncalled
+    }
+}
+
+/// Whether jobs of the pool wait to start (false for NULL). A snapshot.
+///
+/// # Safety
+/// `p` is NULL or a live pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_any_enqueued(p: *const cot_pool) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { pool(p) }.is_ok_and(Pool::any_enqueued)
+}
+
+/// Whether the calling thread is one of the pool's threads (false for NULL).
+///
+/// # Safety
+/// `p` is NULL or a live pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_is_current(p: *const cot_pool) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { pool(p) }.is_ok_and(Pool::is_current)
+}
+
+/// The number of threads the pool runs at most (0 for NULL).
+///
+/// # Safety
+/// `p` is NULL or a live pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_size(p: *const cot_pool) -> c_uint {
+    // SAFETY: the caller's contract.
+    unsafe { pool(p) }.map_or(0, |p| p.size().min(c_uint::MAX as usize) as c_uint)
+}
+
+/// Stops the pool: refuses new jobs (`COT_ECANCELED`), calls each queued job
+/// that has not started with `COT_ECANCELED`, in order, on the calling
+/// thread, waits for the running jobs and joins the threads. Called from a
+/// job (one of the pool's threads), it does the same except joining its own
+/// thread, which ends once that job returns. Work requests of loops sharing
+/// the pool (`cot_loop_set_pool`) that were queued, or come later, complete
+/// with `COT_ECANCELED` on their loop. A second call cancels nothing more; it
+/// waits for the threads again unless made from a pool thread. Returns 0 or
+/// `COT_EINVAL` for NULL.
+///
+/// # Safety
+/// `p` is NULL or a live pool.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_stop(p: *mut cot_pool) -> c_int {
+    // SAFETY: the caller's contract.
+    match unsafe { pool(p) } {
+        Ok(pool) => {
+            pool.stop();
+            0
+        }
+        Err(e) => e.code(),
+    }
+}
+
+/// Stops the pool as `cot_pool_stop` does, then frees `p`. Loops given the
+/// pool with `cot_loop_set_pool` keep the pool's state alive themselves (it
+/// is reference counted), so freeing `p` while they use it is safe: it is
+/// released when the last of them is closed, and their work requests get
+/// `COT_ECANCELED` from then on. May be called from one of the pool's jobs
+/// (its thread ends once the job returns). NULL is ignored.
+///
+/// # Safety
+/// `p` is NULL or a live pool, not used by anyone after this call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_free(p: *mut cot_pool) {
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: a live pool, nobody else uses `p` now (the caller's contract).
+    let p = unsafe { Box::from_raw(p) };
+    p.pool.stop();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    static RAN: AtomicUsize = AtomicUsize::new(0);
+
+    unsafe extern "C" fn count(data: *mut c_void, status: c_int) {
+        assert_eq!(status, 0);
+        // SAFETY: the pool the test passed, alive while jobs run.
+        assert!(unsafe { cot_pool_is_current(data.cast()) });
+        RAN.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn jobs_from_several_threads_run_on_the_pool() {
+        let p = cot_pool_new(2);
+        let addr = p as usize;
+        // SAFETY: (every call) `p` is live until freed at the end.
+        unsafe {
+            assert_eq!(cot_pool_size(p), 2);
+            assert!(!cot_pool_is_current(p));
+            std::thread::scope(|s| {
+                for _ in 0..4 {
+                    s.spawn(move || {
+                        let p = addr as *mut cot_pool;
+                        for _ in 0..100 {
+                            assert_eq!(cot_pool_submit(p, Some(count), p.cast()), 0);
+                        }
+                    });
+                }
+            });
+            while RAN.load(Ordering::Relaxed) < 400 {
+                std::thread::yield_now();
+            }
+            assert!(!cot_pool_any_enqueued(p));
+            cot_pool_free(p);
+            let d = cot_pool_new(0);
+            assert_eq!(cot_pool_size(d) as usize, Pool::default_size());
+            cot_pool_free(d);
+        }
+    }
+
+    static STARTED: AtomicBool = AtomicBool::new(false);
+    static RELEASE: AtomicBool = AtomicBool::new(false);
+    static LOG: Mutex<Vec<(usize, c_int)>> = Mutex::new(Vec::new());
+
+    unsafe extern "C" fn blocker(_: *mut c_void, status: c_int) {
+        assert_eq!(status, 0);
+        STARTED.store(true, Ordering::Release);
+        while !RELEASE.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+    }
+
+    unsafe extern "C" fn logged(data: *mut c_void, status: c_int) {
+        LOG.lock().unwrap().push((data as usize, status));
+    }
+
+    #[test]
+    fn stop_cancels_queued_jobs_and_refuses_new_ones() {
+        let p = cot_pool_new(1);
+        // SAFETY: (every call) `p` is live until freed.
+        unsafe {
+            assert_eq!(cot_pool_submit(p, Some(blocker), std::ptr::null_mut()), 0);
+            while !STARTED.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
+            for i in 1..=3 {
+                assert_eq!(cot_pool_submit(p, Some(logged), i as *mut c_void), 0);
+            }
+            assert!(cot_pool_any_enqueued(p));
+            let addr = p as usize;
+            let stopper = std::thread::spawn(move || cot_pool_stop(addr as *mut cot_pool));
+            while cot_pool_any_enqueued(p) {
+                std::thread::yield_now();
+            }
+            RELEASE.store(true, Ordering::Release);
+            assert_eq!(stopper.join().unwrap(), 0);
+            let ecanceled = Error::Canceled.code();
+            assert_eq!(*LOG.lock().unwrap(), [(1, ecanceled), (2, ecanceled), (3, ecanceled)]);
+            assert_eq!(cot_pool_submit(p, Some(logged), 9 as *mut c_void), ecanceled);
+            assert_eq!(cot_pool_stop(p), 0, "idempotent");
+            assert_eq!(LOG.lock().unwrap().len(), 3);
+            cot_pool_free(p);
+            let inval = Error::Inval.code();
+            assert_eq!(cot_pool_submit(std::ptr::null_mut(), Some(logged), std::ptr::null_mut()), inval);
+            let q = cot_pool_new(1);
+            assert_eq!(cot_pool_submit(q, None, std::ptr::null_mut()), inval);
+            cot_pool_free(q);
+            assert_eq!(cot_pool_stop(std::ptr::null_mut()), inval);
+            assert!(!cot_pool_any_enqueued(std::ptr::null()));
+            assert!(!cot_pool_is_current(std::ptr::null()));
+            assert_eq!(cot_pool_size(std::ptr::null()), 0);
+            cot_pool_free(std::ptr::null_mut());
+        }
+    }
+
+    static FREED_FROM_JOB: AtomicBool = AtomicBool::new(false);
+
+    unsafe extern "C" fn free_own_pool(data: *mut c_void, _: c_int) {
+        // SAFETY: the pool made by the test, used by nobody else now.
+        unsafe { cot_pool_free(data.cast()) };
+        FREED_FROM_JOB.store(true, Ordering::Release);
+    }
+
+    #[test]
+    fn a_job_may_free_its_own_pool() {
+        let p = cot_pool_new(2);
+        // SAFETY: `p` is live; the job frees it.
+        assert_eq!(unsafe { cot_pool_submit(p, Some(free_own_pool), p.cast()) }, 0);
+        while !FREED_FROM_JOB.load(Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+    }
+}
