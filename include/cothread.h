@@ -271,6 +271,15 @@ typedef struct cot_pool cot_pool;
 typedef struct cot_sched cot_sched;
 
 /**
+ * A thread-safe timer service (opaque): entries with a deadline, an
+ * identifier and a user pointer, added and cancelled from any thread, and
+ * threads waiting for the next one to fall due. Made by `cot_timers_new`,
+ * freed by `cot_timers_free`. Every `cot_timers_*` function is safe from any
+ * thread.
+ */
+typedef struct cot_timers cot_timers;
+
+/**
  * A handle of a loop (timer, poll, async): a plain value, never 0, valid until
  * its close callback ran. A closed or unknown handle, or one of another type
  * than the function expects, is refused with `COT_EINVAL`.
@@ -1610,6 +1619,94 @@ int cot_timer_again(struct cot_loop *loop, cot_handle timer);
  * `loop` is NULL or a live loop.
  */
 int cot_timer_set_repeat(struct cot_loop *loop, cot_handle timer, uint64_t repeat);
+
+/**
+ * The current time of `CLOCK_MONOTONIC` in nanoseconds: the clock of every
+ * time in this API (on Linux, the clock of C++'s `std::chrono::steady_clock`
+ * too). Safe from any thread.
+ */
+uint64_t cot_monotonic_ns(void);
+
+/**
+ * Creates an empty timer service. Returns NULL on failure.
+ */
+struct cot_timers *cot_timers_new(void);
+
+/**
+ * Frees the timer service. Returns 0, `COT_EBUSY` (freeing nothing) while
+ * entries remain (cancel or wait them out first) or a thread waits in
+ * `cot_timers_wait`, `COT_EINVAL` for NULL.
+ *
+ * # Safety
+ * `t` is NULL or live; on success nobody uses it any more.
+ */
+int cot_timers_free(struct cot_timers *t);
+
+/**
+ * Adds an entry due at `deadline_ns` (`CLOCK_MONOTONIC` ns, see
+ * `cot_monotonic_ns`; a past deadline is due at once) carrying `data`, which
+ * `cot_timers_wait` or `cot_timers_cancel` returns. `ident` (may be NULL:
+ * then not cancellable) lets `cot_timers_cancel` find it; several entries
+ * may share one. Wakes a thread waiting in `cot_timers_wait` if the entry is
+ * now the earliest. Returns 0, or `COT_EINVAL` for NULL `t` or `data`.
+ * O(log n).
+ *
+ * # Safety
+ * `t` is NULL or live.
+ */
+int cot_timers_add(struct cot_timers *t, uint64_t deadline_ns, const void *ident, void *data);
+
+/**
+ * Removes the entry with identifier `ident` that is due first (of those due
+ * together, the first added) and returns its `data`; NULL if there is none
+ * (or `ident` or `t` is NULL). Call it in a loop to cancel every entry of an
+ * identifier. O(log n).
+ *
+ * # Safety
+ * `t` is NULL or live.
+ */
+void *cot_timers_cancel(struct cot_timers *t, const void *ident);
+
+/**
+ * Blocks until an entry is due, removes it and returns its `data`; entries
+ * due together come out in the order they were added. Returns NULL instead
+ * when `cot_timers_interrupt` was called (consuming that interrupt; a
+ * pending interrupt goes before due entries) or once the clock passes
+ * `until_ns` (`CLOCK_MONOTONIC` ns; 0: never block, just take a due entry
+ * if any; `UINT64_MAX`: no limit), and for NULL `t`. Several threads may
+ * wait at once; each entry is returned to one of them.
+ *
+ * # Safety
+ * `t` is NULL or live, and not freed while threads wait.
+ */
+void *cot_timers_wait(struct cot_timers *t, uint64_t until_ns);
+
+/**
+ * Makes the current `cot_timers_wait` (or, if no thread waits, the next one)
+ * return NULL, once; interrupts not yet consumed do not add up. Returns 0 or
+ * `COT_EINVAL` for NULL.
+ *
+ * # Safety
+ * `t` is NULL or live.
+ */
+int cot_timers_interrupt(struct cot_timers *t);
+
+/**
+ * The earliest deadline of the entries (`CLOCK_MONOTONIC` ns), `UINT64_MAX`
+ * if there is none or `t` is NULL.
+ *
+ * # Safety
+ * `t` is NULL or live.
+ */
+uint64_t cot_timers_next(struct cot_timers *t);
+
+/**
+ * The number of entries (0 for NULL).
+ *
+ * # Safety
+ * `t` is NULL or live.
+ */
+size_t cot_timers_len(struct cot_timers *t);
 
 /**
  * The version of the library at run time, as

@@ -8,7 +8,7 @@
 //! - [`reactor`]: the event loop (timers, fd readiness, wakeups), on a scheduler.
 //! - [`sync`]: synchronization building blocks for the faces: awaiter chains,
 //!   a FIFO-handoff mutex, the per-thread resume queue, parking, the thread
-//!   pool.
+//!   pool and a thread-safe timer service.
 //! - [`time`]: clocks and the timer heap.
 //! - `util`: small building blocks (a pointer hasher, the OS clock, futexes,
 //!   intrusive node chains).

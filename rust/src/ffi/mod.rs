@@ -30,6 +30,7 @@ mod sched;
 mod signal;
 mod task;
 mod timer;
+mod timers;
 mod version;
 mod work;
 
@@ -50,5 +51,6 @@ pub use sched::*;
 pub use signal::*;
 pub use task::*;
 pub use timer::*;
+pub use timers::*;
 pub use version::*;
 pub use work::*;

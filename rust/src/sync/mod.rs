@@ -13,9 +13,11 @@
 //! - [`park`]: blocking waits on a 32-bit word (futexes).
 //! - [`Pool`]: a thread pool running jobs in submission order, shared by loops
 //!   (their work requests) and plain jobs; stop cancels what has not started.
+//! - [`Timers`]: a thread-safe timer service (Mutex + Condvar over the timer
+//!   heap of `time`), entries cancellable by an identifier in O(log n).
 //!
-//! Thread rules: chains, the mutex, parking and the pool are safe from any
-//! thread; the resume queue is per thread by construction.
+//! Thread rules: chains, the mutex, parking, the pool and the timers are safe
+//! from any thread; the resume queue is per thread by construction.
 #![deny(unsafe_code)]
 
 pub(crate) mod chain;
@@ -23,5 +25,7 @@ pub(crate) mod mutex;
 pub mod park;
 mod pool;
 pub mod resume_queue;
+mod timers;
 
 pub use pool::{Job, Pool, Rejected};
+pub use timers::Timers;

@@ -18,6 +18,16 @@ impl Key {
         (self.0 >> 32) as u32
     }
 
+    /// Slot index and generation, e.g. for a timer heap entry.
+    pub fn parts(self) -> (u32, u32) {
+        (self.index() as u32, self.generation())
+    }
+
+    /// The key of `parts`.
+    pub fn from_parts(index: u32, generation: u32) -> Key {
+        Key::new(index, generation)
+    }
+
     /// The packed value (never 0).
     pub fn to_raw(self) -> u64 {
         self.0
