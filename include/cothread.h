@@ -266,6 +266,15 @@ typedef struct cot_loop cot_loop;
 typedef struct cot_pool cot_pool;
 
 /**
+ * A thread's resume queue and coro-mode flag (opaque). Each thread has one;
+ * `cot_resume_queue_current` gives its address, valid until the thread
+ * exits. Only its own thread may use it: no locking, no allocation until
+ * the first push. Items still queued when the thread exits are dropped,
+ * never resumed.
+ */
+typedef struct cot_resume_queue cot_resume_queue;
+
+/**
  * A scheduler (opaque). Made by `cot_sched_new`, freed by `cot_sched_free`.
  */
 typedef struct cot_sched cot_sched;
@@ -1239,50 +1248,74 @@ int cot_pool_stop(struct cot_pool *p);
 void cot_pool_free(struct cot_pool *p);
 
 /**
- * Enters "coro mode" on the calling thread: returns true if the thread was
- * not in it (the caller now drains the resume queue and calls
- * `cot_resume_queue_leave`), false if it already was (push instead of
- * resuming). The mode and the queue are per thread: these functions only
- * ever touch the calling thread's. O(1), no locking, no allocation.
+ * The calling thread's resume queue. Call it once per thread and keep the
+ * pointer: every other function takes it, so no thread-local lookup is
+ * repeated. Valid until the thread exits; NULL while the thread exits.
  */
-bool cot_resume_queue_enter(void);
+struct cot_resume_queue *cot_resume_queue_current(void);
 
 /**
- * Leaves coro mode on the calling thread. Items stay queued.
+ * Enters coro mode: returns true if the thread was not in it (the caller
+ * now drains the queue and calls `cot_resume_queue_leave`), false if it
+ * already was (push instead of resuming), false for NULL. O(1).
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
  */
-void cot_resume_queue_leave(void);
+bool cot_resume_queue_enter(struct cot_resume_queue *q);
 
 /**
- * Whether the calling thread is in coro mode.
+ * Leaves coro mode. Items stay queued. NULL is ignored.
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
  */
-bool cot_resume_queue_active(void);
+void cot_resume_queue_leave(struct cot_resume_queue *q);
+
+/**
+ * Whether the thread of `q` is in coro mode (false for NULL).
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
+ */
+bool cot_resume_queue_active(struct cot_resume_queue *q);
 
 /**
  * Appends `item` (an opaque pointer, e.g. a C++ coroutine handle's address)
- * at the tail of the calling thread's resume queue. Returns 0, or
- * `COT_EINVAL` for NULL (and while the thread exits). The queue allocates
- * at its first push; items still queued when the thread exits are dropped,
- * never resumed. Amortised O(1).
+ * at the tail. Returns 0, or `COT_EINVAL` for a NULL queue or item.
+ * Amortised O(1); the queue allocates at its first push.
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
  */
-int cot_resume_queue_push(void *item);
+int cot_resume_queue_push(struct cot_resume_queue *q, void *item);
 
 /**
- * Takes the head of the calling thread's resume queue out; NULL if empty.
+ * Takes the head out; NULL if the queue is empty (or NULL).
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
  */
-void *cot_resume_queue_pop(void);
+void *cot_resume_queue_pop(struct cot_resume_queue *q);
 
 /**
- * Pushes `item` (unless NULL) at the tail of the calling thread's resume
- * queue, then takes the head out and returns it: `item` itself if the queue
- * was empty, NULL if both were. One call for a cooperative pause: resume
- * what it returns.
+ * Pushes `item` (unless NULL) at the tail, then takes the head out and
+ * returns it: `item` itself if the queue was empty, NULL if both were (or
+ * for a NULL queue). One call for a cooperative pause: resume what it
+ * returns.
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
  */
-void *cot_resume_queue_yield(void *item);
+void *cot_resume_queue_yield(struct cot_resume_queue *q, void *item);
 
 /**
- * The number of items in the calling thread's resume queue.
+ * The number of items queued (0 for NULL).
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue.
  */
-size_t cot_resume_queue_len(void);
+size_t cot_resume_queue_len(struct cot_resume_queue *q);
 
 /**
  * Creates a scheduler on the monotonic clock (`CLOCK_MONOTONIC`, in

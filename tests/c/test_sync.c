@@ -93,38 +93,49 @@ static void test_chain_threads(void) {
 static int items[5];
 
 static void *resume_queue_thread(void *arg) {
-    (void)arg;
-    CHECK(!cot_resume_queue_active()); /* per thread */
-    CHECK(cot_resume_queue_len() == 0);
-    CHECK(cot_resume_queue_enter());
-    CHECK_EQ(cot_resume_queue_push(&items[4]), 0); /* dropped at thread exit */
+    cot_resume_queue *mine = cot_resume_queue_current();
+    CHECK(mine != NULL && mine != (cot_resume_queue *)arg); /* one queue per thread */
+    CHECK(!cot_resume_queue_active(mine));
+    CHECK(cot_resume_queue_len(mine) == 0);
+    CHECK(cot_resume_queue_enter(mine));
+    CHECK_EQ(cot_resume_queue_push(mine, &items[4]), 0); /* dropped at thread exit */
     return NULL;
 }
 
 static void test_resume_queue(void) {
-    CHECK(!cot_resume_queue_active());
-    CHECK(cot_resume_queue_enter());
-    CHECK(cot_resume_queue_active());
-    CHECK(!cot_resume_queue_enter()); /* already in coro mode */
-    CHECK(cot_resume_queue_pop() == NULL);
-    CHECK(cot_resume_queue_yield(&items[0]) == &items[0]); /* empty: itself */
-    CHECK(cot_resume_queue_yield(NULL) == NULL);
-    CHECK_EQ(cot_resume_queue_push(NULL), COT_EINVAL);
-    for (int i = 0; i < 3; i++) CHECK_EQ(cot_resume_queue_push(&items[i]), 0);
-    CHECK(cot_resume_queue_len() == 3);
+    cot_resume_queue *q = cot_resume_queue_current();
+    CHECK(q != NULL && q == cot_resume_queue_current());
+    CHECK(!cot_resume_queue_active(q));
+    CHECK(cot_resume_queue_enter(q));
+    CHECK(cot_resume_queue_active(q));
+    CHECK(!cot_resume_queue_enter(q)); /* already in coro mode */
+    CHECK(cot_resume_queue_pop(q) == NULL);
+    CHECK(cot_resume_queue_yield(q, &items[0]) == &items[0]); /* empty: itself */
+    CHECK(cot_resume_queue_yield(q, NULL) == NULL);
+    CHECK_EQ(cot_resume_queue_push(q, NULL), COT_EINVAL);
+    CHECK_EQ(cot_resume_queue_push(NULL, &items[0]), COT_EINVAL);
+    for (int i = 0; i < 3; i++) CHECK_EQ(cot_resume_queue_push(q, &items[i]), 0);
+    CHECK(cot_resume_queue_len(q) == 3);
 
     pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, resume_queue_thread, NULL), 0);
+    CHECK_EQ(pthread_create(&th, NULL, resume_queue_thread, q), 0);
     CHECK_EQ(pthread_join(th, NULL), 0);
-    CHECK(cot_resume_queue_len() == 3); /* untouched by the other thread */
+    CHECK(cot_resume_queue_len(q) == 3); /* untouched by the other thread */
 
-    CHECK(cot_resume_queue_yield(&items[3]) == &items[0]);
-    CHECK(cot_resume_queue_yield(NULL) == &items[1]);
-    CHECK(cot_resume_queue_pop() == &items[2]);
-    CHECK(cot_resume_queue_pop() == &items[3]);
-    CHECK(cot_resume_queue_pop() == NULL);
-    cot_resume_queue_leave();
-    CHECK(!cot_resume_queue_active());
+    CHECK(cot_resume_queue_yield(q, &items[3]) == &items[0]);
+    CHECK(cot_resume_queue_yield(q, NULL) == &items[1]);
+    CHECK(cot_resume_queue_pop(q) == &items[2]);
+    CHECK(cot_resume_queue_pop(q) == &items[3]);
+    CHECK(cot_resume_queue_pop(q) == NULL);
+    cot_resume_queue_leave(q);
+    CHECK(!cot_resume_queue_active(q));
+    /* NULL queue: refused, harmless */
+    CHECK(!cot_resume_queue_enter(NULL));
+    CHECK(!cot_resume_queue_active(NULL));
+    CHECK(cot_resume_queue_pop(NULL) == NULL);
+    CHECK(cot_resume_queue_yield(NULL, &items[0]) == NULL);
+    CHECK(cot_resume_queue_len(NULL) == 0);
+    cot_resume_queue_leave(NULL);
 }
 
 /* ---- parking ----------------------------------------------------------- */

@@ -6,6 +6,7 @@
 
 #include <coroutine>
 #include <cstddef>
+#include <utility>
 
 #include "detail/core.h"
 
@@ -18,8 +19,9 @@ public:
     /// meanwhile, in order, and returns to normal mode. In coro mode (called
     /// from a coroutine) `h` is queued and runs when the current one suspends.
     static void resume(std::coroutine_handle<> h) noexcept {
-        if (!cot_resume_queue_enter()) {
-            cot_resume_queue_push(h.address());
+        cot_resume_queue *q = here();
+        if (!cot_resume_queue_enter(q)) {
+            cot_resume_queue_push(q, h.address());
             return;
         }
         h.resume();
@@ -27,12 +29,12 @@ public:
     }
 
     /// Is the calling thread in coro mode (a cocls coroutine is running on it)?
-    static bool is_active() noexcept { return cot_resume_queue_active(); }
+    static bool is_active() noexcept { return cot_resume_queue_active(here()); }
 
     /// The coroutine to switch to when the current one suspends: the head of
     /// the queue, or std::noop_coroutine() (back to whoever resumed it).
     static std::coroutine_handle<> next() noexcept {
-        void *n = cot_resume_queue_pop();
+        void *n = cot_resume_queue_pop(here());
         return n ? std::coroutine_handle<>::from_address(n) : std::noop_coroutine();
     }
 
@@ -40,23 +42,52 @@ public:
     /// normal mode they all run here, before anything they queue.
     static void resume(std::coroutine_handle<> first, const std::coroutine_handle<> *rest,
                        std::size_t n) noexcept {
-        bool entered = cot_resume_queue_enter();
-        if (!entered) cot_resume_queue_push(first.address());
-        for (std::size_t i = 0; i < n; i++) cot_resume_queue_push(rest[i].address());
+        cot_resume_queue *q = here();
+        bool entered = cot_resume_queue_enter(q);
+        if (!entered) cot_resume_queue_push(q, first.address());
+        for (std::size_t i = 0; i < n; i++) cot_resume_queue_push(q, rest[i].address());
         if (entered) {
             first.resume();
             drain();
         }
     }
 
+    /// This thread's queue in the core, looked up once per thread (the core's
+    /// thread-local lookup costs as much as a queue operation).
+    static cot_resume_queue *here() noexcept {
+        constinit static thread_local cot_resume_queue *t_queue = nullptr;
+        if (!t_queue) [[unlikely]]
+            t_queue = cot_resume_queue_current();
+        return t_queue;
+    }
+
     /// Number of coroutines queued on this thread.
-    static std::size_t size() noexcept { return cot_resume_queue_len(); }
+    static std::size_t size() noexcept { return cot_resume_queue_len(here()); }
+
+    /// Calls `fn(args...)` in coro mode and returns its result. In normal
+    /// mode the thread enters coro mode for the call; the coroutines resumed
+    /// meanwhile are queued and run, in order, after `fn` returns (or throws)
+    /// and before this does; then the thread is back in normal mode. Already
+    /// in coro mode, `fn` is just called (COCLS would nest a second queue; the
+    /// thread has one, so what `fn` resumes runs when the current coroutine
+    /// suspends).
+    template <typename Fn, typename... Args>
+    static decltype(auto) install_queue_and_call(Fn &&fn, Args &&...args) {
+        struct leave_guard {
+            bool entered;
+            ~leave_guard() {
+                if (entered) drain();
+            }
+        } guard{cot_resume_queue_enter(here())};
+        return std::forward<Fn>(fn)(std::forward<Args>(args)...);
+    }
 
 private:
     // Runs what is queued until the queue is empty, then leaves coro mode.
     static void drain() noexcept {
-        while (void *n = cot_resume_queue_pop()) std::coroutine_handle<>::from_address(n).resume();
-        cot_resume_queue_leave();
+        cot_resume_queue *q = here();
+        while (void *n = cot_resume_queue_pop(q)) std::coroutine_handle<>::from_address(n).resume();
+        cot_resume_queue_leave(q);
     }
 };
 
@@ -66,7 +97,7 @@ class [[nodiscard]] pause_awaiter {
 public:
     bool await_ready() const noexcept { return false; }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const noexcept {
-        return std::coroutine_handle<>::from_address(cot_resume_queue_yield(h.address()));
+        return std::coroutine_handle<>::from_address(cot_resume_queue_yield(coro_queue::here(), h.address()));
     }
     void await_resume() const noexcept {}
 };

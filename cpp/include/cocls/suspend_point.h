@@ -6,6 +6,7 @@
 #define COCLS_SUSPEND_POINT_H_INCLUDED
 
 #include <coroutine>
+#include <memory>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -17,8 +18,12 @@ namespace cocls {
 namespace detail {
 
 /// The coroutines a call made ready, in the order they became ready. The
-/// first is kept inline: one ready coroutine (the common case) costs no heap.
+/// first is kept inline and the rest in a vector made only when needed: one
+/// ready coroutine (the common case) costs no heap, and moving a set is two
+/// pointer copies.
 class ready_set {
+    using more_t = std::vector<std::coroutine_handle<>>;
+
 public:
     ready_set() = default;
     explicit ready_set(std::coroutine_handle<> h) noexcept : m_first(h) {}
@@ -38,27 +43,29 @@ public:
     void add(std::coroutine_handle<> h) {
         if (!h) return;
         if (!m_first) m_first = h;
-        else m_more.push_back(h);
+        else more().push_back(h);
     }
 
     void add(ready_set &&o) {
         if (o.empty()) return;
         if (empty()) {
             m_first = std::exchange(o.m_first, {});
-            if (!o.m_more.empty()) m_more = std::move(o.m_more);
+            m_more = std::move(o.m_more);
             return;
         }
-        m_more.push_back(std::exchange(o.m_first, {}));
-        m_more.insert(m_more.end(), o.m_more.begin(), o.m_more.end());
-        o.m_more.clear();
+        more().push_back(std::exchange(o.m_first, {}));
+        if (o.m_more) {
+            m_more->insert(m_more->end(), o.m_more->begin(), o.m_more->end());
+            o.m_more.reset();
+        }
     }
 
     /// Takes the first ready coroutine out (null if none).
     std::coroutine_handle<> pop() noexcept {
         auto h = std::exchange(m_first, {});
-        if (!m_more.empty()) {
-            m_first = m_more.front();
-            m_more.erase(m_more.begin());
+        if (m_more && !m_more->empty()) {
+            m_first = m_more->front();
+            m_more->erase(m_more->begin());
         }
         return h;
     }
@@ -67,10 +74,9 @@ public:
     void flush() noexcept {
         if (!m_first) return;
         auto first = std::exchange(m_first, {});
-        if (m_more.empty()) return coro_queue::resume(first);
+        if (!m_more) return coro_queue::resume(first);
         auto more = std::move(m_more);
-        m_more.clear();
-        coro_queue::resume(first, more.data(), more.size());
+        coro_queue::resume(first, more->data(), more->size());
     }
 
     /// For `co_await`: queues the others, then `me`, and returns the first to
@@ -81,15 +87,23 @@ public:
             flush();
             return me;
         }
-        for (auto h : m_more) cot_resume_queue_push(h.address());
-        m_more.clear();
-        cot_resume_queue_push(me.address());
+        cot_resume_queue *q = coro_queue::here();
+        if (m_more) {
+            for (auto h : *m_more) cot_resume_queue_push(q, h.address());
+            m_more.reset();
+        }
+        cot_resume_queue_push(q, me.address());
         return std::exchange(m_first, {});
     }
 
 private:
+    more_t &more() {
+        if (!m_more) m_more = std::make_unique<more_t>();
+        return *m_more;
+    }
+
     std::coroutine_handle<> m_first;
-    std::vector<std::coroutine_handle<>> m_more;
+    std::unique_ptr<more_t> m_more;
 };
 
 struct no_value {};

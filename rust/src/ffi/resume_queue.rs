@@ -1,65 +1,122 @@
-//! The per-thread resume queue ("coro mode").
+//! `cot_resume_queue`: the per-thread resume queue ("coro mode").
 
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use crate::error::Error;
-use crate::sync::resume_queue as rq;
+use crate::sync::resume_queue::{self as rq, ResumeQueue};
 
-/// Enters "coro mode" on the calling thread: returns true if the thread was
-/// not in it (the caller now drains the resume queue and calls
-/// `cot_resume_queue_leave`), false if it already was (push instead of
-/// resuming). The mode and the queue are per thread: these functions only
-/// ever touch the calling thread's. O(1), no locking, no allocation.
-#[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_enter() -> bool {
-    rq::enter()
+/// A thread's resume queue and coro-mode flag (opaque). Each thread has one;
+/// `cot_resume_queue_current` gives its address, valid until the thread
+/// exits. Only its own thread may use it: no locking, no allocation until
+/// the first push. Items still queued when the thread exits are dropped,
+/// never resumed.
+pub struct cot_resume_queue {
+    _private: [u8; 0],
 }
 
-/// Leaves coro mode on the calling thread. Items stay queued.
-#[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_leave() {
-    rq::leave()
+/// The queue behind `q`.
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue, from `cot_resume_queue_current`.
+unsafe fn queue<'a>(q: *mut cot_resume_queue) -> Option<&'a ResumeQueue> {
+    // SAFETY: a queue pointer is a `ResumeQueue` address (see
+    // `cot_resume_queue_current`) that lives as long as its thread, and only
+    // that thread uses it (the caller's contract); shared references only.
+    unsafe { (q as *const ResumeQueue).as_ref() }
 }
 
-/// Whether the calling thread is in coro mode.
+/// The calling thread's resume queue. Call it once per thread and keep the
+/// pointer: every other function takes it, so no thread-local lookup is
+/// repeated. Valid until the thread exits; NULL while the thread exits.
 #[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_active() -> bool {
-    rq::active()
+pub extern "C" fn cot_resume_queue_current() -> *mut cot_resume_queue {
+    rq::current().map_or(std::ptr::null_mut(), |q| q as *mut cot_resume_queue)
+}
+
+/// Enters coro mode: returns true if the thread was not in it (the caller
+/// now drains the queue and calls `cot_resume_queue_leave`), false if it
+/// already was (push instead of resuming), false for NULL. O(1).
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_resume_queue_enter(q: *mut cot_resume_queue) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { queue(q) }.is_some_and(ResumeQueue::enter)
+}
+
+/// Leaves coro mode. Items stay queued. NULL is ignored.
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_resume_queue_leave(q: *mut cot_resume_queue) {
+    // SAFETY: the caller's contract.
+    if let Some(q) = unsafe { queue(q) } {
+        q.leave()
+    }
+}
+
+/// Whether the thread of `q` is in coro mode (false for NULL).
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_resume_queue_active(q: *mut cot_resume_queue) -> bool {
+    // SAFETY: the caller's contract.
+    unsafe { queue(q) }.is_some_and(ResumeQueue::active)
 }
 
 /// Appends `item` (an opaque pointer, e.g. a C++ coroutine handle's address)
-/// at the tail of the calling thread's resume queue. Returns 0, or
-/// `COT_EINVAL` for NULL (and while the thread exits). The queue allocates
-/// at its first push; items still queued when the thread exits are dropped,
-/// never resumed. Amortised O(1).
+/// at the tail. Returns 0, or `COT_EINVAL` for a NULL queue or item.
+/// Amortised O(1); the queue allocates at its first push.
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_push(item: *mut c_void) -> c_int {
-    if item.is_null() || !rq::push(item) {
-        return Error::Inval.code();
+pub unsafe extern "C" fn cot_resume_queue_push(q: *mut cot_resume_queue, item: *mut c_void) -> c_int {
+    // SAFETY: the caller's contract.
+    match unsafe { queue(q) } {
+        Some(q) if !item.is_null() => {
+            q.push(item);
+            0
+        }
+        _ => Error::Inval.code(),
     }
-    0
 }
 
-/// Takes the head of the calling thread's resume queue out; NULL if empty.
+/// Takes the head out; NULL if the queue is empty (or NULL).
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_pop() -> *mut c_void {
-    rq::pop().unwrap_or(std::ptr::null_mut())
+pub unsafe extern "C" fn cot_resume_queue_pop(q: *mut cot_resume_queue) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe { queue(q) }.and_then(ResumeQueue::pop).unwrap_or(std::ptr::null_mut())
 }
 
-/// Pushes `item` (unless NULL) at the tail of the calling thread's resume
-/// queue, then takes the head out and returns it: `item` itself if the queue
-/// was empty, NULL if both were. One call for a cooperative pause: resume
-/// what it returns.
+/// Pushes `item` (unless NULL) at the tail, then takes the head out and
+/// returns it: `item` itself if the queue was empty, NULL if both were (or
+/// for a NULL queue). One call for a cooperative pause: resume what it
+/// returns.
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_yield(item: *mut c_void) -> *mut c_void {
-    rq::yield_now(item).unwrap_or(std::ptr::null_mut())
+pub unsafe extern "C" fn cot_resume_queue_yield(q: *mut cot_resume_queue, item: *mut c_void) -> *mut c_void {
+    // SAFETY: the caller's contract.
+    unsafe { queue(q) }.and_then(|q| q.yield_now(item)).unwrap_or(std::ptr::null_mut())
 }
 
-/// The number of items in the calling thread's resume queue.
+/// The number of items queued (0 for NULL).
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
-pub extern "C" fn cot_resume_queue_len() -> usize {
-    rq::len()
+pub unsafe extern "C" fn cot_resume_queue_len(q: *mut cot_resume_queue) -> usize {
+    // SAFETY: the caller's contract.
+    unsafe { queue(q) }.map_or(0, ResumeQueue::len)
 }
 
 #[cfg(test)]
@@ -70,21 +127,31 @@ mod tests {
     fn the_c_functions_drive_this_threads_queue() {
         std::thread::spawn(|| {
             let p = |n: usize| n as *mut c_void;
-            assert!(!cot_resume_queue_active());
-            assert!(cot_resume_queue_enter());
-            assert!(!cot_resume_queue_enter());
-            assert_eq!(cot_resume_queue_push(std::ptr::null_mut()), Error::Inval.code());
-            assert_eq!(cot_resume_queue_push(p(1)), 0);
-            assert_eq!(cot_resume_queue_push(p(2)), 0);
-            assert_eq!(cot_resume_queue_len(), 2);
-            assert_eq!(cot_resume_queue_yield(p(3)), p(1));
-            assert_eq!(cot_resume_queue_pop(), p(2));
-            assert_eq!(cot_resume_queue_pop(), p(3));
-            assert!(cot_resume_queue_pop().is_null());
-            assert_eq!(cot_resume_queue_yield(p(4)), p(4));
-            assert!(cot_resume_queue_yield(std::ptr::null_mut()).is_null());
-            cot_resume_queue_leave();
-            assert!(!cot_resume_queue_active());
+            let q = cot_resume_queue_current();
+            assert!(!q.is_null());
+            assert_eq!(q, cot_resume_queue_current(), "one queue per thread");
+            // SAFETY: q is this thread's queue; NULL is allowed.
+            unsafe {
+                assert!(!cot_resume_queue_active(q));
+                assert!(cot_resume_queue_enter(q));
+                assert!(!cot_resume_queue_enter(q));
+                assert_eq!(cot_resume_queue_push(q, std::ptr::null_mut()), Error::Inval.code());
+                assert_eq!(cot_resume_queue_push(std::ptr::null_mut(), p(1)), Error::Inval.code());
+                assert_eq!(cot_resume_queue_push(q, p(1)), 0);
+                assert_eq!(cot_resume_queue_push(q, p(2)), 0);
+                assert_eq!(cot_resume_queue_len(q), 2);
+                assert_eq!(cot_resume_queue_yield(q, p(3)), p(1));
+                assert_eq!(cot_resume_queue_pop(q), p(2));
+                assert_eq!(cot_resume_queue_pop(q), p(3));
+                assert!(cot_resume_queue_pop(q).is_null());
+                assert_eq!(cot_resume_queue_yield(q, p(4)), p(4));
+                assert!(cot_resume_queue_yield(q, std::ptr::null_mut()).is_null());
+                cot_resume_queue_leave(q);
+                assert!(!cot_resume_queue_active(q));
+                assert!(!cot_resume_queue_enter(std::ptr::null_mut()));
+                assert!(cot_resume_queue_pop(std::ptr::null_mut()).is_null());
+                assert_eq!(cot_resume_queue_len(std::ptr::null_mut()), 0);
+            }
         })
         .join()
         .unwrap();

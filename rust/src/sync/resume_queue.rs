@@ -4,84 +4,101 @@
 //! A thread enters coro mode when it starts resuming coroutines (`enter`
 //! returns true for the outermost caller, which then drains the queue and
 //! leaves); code running inside pushes the coroutines it would resume, and a
-//! cooperative pause is one [`yield_now`]. Items are opaque pointers (C++
-//! coroutine handle addresses); the queue never looks at them.
+//! cooperative pause is one [`ResumeQueue::yield_now`]. Items are opaque
+//! pointers (C++ coroutine handle addresses); the queue never looks at them.
 //!
-//! Everything is thread-local, with no locking: `const`-initialised, it
-//! allocates nothing until the first push. Items still queued when the thread
-//! exits are dropped (never resumed). Leaving coro mode keeps the queue.
+//! Each thread has one queue, a `const`-initialised thread-local that
+//! allocates nothing until the first push. [`current`] hands out its address
+//! once, so that a face can keep it and skip the thread-local lookup on every
+//! operation (from a shared library that lookup is a `__tls_get_addr` call,
+//! as costly as the operation). The queue dies with its thread: items still
+//! queued are dropped, never resumed. Leaving coro mode keeps the queue.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::ffi::c_void;
 
+/// One thread's queue and mode. Not `Sync`: only its thread touches it.
+pub struct ResumeQueue {
+    active: Cell<bool>,
+    items: RefCell<VecDeque<*mut c_void>>,
+}
+
 thread_local! {
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
-    static QUEUE: RefCell<VecDeque<*mut c_void>> = const { RefCell::new(VecDeque::new()) };
+    static CURRENT: ResumeQueue = const { ResumeQueue::new() };
 }
 
-/// Runs `f` on this thread's queue; `default` once the thread's locals are
-/// being destroyed.
-#[inline]
-fn with_queue<R>(default: R, f: impl FnOnce(&mut VecDeque<*mut c_void>) -> R) -> R {
-    // Nothing called while the queue is borrowed can reach it again.
-    QUEUE.try_with(|q| f(&mut q.borrow_mut())).unwrap_or(default)
+/// The calling thread's queue; `None` once its thread-locals are destroyed.
+/// The reference is valid until the thread exits.
+pub fn current() -> Option<*const ResumeQueue> {
+    CURRENT.try_with(|q| q as *const ResumeQueue).ok()
 }
 
-/// Enters coro mode: true if the thread was not in it (the caller now owns
-/// the mode and must [`leave`]), false if it was already.
-#[inline]
-pub fn enter() -> bool {
-    ACTIVE.try_with(|a| !a.replace(true)).unwrap_or(false)
-}
+impl ResumeQueue {
+    const fn new() -> ResumeQueue {
+        ResumeQueue { active: Cell::new(false), items: RefCell::new(VecDeque::new()) }
+    }
 
-/// Leaves coro mode (the queue keeps its items).
-#[inline]
-pub fn leave() {
-    let _ = ACTIVE.try_with(|a| a.set(false));
-}
+    /// Enters coro mode: true if the thread was not in it (the caller now owns
+    /// the mode and must [`leave`](Self::leave)), false if it was already.
+    #[inline]
+    pub fn enter(&self) -> bool {
+        !self.active.replace(true)
+    }
 
-/// Whether the thread is in coro mode.
-#[inline]
-pub fn active() -> bool {
-    ACTIVE.try_with(Cell::get).unwrap_or(false)
-}
+    /// Leaves coro mode (the queue keeps its items).
+    #[inline]
+    pub fn leave(&self) {
+        self.active.set(false)
+    }
 
-/// Appends `item` at the tail. False only while the thread exits.
-#[inline]
-pub fn push(item: *mut c_void) -> bool {
-    with_queue(false, |q| {
-        q.push_back(item);
-        true
-    })
-}
+    /// Whether the thread is in coro mode.
+    #[inline]
+    pub fn active(&self) -> bool {
+        self.active.get()
+    }
 
-/// Takes the head out.
-#[inline]
-pub fn pop() -> Option<*mut c_void> {
-    with_queue(None, VecDeque::pop_front)
-}
+    /// Appends `item` at the tail.
+    #[inline]
+    pub fn push(&self, item: *mut c_void) {
+        // Nothing called while the queue is borrowed can reach it again.
+        self.items.borrow_mut().push_back(item)
+    }
 
-/// Pushes `item` (unless NULL) at the tail, then takes the head: `item`
-/// itself if the queue was empty. One call for a cooperative pause.
-#[inline]
-pub fn yield_now(item: *mut c_void) -> Option<*mut c_void> {
-    let item = (!item.is_null()).then_some(item);
-    with_queue(item, |q| match q.pop_front() {
-        None => item,
-        Some(head) => {
-            if let Some(i) = item {
-                q.push_back(i);
+    /// Takes the head out.
+    #[inline]
+    pub fn pop(&self) -> Option<*mut c_void> {
+        self.items.borrow_mut().pop_front()
+    }
+
+    /// Pushes `item` (unless NULL) at the tail, then takes the head: `item`
+    /// itself if the queue was empty. One call for a cooperative pause.
+    #[inline]
+    pub fn yield_now(&self, item: *mut c_void) -> Option<*mut c_void> {
+        let item = (!item.is_null()).then_some(item);
+        let mut q = self.items.borrow_mut();
+        match q.pop_front() {
+            None => item,
+            Some(head) => {
+                if let Some(i) = item {
+                    q.push_back(i);
+                }
+                Some(head)
             }
-            Some(head)
         }
-    })
-}
+    }
 
-/// Items queued.
-#[inline]
-pub fn len() -> usize {
-    with_queue(0, |q| q.len())
+    /// Items queued.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.items.borrow().len()
+    }
+
+    /// Whether nothing is queued.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.items.borrow().is_empty()
+    }
 }
 
 #[cfg(test)]
@@ -92,19 +109,26 @@ mod tests {
         n as *mut c_void
     }
 
+    /// Runs `f` with this thread's queue.
+    fn here<R>(f: impl FnOnce(&ResumeQueue) -> R) -> R {
+        CURRENT.with(f)
+    }
+
     #[test]
     fn coro_mode_is_entered_once_per_thread() {
         std::thread::spawn(|| {
-            assert!(!active());
-            assert!(enter());
-            assert!(active());
-            assert!(!enter(), "already in coro mode");
-            let other = std::thread::spawn(|| (active(), enter())).join().unwrap();
-            assert_eq!(other, (false, true), "per thread");
-            leave();
-            assert!(!active());
-            assert!(enter());
-            leave();
+            here(|q| {
+                assert!(!q.active());
+                assert!(q.enter());
+                assert!(q.active());
+                assert!(!q.enter(), "already in coro mode");
+                let other = std::thread::spawn(|| here(|q| (q.active(), q.enter()))).join().unwrap();
+                assert_eq!(other, (false, true), "per thread");
+                q.leave();
+                assert!(!q.active());
+                assert!(q.enter());
+                q.leave();
+            })
         })
         .join()
         .unwrap();
@@ -113,39 +137,46 @@ mod tests {
     #[test]
     fn fifo_and_yield() {
         std::thread::spawn(|| {
-            assert_eq!(pop(), None);
-            assert_eq!(yield_now(p(9)), Some(p(9)), "an empty queue gives the item back");
-            assert_eq!(yield_now(std::ptr::null_mut()), None);
-            assert_eq!(len(), 0);
-            for i in 1..=3 {
-                assert!(push(p(i)));
-            }
-            assert_eq!(len(), 3);
-            assert_eq!(yield_now(p(4)), Some(p(1)));
-            assert_eq!(yield_now(std::ptr::null_mut()), Some(p(2)));
-            let rest: Vec<_> = std::iter::from_fn(pop).collect();
-            assert_eq!(rest, [p(3), p(4)]);
-            assert!(push(p(5)), "items left at exit are dropped");
+            here(|q| {
+                assert_eq!(q.pop(), None);
+                assert_eq!(q.yield_now(p(9)), Some(p(9)), "an empty queue gives the item back");
+                assert_eq!(q.yield_now(std::ptr::null_mut()), None);
+                assert!(q.is_empty());
+                for i in 1..=3 {
+                    q.push(p(i));
+                }
+                assert_eq!(q.len(), 3);
+                assert_eq!(q.yield_now(p(4)), Some(p(1)));
+                assert_eq!(q.yield_now(std::ptr::null_mut()), Some(p(2)));
+                let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+                assert_eq!(rest, [p(3), p(4)]);
+                q.push(p(5)); // items left at exit are dropped
+            })
         })
         .join()
         .unwrap();
     }
 
     #[test]
-    fn queues_are_per_thread() {
+    fn queues_are_per_thread_and_current_is_stable() {
         let threads: Vec<_> = (0..4)
             .map(|t| {
                 std::thread::spawn(move || {
-                    for i in 0..1000 {
-                        push(p(t * 10_000 + i));
-                    }
-                    let got: Vec<_> = std::iter::from_fn(pop).collect();
-                    assert_eq!(got, (0..1000).map(|i| p(t * 10_000 + i)).collect::<Vec<_>>());
+                    assert_eq!(current(), current());
+                    here(|q| {
+                        assert_eq!(current(), Some(q as *const ResumeQueue));
+                        for i in 0..1000 {
+                            q.push(p(t * 10_000 + i));
+                        }
+                        let got: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+                        assert_eq!(got, (0..1000).map(|i| p(t * 10_000 + i)).collect::<Vec<_>>());
+                    });
+                    current().map(|c| c as usize)
                 })
             })
             .collect();
         for t in threads {
-            t.join().unwrap();
+            assert!(t.join().unwrap().is_some());
         }
     }
 }
