@@ -96,16 +96,29 @@ public:
                                                       awaiter *skip = nullptr) noexcept {
         return resume_chain_lk(take(chain, &ready_state), skip);
     }
+    /// Same, adding the woken coroutines to `into` (one suspend point for a
+    /// whole resolution: no intermediate ones).
+    template <typename T>
+    static void resume_chain_set_ready(awaiter_collector &chain, suspend_point<T> &into,
+                                       awaiter &ready_state = disabled) noexcept {
+        resume_list(take(chain, &ready_state), into, nullptr);
+    }
     /// Wakes a list taken from a chain (oldest first), except `skip`.
     static suspend_point<void> resume_chain_lk(awaiter *list, awaiter *skip = nullptr) noexcept {
         suspend_point<void> ready;
+        resume_list(list, ready, skip);
+        return ready;
+    }
+    template <typename T>
+    static void resume_list(awaiter *list, suspend_point<T> &into, awaiter *skip) noexcept {
         while (list) {
             awaiter *a = list;
-            list = list->_next;
+            list = list->_next;  // read before waking: `a` may be gone after
             a->_next = nullptr;
-            if (a != skip) ready << a->resume();
+            if (a == skip) continue;
+            if (a->_kind == kind::coroutine) into << std::coroutine_handle<>::from_address(a->_context);
+            else into << a->resume();
         }
-        return ready;
     }
 
     /// The next awaiter in a chain; first member (the core links through it).

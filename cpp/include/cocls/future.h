@@ -22,6 +22,7 @@
 #include "awaiter.h"
 #include "exceptions.h"
 #include "suspend_point.h"
+#include "with_allocator.h"
 
 namespace cocls {
 
@@ -210,7 +211,7 @@ private:
         ::new (static_cast<void *>(std::addressof(m_exception))) std::exception_ptr(std::move(e));
         m_state = state::exception;
     }
-    suspend_point<void> resolve() noexcept { return awaiter::resume_chain_set_ready(m_chain, awaiter::disabled); }
+    void resolve(suspend_point<bool> &ready) noexcept { awaiter::resume_chain_set_ready(m_chain, ready); }
     void destroy() noexcept {
         if (m_state == state::value) std::destroy_at(std::addressof(m_value));
         else if (m_state == state::exception) std::destroy_at(std::addressof(m_exception));
@@ -327,7 +328,7 @@ private:
     }
     static suspend_point<bool> finish(future<T> *f) noexcept {
         suspend_point<bool> sp(true);
-        sp << f->resolve();  // f may be gone after this: the waiter owns it
+        f->resolve(sp);  // f may be gone after this: the waiter owns it
         return sp;
     }
     void drop_now() noexcept {
@@ -355,6 +356,52 @@ void discard(Fn &&fn) {
         },
         nullptr);
     if (!h->f.subscribe(h)) delete h;
+}
+
+/// A future on the heap that, once resolved, calls `fn(future<T> &)` and
+/// deletes itself (see make_promise).
+template <typename T, typename Fn>
+class future_with_cb : public future<T>, public awaiter {
+public:
+    template <typename F>
+    explicit future_with_cb(F &&fn) : m_fn(std::forward<F>(fn)) {
+        set_resume_fn(&on_resolved, nullptr);
+    }
+    /// Arms the future (once) and returns its promise.
+    promise<T> get_promise() {
+        promise<T> p = future<T>::get_promise();
+        future<T>::subscribe(static_cast<awaiter *>(this));
+        return p;
+    }
+    virtual ~future_with_cb() = default;
+
+private:
+    // Runs on the thread that resolves the promise, during the setting.
+    static suspend_point<void> on_resolved(awaiter *me, void *) noexcept {
+        auto *self = static_cast<future_with_cb *>(me);
+        self->m_fn(static_cast<future<T> &>(*self));
+        delete self;
+        return {};
+    }
+    Fn m_fn;
+};
+
+/// future_with_cb allocated by `Storage` (make_promise's second form).
+template <typename T, typename Storage, typename Fn>
+using future_with_cb_no_alloc = custom_allocator_base<Storage, future_with_cb<T, Fn>>;
+
+/// A promise whose future lives on the heap: setting (or dropping) it calls
+/// `fn(future<T> &)` on the setting thread, then frees the future. One
+/// allocation, for the future and `fn` together; an exception from `fn`
+/// terminates (it runs inside the noexcept setting).
+template <typename T, typename Fn>
+promise<T> make_promise(Fn &&fn) {
+    return (new future_with_cb<T, std::decay_t<Fn>>(std::forward<Fn>(fn)))->get_promise();
+}
+/// The same with the future allocated by `storage` (which must outlive it).
+template <typename T, typename Fn, typename Storage>
+promise<T> make_promise(Fn &&fn, Storage &storage) {
+    return (new (storage) future_with_cb_no_alloc<T, Storage, std::decay_t<Fn>>(std::forward<Fn>(fn)))->get_promise();
 }
 
 }  // namespace cocls
