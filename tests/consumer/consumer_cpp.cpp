@@ -1,9 +1,23 @@
-// A C++20 program using cothread::cpp: the C header must be usable from C++.
+// A C++20 program using cothread::cpp: the C header is usable from C++, and
+// the installed <cocls/*.h> headers run coroutines on the installed core.
+#include <cocls/async.h>
+#include <cocls/future.h>
 #include <cothread.h>
 
 #include <cstdio>
 
 static_assert(__cplusplus >= 202002L, "cothread::cpp must bring C++20");
+
+static cocls::async<int> twice(int v) { co_return 2 * v; }
+
+static cocls::future<int> sum_of_twice(int n) {
+    int sum = 0;
+    for (int i = 1; i <= n; i++) {
+        sum += co_await twice(i);
+        co_await cocls::pause();
+    }
+    co_return sum;
+}
 
 int main() {
     constexpr unsigned expected = (static_cast<unsigned>(COT_VERSION_MAJOR) << 16) |
@@ -11,6 +25,11 @@ int main() {
                                   static_cast<unsigned>(COT_VERSION_PATCH);
     if (cot_version() != expected) {
         std::fprintf(stderr, "cot_version() = %#x, expected %#x\n", cot_version(), expected);
+        return 1;
+    }
+    int sum = sum_of_twice(4).join();
+    if (sum != 20) {
+        std::fprintf(stderr, "sum_of_twice(4) = %d, expected 20\n", sum);
         return 1;
     }
     std::printf("cothread %s\n", cot_version_string());
