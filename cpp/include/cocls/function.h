@@ -155,9 +155,10 @@ public:
 
     ~function() { reset(); }
 
-    /// Calls the target (on the calling thread).
+    /// Calls the target (on the calling thread). Without one: throws
+    /// std::bad_function_call (a noexcept signature terminates).
     Ret operator()(Args... args) const noexcept(e) {
-        if (!m_ops) throw std::bad_function_call();
+        if (!m_ops) bad_call();
         return m_ops->call(m_space, std::forward<Args>(args)...);
     }
 
@@ -169,6 +170,8 @@ public:
 private:
     template <typename, std::size_t>
     friend class function;
+
+    [[noreturn]] static void bad_call() { throw std::bad_function_call(); }
 
     template <std::size_t sz>
     void take(function<T, sz> &other) {
