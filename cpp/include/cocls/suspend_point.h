@@ -126,6 +126,12 @@ public:
     /// One coroutine ready.
     suspend_point(std::coroutine_handle<> h) noexcept : m_ready(h) {}
     suspend_point(suspend_point &&) noexcept = default;
+    /// Takes the coroutines of a suspend point with a result (in COCLS a
+    /// suspend_point<T> is a suspend_point<void>: `return p(v);` from a
+    /// function returning suspend_point<void>).
+    template <typename U>
+        requires(std::is_void_v<T> && !std::is_void_v<U>)
+    suspend_point(suspend_point<U> &&other) noexcept : m_ready(std::move(other.m_ready)) {}
     /// Moving onto a suspend point first resumes what it held.
     suspend_point &operator=(suspend_point &&) noexcept = default;
 
