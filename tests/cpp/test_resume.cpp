@@ -122,6 +122,28 @@ static void policies_work_with_awaiters_foreign_to_cocls() {
     CHECK(on != std::thread::id());
 }
 
+static async<int> child_ending_on(future<int> &f) { co_return co_await f; }
+
+static async<bool> wrap_other_awaitables(future<int> &f, future<int> &g, std::thread::id &on) {
+    int v = co_await immediately(child_ending_on(f));  // an async's awaiter, held by value
+    bool has = co_await parallel(g.has_value());        // a prvalue awaiter, held by value
+    on = this_thread_id();
+    co_return v == 1 && has;
+}
+
+static void policies_wrap_coroutines_and_prvalue_awaiters() {
+    future<int> f, g;
+    auto pf = f.get_promise();
+    auto pg = g.get_promise();
+    std::thread::id on;
+    future<bool> r = wrap_other_awaitables(f, g, on).start();
+    pf(1);
+    CHECK(r.pending());  // now waiting for g
+    pg(2);
+    CHECK(r.wait());
+    CHECK(on != this_thread_id());
+}
+
 // Captures the handle as a plain awaiter does, without suspending.
 struct peek_handle {
     std::coroutine_handle<> h;
@@ -154,6 +176,7 @@ int main() {
     RUN(parallel_resume_moves_a_suspend_point_to_a_new_thread);
     RUN(immediately_resumes_inside_the_setter_even_in_coro_mode);
     RUN(policies_work_with_awaiters_foreign_to_cocls);
+    RUN(policies_wrap_coroutines_and_prvalue_awaiters);
     RUN(self_gives_the_own_handle_without_suspending);
     return 0;
 }
