@@ -126,6 +126,27 @@ static void a_with_allocator_coroutine_is_an_async() {
 
 static async<int> parked;  // a global: the frame escapes
 
+// COCLS's Reader: a member coroutine takes the storage after `this`.
+class reader {
+public:
+    future<int> read_next(int x) { return read_next_coro(m_storage, x); }
+    std::size_t capacity() const { return m_storage.capacity(); }
+
+private:
+    NOT_ELIDED with_allocator<reusable_storage, async<int>> read_next_coro(reusable_storage &, int x) {
+        co_return m_base + x;
+    }
+    reusable_storage m_storage;
+    int m_base = 100;
+};
+
+static void a_member_coroutine_takes_the_storage_after_this() {
+    reader r;
+    CHECK_EQ(r.read_next(1).wait(), 101);
+    CHECK(r.capacity() > 0);
+    CHECK_HEAP(heap_allocations_of([&] { CHECK_EQ(r.read_next(2).wait(), 102); }), 0);
+}
+
 static void frames_come_from_the_storage_and_go_back_to_it() {
     observed_storage s;
     void *frame = nullptr;
@@ -301,6 +322,7 @@ static void make_promise_can_take_its_future_from_a_storage() {
 int main() {
     RUN(a_with_allocator_coroutine_is_an_async);
     RUN(frames_come_from_the_storage_and_go_back_to_it);
+    RUN(a_member_coroutine_takes_the_storage_after_this);
     RUN(reusable_storage_reuses_one_buffer_without_the_heap);
     RUN(the_mtsafe_storage_sends_overlapping_frames_to_the_heap);
     RUN(the_mtsafe_storage_survives_threads);

@@ -44,8 +44,11 @@ public:
     }
     static void operator delete(void *ptr, std::size_t sz) noexcept { Allocator::dealloc(ptr, sz); }
 
-    /// A coroutine declared with_allocator must take the allocator first.
-    static void *operator new(std::size_t) = delete;
+private:
+    // A coroutine declared with_allocator must take the allocator first.
+    // Declared, private and never defined: a call without the allocator does
+    // not compile (clang 14 would take a deleted one for the global new).
+    static void *operator new(std::size_t);
 };
 
 /// The return type of a coroutine allocated by `Allocator`:
