@@ -124,12 +124,14 @@ public:
     future<T> start() { return future<T>(std::move(*this)); }
     future<T> operator()() { return start(); }
 
-    /// Starts it; its result sets `p` (which is left empty).
-    void start(promise<T> &p) { start(std::move(p)); }
-    void start(promise<T> &&p) {
+    /// Starts it; its result sets `p` (which is left empty). As detach(),
+    /// the returned suspend point runs it when discarded (at once in normal
+    /// mode, queued in coro mode) or switches to it when awaited.
+    suspend_point<void> start(promise<T> &p) { return start(std::move(p)); }
+    suspend_point<void> start(promise<T> &&p) {
         handle h = std::exchange(m_h, {});
         h.promise().m_target = std::move(p);
-        coro_queue::resume(h);
+        return std::coroutine_handle<>(h);
     }
 
     /// Starts it and blocks the thread until it finished; its result.

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "detail/core.h"
+#include "detail/tsan.h"
 #include "suspend_point.h"
 
 namespace cocls {
@@ -74,12 +75,18 @@ public:
     }
 
     /// Adds this awaiter to `chain` (any thread, lock-free).
-    void subscribe(awaiter_collector &chain) noexcept { cot_chain_push(slot(chain), this, nullptr); }
+    void subscribe(awaiter_collector &chain) noexcept {
+        detail::tsan_release(this);
+        cot_chain_push(slot(chain), this, nullptr);
+    }
 
     /// Adds this awaiter unless `chain` holds `ready_state`: false means the
     /// awaited thing is ready (nothing subscribed).
     bool subscribe_check_ready(awaiter_collector &chain, awaiter &ready_state) noexcept {
-        return cot_chain_push(slot(chain), this, &ready_state);
+        detail::tsan_release(this);
+        if (cot_chain_push(slot(chain), this, &ready_state)) return true;
+        detail::tsan_acquire(&chain);  // what the one who closed it did
+        return false;
     }
     /// subscribe_check_ready with `awaiter::disabled` (COCLS's older name).
     bool subscribe_check_disabled(awaiter_collector &chain) noexcept {
@@ -113,6 +120,7 @@ public:
     static void resume_list(awaiter *list, suspend_point<T> &into, awaiter *skip) noexcept {
         while (list) {
             awaiter *a = list;
+            detail::tsan_acquire(a);  // what the subscriber did before it subscribed
             list = list->_next;  // read before waking: `a` may be gone after
             a->_next = nullptr;
             if (a == skip) continue;
@@ -139,6 +147,7 @@ public:
 private:
     static void **slot(awaiter_collector &chain) noexcept { return reinterpret_cast<void **>(&chain); }
     static awaiter *take(awaiter_collector &chain, awaiter *replacement) noexcept {
+        detail::tsan_release(&chain);
         return static_cast<awaiter *>(cot_chain_take(slot(chain), replacement, replacement ? replacement : &disabled));
     }
 };

@@ -133,7 +133,11 @@ public:
     }
 
     /// Resolved (with a value, an exception or none)?
-    bool ready() const noexcept { return m_chain.load(std::memory_order_acquire) == &awaiter::disabled; }
+    bool ready() const noexcept {
+        if (m_chain.load(std::memory_order_acquire) != &awaiter::disabled) return false;
+        detail::tsan_acquire(&m_chain);  // the setter's writes (the core closed the chain)
+        return true;
+    }
     /// Armed and not yet resolved?
     bool pending() const noexcept {
         awaiter *c = m_chain.load(std::memory_order_relaxed);
