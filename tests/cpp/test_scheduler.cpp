@@ -1,6 +1,6 @@
 // scheduler: sleep_for / sleep_until precision, cancel by identifier,
 // start(awaitable) on the calling thread (timers kept between starts), the
-// loop on a thread pool and on its own thread, and the
+// loop on a thread pool and on its own thread, interval ticks, and the
 // destructor dropping pending sleeps.
 #include <cocls/scheduler.h>
 #include <cocls/thread_pool.h>
@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <stop_token>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,6 +113,43 @@ static void cancel_takes_the_earliest_sleep_of_an_identifier() {
     CHECK_THROWS(later.value(), await_canceled_exception);
 }
 
+static void remove_hands_back_the_promise_unset() {
+    scheduler sch;
+    int id = 0;
+    future<void> f = sch.sleep_for(1h, &id);
+    scheduler::promise p = sch.remove(&id);
+    CHECK(static_cast<bool>(p));
+    CHECK(f.pending());
+    p();  // resolved by hand, early
+    CHECK(f.ready());
+    f.value();
+    CHECK(!sch.remove(&id));
+    // schedule() sets a given promise at a time point.
+    future<void> g;
+    sch.schedule(&id, g.get_promise(), steady::now() + 1h);
+    CHECK(sch.cancel(&id).value());
+    CHECK_THROWS(g.value(), await_canceled_exception);
+}
+
+static async<void> many_short_sleeps(scheduler &sch, std::atomic<int> &woke) {
+    for (int i = 0; i < 50; i++) {
+        co_await sch.sleep_for(std::chrono::microseconds(200 * (i % 5)));
+        woke++;
+    }
+}
+
+static void sleeps_from_several_threads_all_wake() {
+    scheduler sch;
+    sch.start_thread();
+    std::atomic<int> woke{0};
+    std::vector<std::thread> threads;
+    std::vector<future<void>> done(4);
+    for (auto &d : done) threads.emplace_back([&] { d << [&] { return many_short_sleeps(sch, woke).start(); }; });
+    for (auto &t : threads) t.join();
+    for (auto &d : done) d.wait();
+    CHECK_EQ(woke.load(), 200);
+}
+
 static future<int> two_naps(scheduler &sch, std::vector<std::string> &log, std::thread::id &on) {
     co_await sch.sleep_for(10ms);
     log.push_back("first nap");
@@ -192,7 +230,8 @@ static void a_scheduler_on_a_pool_wakes_coroutines_on_the_pool() {
 
 static void stopping_the_pool_ends_the_scheduler_loop_on_it() {
     thread_pool pool(2);
-    scheduler sch(pool);
+    scheduler sch;
+    sch.start(pool);  // COCLS's spelling of scheduler(pool)
     CHECK(pool.run([] { return 1; }).wait() == 1);
     pool.stop();  // would wait forever for the loop's job without the scheduler hearing of it
     CHECK(pool.is_stopped());
@@ -240,16 +279,58 @@ static void the_destructor_drops_pending_sleeps() {
     CHECK(on_anonymous == this_thread_id());
 }
 
+static void interval_ticks_from_the_previous_tick() {
+    scheduler sch;
+    sch.start_thread();
+    constexpr auto step = 20ms;
+    auto gen = sch.interval(step);
+    auto t0 = steady::now();
+    CHECK_EQ(gen().wait(), 0u);
+    auto t1 = steady::now();
+    CHECK(t1 - t0 >= step);
+    CHECK(t1 - t0 <= step + slack);
+    // Work shorter than a step: the next tick keeps the rhythm.
+    std::this_thread::sleep_for(step / 2);
+    CHECK_EQ(gen().wait(), 1u);
+    auto t2 = steady::now();
+    CHECK(t2 - t0 >= 2 * step);
+    CHECK(t2 - t0 < 2 * step + step / 2);  // not 2.5 steps: counted from the tick, not the call
+    // Work longer than a step: the rhythm restarts from now.
+    std::this_thread::sleep_for(2 * step);
+    auto t3 = steady::now();
+    CHECK_EQ(gen().wait(), 2u);
+    auto t4 = steady::now();
+    CHECK(t4 - t3 >= step);
+    CHECK(t4 - t3 <= step + slack);
+}
+
+static void interval_ends_when_its_stop_token_is_raised() {
+    scheduler sch;
+    sch.start_thread();
+    std::stop_source stop;
+    auto gen = sch.interval(1h, stop.get_token());
+    future<std::size_t> tick = gen();
+    CHECK(tick.pending());
+    stop.request_stop();  // cancels the pending sleep: the generator finishes
+    tick.sync();
+    CHECK(!tick.has_value());
+    CHECK(gen.done());
+}
+
 int main() {
     RUN(sleep_for_waits_at_least_the_time_and_little_more);
     RUN(sleep_until_wakes_at_the_time_point);
     RUN(cancel_by_identifier_resolves_the_sleep_with_an_exception);
     RUN(cancel_takes_the_earliest_sleep_of_an_identifier);
+    RUN(remove_hands_back_the_promise_unset);
+    RUN(sleeps_from_several_threads_all_wake);
     RUN(start_runs_the_loop_here_until_the_awaitable_is_ready);
     RUN(start_from_a_woken_coroutine_runs_a_nested_loop);
     RUN(a_scheduler_on_a_pool_wakes_coroutines_on_the_pool);
     RUN(stopping_the_pool_ends_the_scheduler_loop_on_it);
     RUN(a_scheduler_on_its_own_thread_wakes_coroutines_there);
     RUN(the_destructor_drops_pending_sleeps);
+    RUN(interval_ticks_from_the_previous_tick);
+    RUN(interval_ends_when_its_stop_token_is_raised);
     return 0;
 }

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <new>
 #include <optional>
+#include <stop_token>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -37,6 +38,7 @@
 #include "detail/tsan.h"
 #include "exceptions.h"
 #include "future.h"
+#include "generator.h"
 #include "suspend_point.h"
 #include "thread_pool.h"
 
@@ -146,11 +148,45 @@ public:
         if constexpr (!std::is_void_v<R>) return std::move(*st.value);
     }
 
+    /// Starts the loop as a job of `pool` (as scheduler(pool); COCLS's
+    /// spelling). Once per scheduler.
+    void start(thread_pool &pool) { start_in(pool); }
+    /// Starts the loop on a new thread stored in `thr` (as scheduler(thr)).
+    void start(std::thread &thr) { start_in(thr); }
+
     /// Starts the loop on a new detached thread (once; not with a pool).
     void start_thread() {
         std::thread thr;
         start_in(thr);
         thr.detach();
+    }
+
+    /// A generator of ticks every `dur`: each call (`co_await gen()`,
+    /// `gen().wait()`, `co_await gen.next()`) sleeps until the next tick and
+    /// gives its number (0, 1, ...). Ticks are counted from the previous
+    /// one, however long the caller took between calls, unless it took more
+    /// than a whole interval past the tick: then the next one is `dur` from
+    /// now. `token` ends it: a pending tick then resolves with no value (the
+    /// generator finishes). Destroy it only between calls.
+    template <typename Rep, typename Period>
+    generator<std::size_t> interval(std::chrono::duration<Rep, Period> dur, std::stop_token token = {}) {
+        char tag = 0;  // the identifier of this generator's sleeps: an address in its frame
+        std::stop_callback on_stop(token, [this, &tag] { cancel(&tag); });
+        const std::uint64_t step = to_ns_count(dur);
+        std::uint64_t deadline = cot_monotonic_ns() + step;
+        for (std::size_t tick = 0; !token.stop_requested(); ++tick) {
+            future<void> f;
+            f << [&] { return sleep_until_ns(deadline, &tag); };
+            if (token.stop_requested()) cancel(&tag);  // stopped before the sleep was there to cancel
+            try {
+                co_await f;
+            } catch (const await_canceled_exception &) {
+                co_return;
+            }
+            co_yield tick;
+            std::uint64_t now = cot_monotonic_ns();
+            deadline = now > deadline && now - deadline > step ? now + step : deadline + step;
+        }
     }
 
 private:
@@ -267,6 +303,10 @@ private:
     }
     static std::uint64_t add_ns(std::uint64_t a, std::uint64_t b) noexcept {
         return b >= UINT64_MAX - 1 - a ? UINT64_MAX - 1 : a + b;
+    }
+
+    future<void> sleep_until_ns(std::uint64_t ns, ident id) {
+        return [&](promise p) { schedule_ns(ns, id, std::move(p)); };
     }
 
     void schedule_ns(std::uint64_t deadline_ns, ident id, promise p) {
