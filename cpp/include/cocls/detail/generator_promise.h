@@ -120,19 +120,26 @@ public:
 
     /// `co_yield v`: hands v's address to the caller and suspends; the next
     /// call resumes it (on the caller's thread), and the expression gives
-    /// that call's argument (Arg&, or void).
+    /// that call's argument (Arg&, or void). Without an argument the awaiter
+    /// is empty: the frame keeps nothing for it.
     template <bool Move>
     class [[nodiscard]] yield_awaiter {
+        using self = std::conditional_t<std::is_void_v<Arg>, no_value, generator_promise *>;
+
     public:
-        explicit yield_awaiter(generator_promise *p) noexcept : m_p(p) {}
-        bool await_ready() const noexcept { return false; }
-        std::coroutine_handle<> await_suspend(std::coroutine_handle<>) const noexcept {
-            return m_p->template hand_over<Move>();
+        explicit yield_awaiter([[maybe_unused]] generator_promise *p) noexcept {
+            if constexpr (!std::is_void_v<Arg>) m_p = p;
         }
-        decltype(auto) await_resume() const noexcept { return m_p->arg(); }
+        bool await_ready() const noexcept { return false; }
+        std::coroutine_handle<> await_suspend(std::coroutine_handle<generator_promise> h) const noexcept {
+            return h.promise().template hand_over<Move>();
+        }
+        decltype(auto) await_resume() const noexcept {
+            if constexpr (!std::is_void_v<Arg>) return m_p->arg();
+        }
 
     private:
-        generator_promise *m_p;
+        [[no_unique_address]] self m_p;
     };
 
     /// `co_yield` of a const lvalue: a copy, kept in this awaiter (which the
