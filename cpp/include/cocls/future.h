@@ -158,8 +158,17 @@ public:
         if constexpr (std::is_reference_v<T>) return *m_value;
         else if constexpr (!std::is_void_v<T>) return m_value;
     }
-    reference operator*() { return value(); }
-    const_reference operator*() const { return value(); }
+    /// As COCLS: `*f` is wait() (blocks the thread while pending).
+    reference operator*() { return wait(); }
+    const_reference operator*() const {
+        sync();
+        return value();
+    }
+    /// As COCLS: blocks while pending, then has_value().
+    explicit operator bool() const noexcept {
+        sync();
+        return m_state != state::none;
+    }
 
     /// Blocks the thread until resolved, then value().
     reference wait() {
@@ -212,21 +221,23 @@ private:
         m_state = state::value;
     }
     void set_exception(std::exception_ptr e) noexcept {
-        ::new (static_cast<void *>(std::addressof(m_exception))) std::exception_ptr(std::move(e));
+        m_exception = std::move(e);
         m_state = state::exception;
     }
     void resolve(suspend_point<bool> &ready) noexcept { awaiter::resume_chain_set_ready(m_chain, ready); }
     void destroy() noexcept {
         if (m_state == state::value) std::destroy_at(std::addressof(m_value));
-        else if (m_state == state::exception) std::destroy_at(std::addressof(m_exception));
+        else if (m_state == state::exception) m_exception = nullptr;
         m_state = state::none;
     }
 
     mutable awaiter_collector m_chain;
     state m_state = state::none;
+    // The exception is a member of its own (a pointer, null when unused): in
+    // a union with the value, g++ 12 warns it "may be used uninitialized".
+    std::exception_ptr m_exception;
     union {
         storage m_value;
-        std::exception_ptr m_exception;
     };
 };
 
