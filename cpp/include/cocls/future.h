@@ -249,8 +249,10 @@ public:
     bool await_ready() const noexcept { return m_future.ready(); }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) noexcept {
         set_handle(h);
-        // Once subscribed the coroutine may run on another thread: touch nothing.
-        return m_future.subscribe(this) ? coro_queue::next() : h;
+        // Once subscribed the coroutine may run on another thread: touch
+        // nothing. Suspended, control returns to the resumer (in coro mode the
+        // queue's drain loop, which runs the next one: no extra queue call).
+        return m_future.subscribe(this) ? std::noop_coroutine() : h;
     }
     typename future<T>::reference await_resume() { return m_future.value(); }
     /// Blocks the thread until resolved, then the value.

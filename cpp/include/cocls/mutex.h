@@ -129,7 +129,7 @@ public:
         detail::tsan_release(node);
         // Queued: from here on the unlocking owner may resume us on its thread.
         if (cot_mutex_lock(state, node)) return h;
-        return coro_queue::next();
+        return std::noop_coroutine();  // back to the resumer, which runs the next one
     }
     mutex::ownership await_resume() noexcept {
         detail::tsan_acquire(&m_mx);

@@ -39,7 +39,12 @@ struct Queue {
     next_ticket: u64,
     /// Threads started and not ended.
     threads: usize,
+    /// Threads waiting for a job.
     idle: usize,
+    /// Wakeups sent to idle threads and not yet taken: a submit wakes a
+    /// thread only if an idle one is left unwoken (std's notify is a futex
+    /// syscall even when it wakes nobody).
+    wakes: usize,
     /// Handles of the threads, for `stop` to join.
     handles: Vec<JoinHandle<()>>,
     /// The last `Pool` is gone: end once the queue is empty.
@@ -102,9 +107,15 @@ impl Pool {
         let ticket = q.next_ticket;
         q.next_ticket += 1;
         q.jobs.push_back((ticket, job));
-        if q.idle > 0 || q.threads >= sh.size {
+        if q.idle > q.wakes {
+            q.wakes += 1;
             drop(q);
             sh.ready.notify_one();
+            return Ok(ticket);
+        }
+        if q.idle > 0 || q.threads >= sh.size {
+            // A woken thread or a busy one takes it: they empty the queue
+            // before they wait.
             return Ok(ticket);
         }
         let worker = sh.clone();
@@ -216,7 +227,17 @@ impl Shared {
                 return;
             } else {
                 q.idle += 1;
-                q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                loop {
+                    q = self.ready.wait(q).unwrap_or_else(|e| e.into_inner());
+                    if q.wakes > 0 {
+                        q.wakes -= 1;
+                        break;
+                    }
+                    // Spurious, or a job left for any thread, or the end.
+                    if !q.jobs.is_empty() || q.closed || q.stopped {
+                        break;
+                    }
+                }
                 q.idle -= 1;
             }
         }

@@ -1,0 +1,228 @@
+// C++ face benchmarks: each cocls operation against a hand-written minimal
+// baseline (baseline.h) in the same run. Prints ns per operation and the
+// ratio ours / baseline; the best of ROUNDS runs, the two sides alternating.
+//
+//     make -C bench/cpp run            (after `cmake --build build`)
+//     COT_BENCH_OPS=2000000 COT_BENCH_ROUNDS=5 bench/cpp/bench-cpp
+#include <cocls/async.h>
+#include <cocls/coro_queue.h>
+#include <cocls/future.h>
+#include <cocls/generator.h>
+#include <cocls/mutex.h>
+#include <cocls/thread_pool.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "baseline.h"
+
+static long ops = 1000000;
+
+static double now_ns() {
+    return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ===== co_await pause() among 4 coroutines =====
+
+static cocls::async<void> pauser(long n) {
+    for (long i = 0; i < n; i++) co_await cocls::pause();
+}
+
+static cocls::future<void> four_pausers(long each) {
+    for (int i = 0; i < 4; i++) pauser(each).detach();
+    co_return;
+}
+
+static double ours_pause() {
+    double t0 = now_ns();
+    four_pausers(ops / 4).join();
+    return (now_ns() - t0) / double(ops);
+}
+
+static baseline::task base_pauser(long n) {
+    for (long i = 0; i < n; i++) co_await baseline::pause_awaiter{};
+}
+
+static double base_pause() {
+    for (int i = 0; i < 4; i++) baseline::ready.push(base_pauser(ops / 4).h);
+    double t0 = now_ns();
+    while (!baseline::ready.empty()) baseline::ready.pop().resume();  // a finished one returns here
+    return (now_ns() - t0) / double(ops);
+}
+
+// ===== a promise set that resumes a waiting coroutine =====
+
+static cocls::promise<int> pending;
+static long received = 0;
+
+static cocls::async<void> ours_waiter() {
+    for (;;) {
+        cocls::future<int> f;
+        pending = f.get_promise();
+        int v = co_await f;
+        received += v;
+        if (v == 0) co_return;
+    }
+}
+
+static double ours_promise() {
+    received = 0;
+    ours_waiter().detach();
+    double t0 = now_ns();
+    for (long i = 0; i < ops; i++) pending(1);
+    double dt = now_ns() - t0;
+    pending(0);
+    if (received != ops) std::abort();
+    return dt / double(ops);
+}
+
+static baseline::future *base_pending = nullptr;
+
+static baseline::task base_waiter() {
+    for (;;) {
+        baseline::future f;
+        base_pending = &f;
+        int v = co_await f;
+        received += v;
+        if (v == 0) co_return;
+    }
+}
+
+static double base_promise() {
+    received = 0;
+    base_waiter().h.resume();
+    double t0 = now_ns();
+    for (long i = 0; i < ops; i++) base_pending->set(1);
+    double dt = now_ns() - t0;
+    base_pending->set(0);
+    if (received != ops) std::abort();
+    return dt / double(ops);
+}
+
+// ===== a generator step: next() + value() =====
+
+static cocls::generator<int> ours_counter() {
+    for (int i = 0;; i++) co_yield i;
+}
+
+static double ours_generator() {
+    auto gen = ours_counter();
+    long sum = 0;
+    double t0 = now_ns();
+    for (long i = 0; i < ops && gen.next(); i++) sum += gen.value();
+    double dt = now_ns() - t0;
+    if (sum != ops * (ops - 1) / 2) std::abort();
+    return dt / double(ops);
+}
+
+static baseline::generator base_counter() {
+    for (int i = 0;; i++) co_yield i;
+}
+
+static double base_generator() {
+    auto gen = base_counter();
+    long sum = 0;
+    double t0 = now_ns();
+    for (long i = 0; i < ops && gen.next(); i++) sum += gen.value();
+    double dt = now_ns() - t0;
+    if (sum != ops * (ops - 1) / 2) std::abort();
+    return dt / double(ops);
+}
+
+// ===== an uncontended mutex lock + release in a coroutine =====
+
+static cocls::async<void> ours_locker(cocls::mutex &mx, long n, long &count) {
+    for (long i = 0; i < n; i++) {
+        auto own = co_await mx.lock();
+        count++;
+    }
+}
+
+static double ours_mutex() {
+    cocls::mutex mx;
+    long count = 0;
+    double t0 = now_ns();
+    ours_locker(mx, ops, count).join();
+    double dt = now_ns() - t0;
+    if (count != ops) std::abort();
+    return dt / double(ops);
+}
+
+static baseline::task base_locker(baseline::mutex &mx, long n, long &count) {
+    for (long i = 0; i < n; i++) {
+        co_await mx.lock();
+        count++;
+        mx.unlock();
+    }
+}
+
+static double base_mutex() {
+    baseline::mutex mx;
+    long count = 0;
+    double t0 = now_ns();
+    base_locker(mx, ops, count).h.resume();
+    double dt = now_ns() - t0;
+    if (count != ops) std::abort();
+    return dt / double(ops);
+}
+
+// ===== thread_pool::run_detached, 2 threads =====
+
+template <typename Pool>
+static double run_detached_on(Pool &pool) {
+    std::atomic<long> done{0};
+    cocls::future<void> all;
+    auto p = all.get_promise();
+    long n = ops / 4;  // thread hand-offs are slower: fewer of them
+    double t0 = now_ns();
+    for (long i = 0; i < n; i++)
+        pool.run_detached([&] {
+            if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == n) p();
+        });
+    all.wait();
+    return (now_ns() - t0) / double(n);
+}
+
+static double ours_pool() {
+    cocls::thread_pool pool(2);
+    return run_detached_on(pool);
+}
+
+static double base_pool() {
+    baseline::pool pool(2);
+    return run_detached_on(pool);
+}
+
+// ===== driver =====
+
+using measure = double (*)();
+
+static void compare(const char *what, int rounds, measure ours, measure base) {
+    double best_ours = 1e300, best_base = 1e300;
+    for (int r = 0; r < rounds; r++) {
+        best_ours = std::min(best_ours, ours());
+        best_base = std::min(best_base, base());
+    }
+    std::printf("%-44s cocls %8.2f ns/op | baseline %8.2f ns/op | ratio %.2f\n", what, best_ours, best_base,
+                best_ours / best_base);
+    std::fflush(stdout);
+}
+
+static long env_num(const char *name, long def) {
+    const char *s = std::getenv(name);
+    return s && *s ? std::strtol(s, nullptr, 10) : def;
+}
+
+int main() {
+    ops = env_num("COT_BENCH_OPS", 1000000);
+    int rounds = int(env_num("COT_BENCH_ROUNDS", 5));
+    std::printf("cocls on cothread %s: %ld operations per run, best of %d\n", cot_version_string(), ops, rounds);
+    compare("co_await pause() among 4 coroutines", rounds, ours_pause, base_pause);
+    compare("promise set resuming a waiting coroutine", rounds, ours_promise, base_promise);
+    compare("generator next() + value()", rounds, ours_generator, base_generator);
+    compare("uncontended mutex lock + release", rounds, ours_mutex, base_mutex);
+    compare("thread_pool run_detached (2 threads)", rounds, ours_pool, base_pool);
+    return 0;
+}
