@@ -1310,6 +1310,20 @@ void *cot_resume_queue_pop(struct cot_resume_queue *q);
 void *cot_resume_queue_yield(struct cot_resume_queue *q, void *item);
 
 /**
+ * Resumes `item` by the thread's mode, with `run(item)`: in coro mode
+ * `item` is queued and 0 is returned; in normal mode the thread enters coro
+ * mode, calls `run(item)`, then `run` on every item queued meanwhile, in
+ * order, leaves coro mode and returns 1. One call for what would be
+ * enter + push or enter + pop... + leave. `COT_EINVAL` for a NULL queue,
+ * item or `run` (nothing run).
+ *
+ * # Safety
+ * `q` is NULL or the calling thread's queue; `run` may be called with any
+ * item queued on this thread (it must not unwind).
+ */
+int cot_resume_queue_run(struct cot_resume_queue *q, void *item, void (*run)(void *item));
+
+/**
  * The number of items queued (0 for NULL).
  *
  * # Safety

@@ -102,6 +102,20 @@ static void *resume_queue_thread(void *arg) {
     return NULL;
 }
 
+static int ran_sum;
+
+/* Runs an item: items[0] queues items[1] through run (coro mode: queued) and
+ * pushes items[2]; each adds its index + 1 to ran_sum. */
+static void run_item(void *item) {
+    cot_resume_queue *q = cot_resume_queue_current();
+    int i = (int)((int *)item - items);
+    ran_sum += i + 1;
+    if (i == 0) {
+        CHECK_EQ(cot_resume_queue_run(q, &items[1], run_item), 0);
+        CHECK_EQ(cot_resume_queue_push(q, &items[2]), 0);
+    }
+}
+
 static void test_resume_queue(void) {
     cot_resume_queue *q = cot_resume_queue_current();
     CHECK(q != NULL && q == cot_resume_queue_current());
@@ -136,6 +150,15 @@ static void test_resume_queue(void) {
     CHECK(cot_resume_queue_yield(NULL, &items[0]) == NULL);
     CHECK(cot_resume_queue_len(NULL) == 0);
     cot_resume_queue_leave(NULL);
+
+    /* run: in normal mode it runs the item, then what was queued meanwhile */
+    ran_sum = 0;
+    CHECK_EQ(cot_resume_queue_run(q, &items[0], run_item), 1);
+    CHECK_EQ(ran_sum, 1 + 2 + 3);
+    CHECK(!cot_resume_queue_active(q) && cot_resume_queue_len(q) == 0);
+    CHECK_EQ(cot_resume_queue_run(q, &items[0], NULL), COT_EINVAL);
+    CHECK_EQ(cot_resume_queue_run(q, NULL, run_item), COT_EINVAL);
+    CHECK_EQ(cot_resume_queue_run(NULL, &items[0], run_item), COT_EINVAL);
 }
 
 /* ---- parking ----------------------------------------------------------- */

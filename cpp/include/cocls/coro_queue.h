@@ -19,13 +19,8 @@ public:
     /// meanwhile, in order, and returns to normal mode. In coro mode (called
     /// from a coroutine) `h` is queued and runs when the current one suspends.
     static void resume(std::coroutine_handle<> h) noexcept {
-        cot_resume_queue *q = here();
-        if (!cot_resume_queue_enter(q)) {
-            cot_resume_queue_push(q, h.address());
-            return;
-        }
-        h.resume();
-        drain();
+        // One core call: queue it, or enter, run, drain and leave.
+        cot_resume_queue_run(here(), h.address(), &resume_address);
     }
 
     /// Is the calling thread in coro mode (a cocls coroutine is running on it)?
@@ -83,6 +78,8 @@ public:
     }
 
 private:
+    static void resume_address(void *h) noexcept { std::coroutine_handle<>::from_address(h).resume(); }
+
     // Runs what is queued until the queue is empty, then leaves coro mode.
     static void drain() noexcept {
         cot_resume_queue *q = here();

@@ -109,6 +109,31 @@ pub unsafe extern "C" fn cot_resume_queue_yield(q: *mut cot_resume_queue, item: 
     unsafe { queue(q) }.and_then(|q| q.yield_now(item)).unwrap_or(std::ptr::null_mut())
 }
 
+/// Resumes `item` by the thread's mode, with `run(item)`: in coro mode
+/// `item` is queued and 0 is returned; in normal mode the thread enters coro
+/// mode, calls `run(item)`, then `run` on every item queued meanwhile, in
+/// order, leaves coro mode and returns 1. One call for what would be
+/// enter + push or enter + pop... + leave. `COT_EINVAL` for a NULL queue,
+/// item or `run` (nothing run).
+///
+/// # Safety
+/// `q` is NULL or the calling thread's queue; `run` may be called with any
+/// item queued on this thread (it must not unwind).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_resume_queue_run(
+    q: *mut cot_resume_queue,
+    item: *mut c_void,
+    run: Option<unsafe extern "C" fn(item: *mut c_void)>,
+) -> c_int {
+    // SAFETY: the caller's contract.
+    let (Some(q), Some(run)) = (unsafe { queue(q) }, run) else { return Error::Inval.code() };
+    if item.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: `run` takes items of this queue (the caller's contract).
+    c_int::from(q.run(item, |i| unsafe { run(i) }))
+}
+
 /// The number of items queued (0 for NULL).
 ///
 /// # Safety
@@ -122,6 +147,14 @@ pub unsafe extern "C" fn cot_resume_queue_len(q: *mut cot_resume_queue) -> usize
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        static RAN: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    unsafe extern "C" fn count(item: *mut c_void) {
+        RAN.with(|r| r.set(r.get() + item as usize));
+    }
 
     #[test]
     fn the_c_functions_drive_this_threads_queue() {
@@ -151,6 +184,10 @@ mod tests {
                 assert!(!cot_resume_queue_enter(std::ptr::null_mut()));
                 assert!(cot_resume_queue_pop(std::ptr::null_mut()).is_null());
                 assert_eq!(cot_resume_queue_len(std::ptr::null_mut()), 0);
+                assert_eq!(cot_resume_queue_run(q, p(1), None), Error::Inval.code());
+                assert_eq!(cot_resume_queue_run(q, std::ptr::null_mut(), Some(count)), Error::Inval.code());
+                assert_eq!(cot_resume_queue_run(q, p(5), Some(count)), 1);
+                assert_eq!(RAN.with(|r| r.get()), 5);
             }
         })
         .join()

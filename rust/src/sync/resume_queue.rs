@@ -88,6 +88,23 @@ impl ResumeQueue {
         }
     }
 
+    /// Resumes `item` by the mode's rule with `run`: in coro mode it is
+    /// queued (false); otherwise the thread enters coro mode, runs it, then
+    /// every item queued meanwhile, in order, and leaves (true).
+    #[inline]
+    pub fn run(&self, item: *mut c_void, mut run: impl FnMut(*mut c_void)) -> bool {
+        if !self.enter() {
+            self.push(item);
+            return false;
+        }
+        run(item);
+        while let Some(next) = self.pop() {
+            run(next);
+        }
+        self.leave();
+        true
+    }
+
     /// Items queued.
     #[inline]
     pub fn len(&self) -> usize {
@@ -151,6 +168,28 @@ mod tests {
                 let rest: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
                 assert_eq!(rest, [p(3), p(4)]);
                 q.push(p(5)); // items left at exit are dropped
+            })
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn run_runs_now_in_normal_mode_and_queues_in_coro_mode() {
+        std::thread::spawn(|| {
+            here(|q| {
+                let mut ran = Vec::new();
+                // Normal mode: 1 runs, queues 2 and 3 (coro mode now), which run after it.
+                let entered = q.run(p(1), |i| {
+                    ran.push(i);
+                    if i == p(1) {
+                        assert!(!q.run(p(2), |_| unreachable!("queued, not run")));
+                        q.push(p(3));
+                    }
+                });
+                assert!(entered);
+                assert_eq!(ran, [p(1), p(2), p(3)]);
+                assert!(!q.active() && q.is_empty());
             })
         })
         .join()
