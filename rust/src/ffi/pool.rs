@@ -6,7 +6,7 @@ use std::os::raw::{c_int, c_uint};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::sync::Pool;
+use crate::sync::{Job, Pool};
 
 /// A thread pool (opaque). Made by `cot_pool_new`, freed by `cot_pool_free`.
 /// Every `cot_pool_*` function is safe from any thread, pool threads
@@ -20,12 +20,15 @@ pub struct cot_pool {
 /// it runs on the thread that called `cot_pool_stop`, to free `data`).
 pub type cot_pool_fn = Option<unsafe extern "C" fn(data: *mut c_void, status: c_int)>;
 
-/// The user's job function and pointer, sent to a pool thread.
-struct SendJob(unsafe extern "C" fn(*mut c_void, c_int), *mut c_void);
-
-// SAFETY: the caller of `cot_pool_submit` promises that `job(data, status)`
-// may run on another thread (documented there); nothing else touches these.
-unsafe impl Send for SendJob {}
+/// Runs a C job stored as two words by `cot_pool_submit`.
+fn call_c_job(f: usize, data: usize, status: Result<()>) {
+    // SAFETY: `f` is the `cot_pool_fn` that `cot_pool_submit` stored as a
+    // word (same size as a function pointer), never 0 (NULL was refused).
+    let f = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, c_int)>(f) };
+    let code = status.err().map_or(0, Error::code);
+    // SAFETY: the submitter allowed `f(data, status)` on this thread.
+    unsafe { f(data as *mut c_void, code) }
+}
 
 /// The pool behind `p`.
 ///
@@ -64,13 +67,9 @@ pub unsafe extern "C" fn cot_pool_submit(p: *mut cot_pool, r#fn: cot_pool_fn, da
         Ok(pool) => pool,
         Err(e) => return e.code(),
     };
-    let job = SendJob(f, data);
-    let run = Box::new(move |status: Result<()>| {
-        let job = job;
-        let code = status.err().map_or(0, Error::code);
-        // SAFETY: the submitter allowed `f(data, status)` on this thread.
-        unsafe { (job.0)(job.1, code) }
-    });
+    // The function and its data go into the queue as two words: no
+    // allocation per job.
+    let run = Job::Plain { call: call_c_job, a: f as usize, b: data as usize };
     match pool.submit(run) {
         Ok(_) => 0,
         Err(refused) => refused.error.code(), // dropped uncalled

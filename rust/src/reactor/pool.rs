@@ -65,7 +65,7 @@ impl Loop {
         let r = Request(self.requests.insert(Pending { after: Some(after), ticket: None }));
         self.active += 1;
         let (inbox, id) = (self.inbox.clone(), r.to_raw());
-        let job: Job = Box::new(move |status| {
+        let job = Job::new(move |status| {
             if status.is_ok() {
                 work();
             }
@@ -77,7 +77,7 @@ impl Loop {
                     p.ticket = Some(ticket);
                 }
             }
-            Err(refused) => (refused.job)(Err(refused.error)),
+            Err(refused) => refused.job.run(Err(refused.error)),
         }
         r
     }
@@ -89,7 +89,7 @@ impl Loop {
         let ticket = self.requests.get(r.0).ok_or(Error::Inval)?.ticket;
         let pool = self.pool.clone().ok_or(Error::Inval)?;
         let job = ticket.and_then(|t| pool.cancel(t)).ok_or(Error::Busy)?;
-        job(Err(Error::Canceled));
+        job.run(Err(Error::Canceled));
         Ok(())
     }
 

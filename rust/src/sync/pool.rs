@@ -21,7 +21,36 @@ use crate::error::{Error, Result};
 
 /// A job: called once, with `Ok` on a pool thread or `Err(Error::Canceled)`
 /// if it was taken out before it started.
-pub type Job = Box<dyn FnOnce(Result<()>) + Send>;
+pub enum Job {
+    /// A closure (one allocation).
+    Boxed(Box<dyn FnOnce(Result<()>) + Send>),
+    /// A function and two words for it, stored in the queue itself: no
+    /// allocation (C's jobs: a function pointer and its data). The words
+    /// must be safe to hand to another thread (the submitter's promise).
+    Plain {
+        /// Called as `call(a, b, status)`.
+        call: fn(usize, usize, Result<()>),
+        /// First word.
+        a: usize,
+        /// Second word.
+        b: usize,
+    },
+}
+
+impl Job {
+    /// A job running `f`.
+    pub fn new(f: impl FnOnce(Result<()>) + Send + 'static) -> Job {
+        Job::Boxed(Box::new(f))
+    }
+
+    /// Calls it, once.
+    pub fn run(self, status: Result<()>) {
+        match self {
+            Job::Boxed(f) => f(status),
+            Job::Plain { call, a, b } => call(a, b, status),
+        }
+    }
+}
 
 /// A job the pool refused, given back uncalled.
 pub struct Rejected {
@@ -168,7 +197,7 @@ impl Pool {
         };
         sh.ready.notify_all();
         for (_, job) in jobs {
-            job(Err(Error::Canceled));
+            job.run(Err(Error::Canceled));
         }
         let me = std::thread::current().id();
         for h in handles {
@@ -221,7 +250,7 @@ impl Shared {
         loop {
             if let Some((_, job)) = q.jobs.pop_front() {
                 drop(q);
-                job(Ok(()));
+                job.run(Ok(()));
                 q = self.lock();
             } else if q.closed || q.stopped {
                 return;
@@ -260,7 +289,7 @@ mod tests {
                 std::thread::spawn(move || {
                     for _ in 0..250 {
                         let (p, r) = (pool.clone(), ran.clone());
-                        let job: Job = Box::new(move |s| {
+                        let job = Job::new(move |s| {
                             assert_eq!(s, Ok(()));
                             assert!(p.is_current());
                             r.fetch_add(1, Ordering::Relaxed);
@@ -287,7 +316,7 @@ mod tests {
         let pool = Pool::new(1);
         let (started_tx, started) = mpsc::channel();
         let (go, wait) = mpsc::channel::<()>();
-        pool.submit(Box::new(move |s| {
+        pool.submit(Job::new(move |s| {
             assert_eq!(s, Ok(()));
             started_tx.send(()).unwrap();
             wait.recv().unwrap();
@@ -299,13 +328,13 @@ mod tests {
         let tickets: Vec<u64> = (0..3)
             .map(|i| {
                 let log = log.clone();
-                pool.submit(Box::new(move |s| log.lock().unwrap().push((i, s)))).ok().unwrap()
+                pool.submit(Job::new(move |s| log.lock().unwrap().push((i, s)))).ok().unwrap()
             })
             .collect();
         assert!(pool.any_enqueued());
         let cancelled = pool.cancel(tickets[1]).expect("queued");
         assert!(pool.cancel(tickets[1]).is_none());
-        cancelled(Err(Error::Canceled));
+        cancelled.run(Err(Error::Canceled));
         let stopper = {
             let pool = pool.clone();
             std::thread::spawn(move || pool.stop())
@@ -317,7 +346,7 @@ mod tests {
         stopper.join().unwrap();
         let log = log.lock().unwrap().clone();
         assert_eq!(log, [(1, Err(Error::Canceled)), (0, Err(Error::Canceled)), (2, Err(Error::Canceled))]);
-        let r = pool.submit(Box::new(|_| panic!("refused jobs are not called")));
+        let r = pool.submit(Job::new(|_| panic!("refused jobs are not called")));
         assert!(matches!(r, Err(Rejected { error: Error::Canceled, .. })));
         pool.stop(); // again: nothing to do
     }
@@ -327,7 +356,7 @@ mod tests {
         let pool = Pool::new(2);
         let (done_tx, done) = mpsc::channel();
         let p = pool.clone();
-        pool.submit(Box::new(move |_| {
+        pool.submit(Job::new(move |_| {
             p.stop();
             done_tx.send(p.is_current()).unwrap();
         }))
@@ -344,7 +373,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         for i in 0..10 {
             let tx = tx.clone();
-            pool.submit(Box::new(move |s| tx.send((i, s)).unwrap())).ok().unwrap();
+            pool.submit(Job::new(move |s| tx.send((i, s)).unwrap())).ok().unwrap();
         }
         drop(pool);
         let got: Vec<_> = (0..10).map(|_| rx.recv().unwrap()).collect();
