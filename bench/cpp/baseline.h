@@ -13,6 +13,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace baseline {
@@ -85,6 +86,8 @@ struct generator {
         void unhandled_exception() { std::terminate(); }
     };
     std::coroutine_handle<promise_type> h;
+    generator(std::coroutine_handle<promise_type> h) : h(h) {}
+    generator(generator &&o) noexcept : h(std::exchange(o.h, {})) {}
     ~generator() {
         if (h) h.destroy();
     }

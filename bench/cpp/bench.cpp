@@ -107,8 +107,9 @@ static cocls::generator<int> ours_counter() {
     for (int i = 0;; i++) co_yield i;
 }
 
-static double ours_generator() {
-    auto gen = ours_counter();
+// ns per next() + value() of a counting generator (either kind).
+template <typename Gen>
+static double steps_of(Gen gen) {
     long sum = 0;
     double t0 = now_ns();
     for (long i = 0; i < ops && gen.next(); i++) sum += gen.value();
@@ -116,20 +117,14 @@ static double ours_generator() {
     if (sum != ops * (ops - 1) / 2) std::abort();
     return dt / double(ops);
 }
+
+static double ours_generator() { return steps_of(ours_counter()); }
 
 static baseline::generator base_counter() {
     for (int i = 0;; i++) co_yield i;
 }
 
-static double base_generator() {
-    auto gen = base_counter();
-    long sum = 0;
-    double t0 = now_ns();
-    for (long i = 0; i < ops && gen.next(); i++) sum += gen.value();
-    double dt = now_ns() - t0;
-    if (sum != ops * (ops - 1) / 2) std::abort();
-    return dt / double(ops);
-}
+static double base_generator() { return steps_of(base_counter()); }
 
 // ===== an uncontended mutex lock + release in a coroutine =====
 

@@ -18,57 +18,13 @@
 #include <vector>
 
 #include "check.h"
+#include "heap_count.h"
 
 // GCC 12 takes the templated operator new of with_allocator and the usual
 // operator delete for a mismatched pair (GCC PR 109224, fixed in GCC 13).
 #if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
-
-// ThreadSanitizer's runtime defines operator new itself: under it the
-// counts are not taken (the behaviour is still tested).
-#if defined(__SANITIZE_THREAD__)
-#define COCLS_TEST_NO_HEAP_COUNT 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define COCLS_TEST_NO_HEAP_COUNT 1
-#endif
-#endif
-
-static std::atomic<long> heap_allocations{0};
-
-#ifdef COCLS_TEST_NO_HEAP_COUNT
-static constexpr bool counting_heap = false;
-#else
-static constexpr bool counting_heap = true;
-
-// Not inlined: GCC would pair the free() below with the new-expression.
-[[gnu::noinline]] void *operator new(std::size_t n) {
-    heap_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void *p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-[[gnu::noinline]] void *operator new[](std::size_t n) { return ::operator new(n); }
-[[gnu::noinline]] void operator delete(void *p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void *p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
-#endif
-
-// Checks how many heap allocations an expression took (where counted).
-#define CHECK_HEAP(count, n)                                     \
-    do {                                                         \
-        long check_heap_ = (count);                              \
-        if (counting_heap) CHECK_EQ(check_heap_, static_cast<long>(n)); \
-    } while (0)
-
-// How many times `fn` called operator new (on any thread).
-template <typename Fn>
-static long heap_allocations_of(Fn &&fn) {
-    long before = heap_allocations.load();
-    fn();
-    return heap_allocations.load() - before;
-}
 
 using namespace cocls;
 

@@ -16,43 +16,8 @@
 #include <type_traits>
 
 #include "check.h"
+#include "heap_count.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define COCLS_TEST_NO_HEAP_COUNT 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define COCLS_TEST_NO_HEAP_COUNT 1
-#endif
-#endif
-
-static std::atomic<long> heap_allocations{0};
-
-#ifdef COCLS_TEST_NO_HEAP_COUNT
-static constexpr bool counting_heap = false;
-#else
-static constexpr bool counting_heap = true;
-// Not inlined: GCC would pair the free() below with the new-expression.
-[[gnu::noinline]] void *operator new(std::size_t n) {
-    heap_allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void *p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-[[gnu::noinline]] void operator delete(void *p) noexcept { std::free(p); }
-[[gnu::noinline]] void operator delete(void *p, std::size_t) noexcept { std::free(p); }
-#endif
-
-template <typename Fn>
-static long heap_allocations_of(Fn &&fn) {
-    long before = heap_allocations.load();
-    fn();
-    return heap_allocations.load() - before;
-}
-
-#define CHECK_HEAP(count, n)                                            \
-    do {                                                                \
-        long check_heap_ = (count);                                     \
-        if (counting_heap) CHECK_EQ(check_heap_, static_cast<long>(n)); \
-    } while (0)
 
 using namespace cocls;
 
