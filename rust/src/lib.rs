@@ -6,6 +6,8 @@
 //! - [`sched`]: the scheduler: ready queue, signal queues, combined signals,
 //!   postponed queue.
 //! - [`reactor`]: the event loop (timers, fd readiness, wakeups), on a scheduler.
+//! - [`stack`]: stackful coroutines: stacks with guard pages, the context
+//!   switch in assembly, coroutines that run as tasks of a loop.
 //! - [`sync`]: synchronization building blocks for the faces: awaiter chains,
 //!   a FIFO-handoff mutex, the per-thread resume queue, parking, the thread
 //!   pool and a thread-safe timer service.
@@ -26,6 +28,8 @@ pub mod op;
 pub mod reactor;
 /// cbindgen:ignore
 pub mod sched;
+/// cbindgen:ignore
+pub mod stack;
 /// cbindgen:ignore
 pub mod sync;
 /// cbindgen:ignore

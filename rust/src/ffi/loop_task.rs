@@ -35,7 +35,8 @@ pub type cot_loop_task_cb = Option<
 /// The C codes of a wake: `(wake, events)`.
 fn wake_code(w: Wake) -> (c_int, c_int) {
     match w {
-        Wake::Resumed => (COT_WAKE_RESUMED, 0),
+        // Watches are not part of this ABI: a task placed none.
+        Wake::Resumed | Wake::Watch(_) => (COT_WAKE_RESUMED, 0),
         Wake::Done(Outcome::Slept) => (COT_WAKE_SLEPT, 0),
         Wake::Done(Outcome::Worked) => (COT_WAKE_WORKED, 0),
         Wake::Done(Outcome::Ready(events)) => (COT_WAKE_READY, events as c_int),

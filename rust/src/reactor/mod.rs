@@ -60,7 +60,7 @@ pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
 pub use pool::{After, Request, Work};
 pub use signal::SignalCallback;
 pub use sys::Exit;
-pub use task::{Outcome, TaskCallback, Wake};
+pub use task::{Outcome, TaskCallback, TaskFn, Wake};
 
 /// How `run` runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -310,7 +310,7 @@ impl Loop {
             let Some(h) = Handle::from_raw(raw as u64) else { continue };
             match self.handles.get(h.0).map(|s| s.kind.tag()) {
                 Some(handle::Tag::Timer) => self.fire_timer(h, task),
-                Some(handle::Tag::Task) => self.run_task(h),
+                Some(handle::Tag::Task) => self.run_task(h, task),
                 _ => {}
             }
         }
@@ -360,7 +360,12 @@ impl Loop {
             let Some(slot) = self.handles.remove(h.0) else { continue };
             match &slot.kind {
                 Kind::Timer(t) => drop(self.sched.task_free(t.task)),
-                Kind::Task(t) => drop(self.sched.task_free(t.task)),
+                Kind::Task(t) => {
+                    for &w in &t.watches {
+                        let _ = self.sched.task_free(w);
+                    }
+                    let _ = self.sched.task_free(t.task);
+                }
                 _ => {}
             }
             if let Some(cb) = slot.close_cb {

@@ -18,6 +18,24 @@
 //! still the backend's defers the start to that callback, as the table says.
 //! A task that returns without awaiting again leaves its completed operation
 //! (the timer is closed, the request released, the poll stopped).
+//!
+//! # Watches
+//! Besides its own node, a task may place extra scheduler nodes, its
+//! *watches* (`task_watch`), each in any queue: a signal's, the postponed
+//! queue (a timeout), the ready queue. Whichever of the task's nodes reaches
+//! the head of the ready queue first runs the task, and all its other nodes
+//! leave their queues then: so a task waits for one of several signals, or a
+//! signal and a timeout, at once. A watch that ran it says so with
+//! `Wake::Watch(index)`; an operation that completed first still wins.
+//! Watches are the scheduler's nodes, not handles: placing one allocates
+//! nothing once the task has had that many.
+//!
+//! # Callbacks
+//! A task's callback is a boxed closure (`task_init`) or a plain function
+//! (`task_init_fn`), which then finds its state through the handle's user
+//! value: a task that needs no allocation of its own (a stackful coroutine
+//! in caller-provided memory). `task_run_now` runs a task at once, outside
+//! the ready queue's order, as if it had reached its head.
 
 use super::handle::Kind;
 use super::pool::{Request, Work};
@@ -33,6 +51,9 @@ pub enum Wake {
     Done(Outcome),
     /// Scheduled for another reason: it left the operation it awaited, if any.
     Resumed,
+    /// Its watch of this index reached the ready queue first (see the module
+    /// documentation); it left the operation it awaited, if any.
+    Watch(u32),
 }
 
 /// What a completed operation gives.
@@ -51,6 +72,17 @@ pub enum Outcome {
 /// A loop task's callback.
 pub type TaskCallback = Box<dyn FnMut(&mut Loop, Handle, Wake)>;
 
+/// A loop task's callback as a plain function: it finds its state through
+/// the handle's user value (`Loop::data`).
+pub type TaskFn = fn(&mut Loop, Handle, Wake);
+
+/// A loop task's callback, either kind.
+enum Callback {
+    /// Taken out while it runs.
+    Boxed(Option<TaskCallback>),
+    Plain(TaskFn),
+}
+
 /// The handle type of a sleep's timer, for the slot.
 const SLEEP: HandleType = HandleType(1);
 
@@ -62,7 +94,11 @@ enum Op {
 
 pub(crate) struct LoopTask {
     pub(super) task: Task,
-    cb: Option<TaskCallback>,
+    cb: Callback,
+    /// Its callback is running (`task_run_now` refuses then).
+    running: bool,
+    /// Its watch nodes (see the module documentation), made on first use.
+    pub(super) watches: Vec<Task>,
     slot: Slot,
     /// The sleep's timer (the slot's handle memory), while open.
     timer: Option<Handle>,
@@ -81,10 +117,22 @@ pub(crate) struct LoopTask {
 impl Loop {
     /// A new loop task, in no queue: `cb` runs each time it is resumed.
     pub fn task_init(&mut self, data: usize, cb: TaskCallback) -> Handle {
+        self.task_new(data, Callback::Boxed(Some(cb)))
+    }
+
+    /// A new loop task, in no queue, whose callback is a plain function: no
+    /// allocation besides the loop's own tables.
+    pub fn task_init_fn(&mut self, data: usize, f: TaskFn) -> Handle {
+        self.task_new(data, Callback::Plain(f))
+    }
+
+    fn task_new(&mut self, data: usize, cb: Callback) -> Handle {
         let task = self.sched.task_new(0);
         let t = LoopTask {
             task,
-            cb: Some(cb),
+            cb,
+            running: false,
+            watches: Vec::new(),
             slot: Slot::new(),
             timer: None,
             request: None,
@@ -114,10 +162,65 @@ impl Loop {
         self.sched.schedule(task, when)
     }
 
-    /// Takes a loop task out of its queue. Returns whether it was in one.
+    /// Takes a loop task, and its watches, out of their queues. Returns
+    /// whether one was in a queue.
     pub fn task_unschedule(&mut self, h: Handle) -> Result<bool> {
         let task = self.loop_task(h)?.task;
-        self.sched.unschedule(task)
+        let watched = self.unschedule_watches(h);
+        Ok(self.sched.unschedule(task)? | watched)
+    }
+
+    /// Places watch `index` of the task as `when` says (making the task's
+    /// watches up to `index` if it has fewer): the task runs with
+    /// `Wake::Watch(index)` when that node reaches the head of the ready
+    /// queue before its other nodes. Returns `false` if that watch is in a
+    /// queue already.
+    pub fn task_watch(&mut self, h: Handle, index: u32, when: When) -> Result<bool> {
+        let have = self.loop_task(h)?.watches.len();
+        for _ in have..=index as usize {
+            let w = self.sched.task_new(h.to_raw() as usize);
+            self.loop_task(h)?.watches.push(w);
+        }
+        let w = self.loop_task(h)?.watches[index as usize];
+        self.sched.schedule(w, when)
+    }
+
+    /// Takes every watch of the task out of its queue. Returns whether one
+    /// was in a queue.
+    fn unschedule_watches(&mut self, h: Handle) -> bool {
+        let Ok(t) = self.loop_task(h) else { return false };
+        if t.watches.is_empty() {
+            return false;
+        }
+        let watches = std::mem::take(&mut t.watches);
+        let mut any = false;
+        for &w in &watches {
+            any |= self.sched.unschedule(w).unwrap_or(false);
+        }
+        if let Ok(t) = self.loop_task(h) {
+            t.watches = watches;
+        }
+        any
+    }
+
+    /// Runs the task now, wherever it waits, as if it had reached the head
+    /// of the ready queue: its callback gets what it would have got then (an
+    /// operation's result, or `Wake::Resumed`). `Error::Busy` while its
+    /// callback runs.
+    pub fn task_run_now(&mut self, h: Handle) -> Result<()> {
+        let t = self.loop_task(h)?;
+        if t.running {
+            return Err(Error::Busy);
+        }
+        let task = t.task;
+        self.sched.unschedule(task)?;
+        self.run_task(h, task);
+        Ok(())
+    }
+
+    /// Is the task's callback running?
+    pub fn task_is_running(&mut self, h: Handle) -> Result<bool> {
+        Ok(self.loop_task(h)?.running)
     }
 
     /// Moves the waiters of `key` as `when` says (see `Sched::notify`).
@@ -234,31 +337,57 @@ impl Loop {
         }
     }
 
-    /// Runs a loop task that reached the head of the ready queue.
-    pub(super) fn run_task(&mut self, h: Handle) {
+    /// Runs a loop task one of whose nodes (`node`: its own or a watch)
+    /// reached the head of the ready queue.
+    pub(super) fn run_task(&mut self, h: Handle, node: Task) {
         let Ok(t) = self.loop_task(h) else { return };
-        let wake = match t.outcome.take() {
-            Some(o) => Wake::Done(o),
-            None => Wake::Resumed,
+        if t.running {
+            return; // `task_run_now` from its own callback: refused there
+        }
+        let main = t.task;
+        let watch = if node == main { None } else { t.watches.iter().position(|&w| w == node) };
+        let wake = match (t.outcome.take(), watch) {
+            (Some(o), _) => Wake::Done(o),
+            (None, Some(i)) => Wake::Watch(i as u32),
+            (None, None) => Wake::Resumed,
         };
         // Resumed from outside while awaiting: it leaves the operation.
         let left = if t.slot.is_waiting() { t.slot.outside_resume(false).ok() } else { None };
         let poll = t.poll;
+        let plain = match t.cb {
+            Callback::Plain(f) => Some(f),
+            Callback::Boxed(_) => None,
+        };
+        let watched = !t.watches.is_empty();
+        t.running = true;
+        // Its other nodes leave their queues: the first reason to run wins.
+        if node != main {
+            let _ = self.sched.unschedule(main);
+        }
+        if watched {
+            self.unschedule_watches(h);
+        }
         if let Some(actions) = left {
             self.perform(h, actions);
         }
         if let Some(p) = poll {
             self.poll_event(p, |o| o.outside_resume(h.to_raw()));
         }
-        fn field(k: &mut Kind) -> Option<&mut Option<TaskCallback>> {
-            match k {
-                Kind::Task(t) => Some(&mut t.cb),
-                _ => None,
+        match plain {
+            Some(f) => f(self, h, wake),
+            None => {
+                fn field(k: &mut Kind) -> Option<&mut Option<TaskCallback>> {
+                    match k {
+                        Kind::Task(LoopTask { cb: Callback::Boxed(cb), .. }) => Some(cb),
+                        _ => None,
+                    }
+                }
+                self.call_back(h, field, |l, f| f(l, h, wake));
             }
         }
-        self.call_back(h, field, |l, f| f(l, h, wake));
         // Went on without awaiting again: it leaves its completed operation.
         if let Ok(t) = self.loop_task(h) {
+            t.running = false;
             let poll = t.poll;
             if !t.slot.is_waiting() {
                 if let Ok(actions) = t.slot.task_left() {
@@ -363,6 +492,7 @@ impl Loop {
                 self.perform(h, more);
             }
         }
+        self.unschedule_watches(h);
         let _ = self.sched.unschedule(task);
         Ok(())
     }

@@ -1,0 +1,367 @@
+//! Coroutines on a loop, driven through the Rust API (the C ABI has its own
+//! tests in tests/c/test_coro.c).
+
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+
+use super::coro::{self, Source};
+use super::*;
+use crate::error::Error;
+use crate::reactor::{Handle, Loop, RunMode, Wake};
+
+thread_local! {
+    /// The loop of the running coroutine's task callback (what the C ABI's
+    /// `lend` does for C code).
+    static LOOP: Cell<*mut Loop> = const { Cell::new(std::ptr::null_mut()) };
+    static LOG: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+fn log(s: impl Into<String>) {
+    LOG.with(|l| l.borrow_mut().push(s.into()));
+}
+
+fn take_log() -> Vec<String> {
+    LOG.with(|l| std::mem::take(&mut *l.borrow_mut()))
+}
+
+fn run_task(lp: &mut Loop, h: Handle, wake: Wake) {
+    let co = lp.data(h).unwrap() as *const Coro;
+    let prev = LOOP.with(|c| c.replace(lp as *mut Loop));
+    // SAFETY: the task carries its live coroutine.
+    let state = unsafe { coro::run(co, wake) };
+    LOOP.with(|c| c.set(prev));
+    if state == State::Finished {
+        // SAFETY: finished, not freed.
+        coro::reap(lp, unsafe { &*co });
+    }
+}
+
+/// Arms a wait with the loop, suspends, returns the wake.
+fn wait(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> crate::error::Result<()>) -> Wake {
+    let co = coro::running().expect("inside a coroutine");
+    // SAFETY: LOOP is the loop lent to the running coroutine's callback.
+    arm(unsafe { &mut *LOOP.with(Cell::get) }, co).unwrap();
+    // SAFETY: the running coroutine, no loop reference held.
+    unsafe { coro::suspend(co, state) }
+}
+
+fn yield_now() {
+    assert_eq!(wait(State::Ready, coro::arm_yield), Wake::Resumed);
+}
+
+/// A boxed coroutine on a mapped stack.
+fn spawn(l: &mut Loop, f: CoroFn, arg: usize, size: usize) -> *const Coro {
+    let place = Box::into_raw(Box::<std::mem::MaybeUninit<Coro>>::new_uninit()).cast::<Coro>();
+    // SAFETY: a fresh box, freed by `coro::free`.
+    let co = unsafe { Coro::init(place, l, Stack::new(size).unwrap(), f, arg as *mut c_void, 0, run_task, true) };
+    coro::start(l, co).unwrap();
+    co
+}
+
+fn free(l: &mut Loop, co: *const Coro) {
+    // SAFETY: a coroutine of `l`, not used afterwards.
+    unsafe { coro::free(Some(l), co).unwrap() };
+}
+
+fn state(co: *const Coro) -> State {
+    // SAFETY: the tests free coroutines only at their end.
+    unsafe { (*co).state() }
+}
+
+fn close(mut l: Loop) {
+    l.run(RunMode::Default).unwrap();
+    l.check_close().unwrap();
+}
+
+unsafe extern "C" fn pinger(arg: *mut c_void) -> *mut c_void {
+    for i in 0..3 {
+        log(format!("{}{i}", arg as usize));
+        yield_now();
+    }
+    (arg as usize * 10) as *mut c_void
+}
+
+#[test]
+fn yields_alternate_and_results_are_kept() {
+    let mut l = Loop::new().unwrap();
+    let a = spawn(&mut l, pinger, 1, 0);
+    let b = spawn(&mut l, pinger, 2, 0);
+    assert_eq!(state(a), State::Ready);
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["10", "20", "11", "21", "12", "22"]);
+    assert_eq!(state(a), State::Finished);
+    // SAFETY: live.
+    unsafe {
+        assert_eq!((*a).result(), Some(10 as *mut c_void));
+        assert_eq!((*b).result(), Some(20 as *mut c_void));
+        assert!((*a).task().is_none(), "a finished coroutine's task is closed");
+        // Finished coroutines do not hold the loop: it closes first.
+        l.check_close().unwrap();
+        coro::free(None, a).unwrap();
+        coro::free(None, b).unwrap();
+    }
+}
+
+unsafe extern "C" fn sleeper(arg: *mut c_void) -> *mut c_void {
+    let ns = arg as u64;
+    let w = wait(State::Waiting, |l, co| coro::arm_sleep(l, co, ns));
+    log(format!("slept {:?}", coro::sleep_result(w)));
+    std::ptr::null_mut()
+}
+
+#[test]
+fn sleeps_end_in_order() {
+    let mut l = Loop::new().unwrap();
+    let t0 = crate::time::monotonic_ns();
+    let a = spawn(&mut l, sleeper, 3_000_000, 0);
+    let b = spawn(&mut l, sleeper, 1_000_000, 0);
+    l.run(RunMode::Default).unwrap();
+    assert!(crate::time::monotonic_ns() - t0 >= 3_000_000);
+    assert_eq!(take_log(), ["slept Ok(())", "slept Ok(())"]);
+    free(&mut l, a);
+    free(&mut l, b);
+    close(l);
+}
+
+static SIG: u8 = 0;
+
+fn sig() -> usize {
+    &SIG as *const u8 as usize
+}
+
+unsafe extern "C" fn waiter(arg: *mut c_void) -> *mut c_void {
+    let timeout = (arg as u64 != 0).then_some(arg as u64);
+    let w = wait(State::Waiting, |l, co| coro::arm_wait(l, co, sig(), timeout));
+    log(format!("wait {:?}", coro::wait_result(w)));
+    std::ptr::null_mut()
+}
+
+#[test]
+fn signal_waits_end_by_notify_timeout_or_wake() {
+    let mut l = Loop::new().unwrap();
+    // Notified.
+    let a = spawn(&mut l, waiter, 0, 0);
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(state(a), State::Waiting);
+    assert!(!l.alive(), "waiting only on a signal keeps nothing alive");
+    l.task_notify(sig(), crate::sched::When::Later).unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["wait Ok(())"]);
+    // Timed out.
+    let b = spawn(&mut l, waiter, 1_000_000, 0);
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["wait Err(TimedOut)"]);
+    // Woken from outside.
+    let c = spawn(&mut l, waiter, 10_000_000_000, 0);
+    l.run(RunMode::NoWait).unwrap();
+    // SAFETY: live.
+    assert!(coro::wake(&mut l, unsafe { &*c }).unwrap());
+    // SAFETY: live.
+    assert!(!coro::wake(&mut l, unsafe { &*c }).unwrap(), "woken already");
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["wait Err(Canceled)"]);
+    // A notification that came before the wake wins.
+    let d = spawn(&mut l, waiter, 0, 0);
+    l.run(RunMode::NoWait).unwrap();
+    l.task_notify(sig(), crate::sched::When::Later).unwrap();
+    // SAFETY: live.
+    coro::wake(&mut l, unsafe { &*d }).unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["wait Ok(())"]);
+    for co in [a, b, c, d] {
+        free(&mut l, co);
+    }
+    close(l);
+}
+
+unsafe extern "C" fn any_waiter(arg: *mut c_void) -> *mut c_void {
+    let keys = [sig(), sig() + 1, sig() + 2];
+    let sources: Vec<Source<'_>> = keys.iter().map(|&k| Source::Signal(k)).collect();
+    let timeout = Some(arg as u64);
+    let co = coro::running().unwrap();
+    // SAFETY: as in `wait`.
+    let fired = coro::arm_any(unsafe { &mut *LOOP.with(Cell::get) }, co, &sources, timeout).unwrap();
+    assert_eq!(fired, None);
+    // SAFETY: as in `wait`.
+    let w = unsafe { coro::suspend(co, State::Waiting) };
+    coro::any_done(&sources);
+    log(format!("any {:?}", coro::any_result(&sources, w)));
+    std::ptr::null_mut()
+}
+
+#[test]
+fn the_first_of_several_sources_is_told() {
+    let mut l = Loop::new().unwrap();
+    let a = spawn(&mut l, any_waiter, 50_000_000_000, 0);
+    l.run(RunMode::NoWait).unwrap();
+    l.task_notify(sig() + 2, crate::sched::When::Later).unwrap();
+    l.task_notify(sig() + 1, crate::sched::When::Later).unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["any Ok((2, 0))"]);
+    // Again, on the same watches: the timeout.
+    let b = spawn(&mut l, any_waiter, 1_000_000, 0);
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["any Err(TimedOut)"]);
+    free(&mut l, a);
+    free(&mut l, b);
+    close(l);
+}
+
+unsafe extern "C" fn joiner(arg: *mut c_void) -> *mut c_void {
+    // SAFETY: the test passes a live coroutine.
+    let other = unsafe { &*(arg as *const Coro) };
+    let co = coro::running().unwrap();
+    // SAFETY: as in `wait`.
+    let armed = coro::arm_join(unsafe { &mut *LOOP.with(Cell::get) }, co, other, None).unwrap();
+    assert!(armed);
+    // SAFETY: as in `wait`.
+    let w = unsafe { coro::suspend(co, State::Waiting) };
+    coro::join_done(other);
+    log(format!("joined {:?} {:?}", coro::wait_result(w), other.result()));
+    std::ptr::null_mut()
+}
+
+#[test]
+fn joins_wait_for_the_end_and_block_freeing() {
+    let mut l = Loop::new().unwrap();
+    let a = spawn(&mut l, sleeper, 2_000_000, 0);
+    let b = spawn(&mut l, joiner, a as usize, 0);
+    l.run(RunMode::NoWait).unwrap();
+    // SAFETY: a is live; freeing it is refused.
+    assert_eq!(unsafe { coro::free(Some(&mut l), a) }, Err(Error::Busy));
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(take_log(), ["slept Ok(())", "joined Ok(()) Some(0x0)"]);
+    free(&mut l, a);
+    free(&mut l, b);
+    close(l);
+}
+
+#[test]
+fn freeing_a_suspended_coroutine_leaves_its_wait() {
+    let mut l = Loop::new().unwrap();
+    let a = spawn(&mut l, sleeper, 60_000_000_000, 0);
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(state(a), State::Waiting);
+    free(&mut l, a);
+    let t0 = crate::time::monotonic_ns();
+    l.run(RunMode::Default).unwrap(); // its task's close callback, no sleep
+    assert!(crate::time::monotonic_ns() - t0 < 1_000_000_000, "its sleep is gone");
+    assert!(!l.alive());
+    assert!(take_log().is_empty());
+    close(l);
+}
+
+unsafe extern "C" fn resumer(arg: *mut c_void) -> *mut c_void {
+    // SAFETY: the test passes a live coroutine.
+    let other = unsafe { &*(arg as *const Coro) };
+    // SAFETY: as in `wait`.
+    let l = unsafe { &mut *LOOP.with(Cell::get) };
+    log("resumer runs the other");
+    coro::resume(l, other).unwrap();
+    log(format!("the other suspended: {:?}", other.state()));
+    assert_eq!(coro::resume(l, coro::running().unwrap()), Err(Error::Busy));
+    std::ptr::null_mut()
+}
+
+#[test]
+fn resume_runs_a_coroutine_at_once() {
+    let mut l = Loop::new().unwrap();
+    let place = Box::into_raw(Box::<std::mem::MaybeUninit<Coro>>::new_uninit()).cast::<Coro>();
+    // SAFETY: a fresh box.
+    let a = unsafe { Coro::init(place, &mut l, Stack::new(0).unwrap(), pinger, 7 as *mut c_void, 0, run_task, true) };
+    assert_eq!(a.state(), State::Created);
+    let b = spawn(&mut l, resumer, a as *const Coro as usize, 0);
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(
+        take_log(),
+        ["resumer runs the other", "70", "the other suspended: Ready", "71", "72"],
+        "the resumed coroutine yields back to its resumer, then runs in turns"
+    );
+    free(&mut l, a);
+    free(&mut l, b);
+    close(l);
+}
+
+#[test]
+fn many_coroutines_on_lent_stacks() {
+    const N: usize = 10_000;
+    const SIZE: usize = 16 * 1024;
+    let mut l = Loop::new().unwrap();
+    let region = Stack::new(N * SIZE).unwrap(); // one mapping, carved up
+    let mut blocks: Vec<std::mem::MaybeUninit<Coro>> = (0..N).map(|_| std::mem::MaybeUninit::uninit()).collect();
+    let cos: Vec<*const Coro> = (0..N)
+        .map(|i| {
+            // SAFETY: disjoint slices of the region, blocks that outlive the
+            // coroutines.
+            unsafe {
+                let stack = Stack::lent(region.base().add(i * SIZE), SIZE).unwrap();
+                let co = Coro::init(
+                    blocks[i].as_mut_ptr(),
+                    &mut l,
+                    stack,
+                    counter,
+                    std::ptr::null_mut(),
+                    0,
+                    run_task,
+                    false,
+                );
+                coro::start(&mut l, co).unwrap();
+                co as *const Coro
+            }
+        })
+        .collect();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(COUNT.with(Cell::get), 3 * N);
+    for co in cos {
+        free(&mut l, co);
+    }
+    close(l);
+}
+
+thread_local! {
+    static COUNT: Cell<usize> = const { Cell::new(0) };
+}
+
+unsafe extern "C" fn counter(_: *mut c_void) -> *mut c_void {
+    for _ in 0..3 {
+        COUNT.with(|c| c.set(c.get() + 1));
+        yield_now();
+    }
+    std::ptr::null_mut()
+}
+
+/// Recurses until the stack overflows, touching each frame.
+#[inline(never)]
+fn recurse(depth: usize) -> usize {
+    let frame = std::hint::black_box([depth as u8; 512]);
+    if std::hint::black_box(depth) == usize::MAX {
+        return 0;
+    }
+    recurse(depth + 1) + frame[depth % 512] as usize
+}
+
+unsafe extern "C" fn overflow(_: *mut c_void) -> *mut c_void {
+    recurse(0) as *mut c_void
+}
+
+#[test]
+fn a_stack_overflow_hits_the_guard_page() {
+    // SAFETY: the child only runs the loop with the coroutine, then exits.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: restores the default action (the test harness may have a
+        // handler); the child dies of the fault.
+        unsafe { libc::signal(libc::SIGSEGV, libc::SIG_DFL) };
+        let mut l = Loop::new().unwrap();
+        spawn(&mut l, overflow, 0, 16 * 1024);
+        let _ = l.run(RunMode::Default);
+        // SAFETY: leaves the child at once.
+        unsafe { libc::_exit(0) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFSIGNALED(status), "the child died of a signal, status {status:#x}");
+    assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
+}
