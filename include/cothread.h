@@ -254,6 +254,91 @@ struct stat;
 #define COT_VERSION_PATCH 0
 
 /**
+ * Words of a `cot_coro_block`.
+ */
+#define COT_CORO_BLOCK_WORDS 32
+
+/**
+ * Bytes of a `cot_coro_block` (fixed for the ABI's lifetime).
+ */
+#define COT_CORO_BLOCK_SIZE (COT_CORO_BLOCK_WORDS * 8)
+
+/**
+ * The stack size `cot_coro_new` maps when asked for 0 bytes: 256 KiB. Pages
+ * are committed only when touched.
+ */
+#define COT_CORO_STACK_DEFAULT (256 * 1024)
+
+/**
+ * The smallest stack `cot_coro_new`, `cot_coro_init` and
+ * `cot_context_make` accept (smaller requests to `cot_coro_new` are raised
+ * to it; `cot_coro_init` and `cot_context_make` refuse them): 4 KiB.
+ */
+#define COT_CORO_STACK_MIN 4096
+
+/**
+ * A timeout of the waiting calls: wait forever.
+ */
+#define COT_CORO_FOREVER UINT64_MAX
+
+/**
+ * `cot_coro_status`: made, not started yet.
+ */
+#define COT_CORO_CREATED 0
+
+/**
+ * `cot_coro_status`: in the loop's ready queue (started, yielded, or woken
+ * from outside), waiting for its turn.
+ */
+#define COT_CORO_READY 1
+
+/**
+ * `cot_coro_status`: running (the current coroutine, or one that resumed
+ * the current one with `cot_coro_resume`).
+ */
+#define COT_CORO_RUNNING 2
+
+/**
+ * `cot_coro_status`: suspended in a waiting call, until the loop runs it
+ * again (also after what it waits for happened, until then).
+ */
+#define COT_CORO_WAITING 3
+
+/**
+ * `cot_coro_status`: its function returned; its stack is released.
+ */
+#define COT_CORO_FINISHED 4
+
+/**
+ * `cot_coro_source` type: a signal of the loop (`signal`), notified with
+ * `cot_loop_notify`.
+ */
+#define COT_SOURCE_SIGNAL 1
+
+/**
+ * `cot_coro_source` type: readiness of a poll handle (`poll`, for
+ * `events`); at most one per wait.
+ */
+#define COT_SOURCE_POLL 2
+
+/**
+ * `cot_coro_source` type: the end of another coroutine of the loop (`coro`).
+ */
+#define COT_SOURCE_CORO 3
+
+/**
+ * A suspended raw context (opaque): the stack pointer its last switch saved.
+ */
+typedef struct cot_context_frame cot_context_frame;
+
+/**
+ * A stackful coroutine (opaque): a function running on its own stack as a
+ * task of a loop. Made by `cot_coro_new` or `cot_coro_init`, freed by
+ * `cot_coro_free`.
+ */
+typedef struct cot_coro cot_coro;
+
+/**
  * An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
  */
 typedef struct cot_loop cot_loop;
@@ -448,6 +533,67 @@ typedef cot_handle_cb cot_timer_cb;
  * (`COT_ECANCELED`); exactly once per request.
  */
 typedef void (*cot_after_work_cb)(struct cot_loop *loop, cot_req req, int status, void *data);
+
+/**
+ * A coroutine's function: it runs on the coroutine's stack; what it returns
+ * is the coroutine's result (`cot_coro_result`, `cot_coro_join`).
+ */
+typedef void *(*cot_coro_fn)(void *arg);
+
+/**
+ * Memory for a coroutine's control block, to embed or allocate statically
+ * (`cot_coro_init`): 256 bytes, 8-byte aligned. Its content is private.
+ */
+typedef struct cot_coro_block {
+  /**
+   * Private.
+   */
+  uint64_t opaque[COT_CORO_BLOCK_WORDS];
+} cot_coro_block;
+
+/**
+ * One source of `cot_coro_wait_any`. Set `type` and the field it uses;
+ * `revents` is written by the wait: the ready events for the poll source
+ * that fired, 1 for another source that fired, 0 for the others.
+ */
+typedef struct cot_coro_source {
+  /**
+   * `COT_SOURCE_SIGNAL`, `COT_SOURCE_POLL` or `COT_SOURCE_CORO`.
+   */
+  int type;
+  /**
+   * `COT_SOURCE_POLL`: the events to wait for (`COT_READABLE`, ...).
+   */
+  int events;
+  /**
+   * Written by `cot_coro_wait_any` (see the type).
+   */
+  int revents;
+  /**
+   * `COT_SOURCE_SIGNAL`: the signal key (any non-NULL address).
+   */
+  const void *signal;
+  /**
+   * `COT_SOURCE_CORO`: the coroutine to wait for.
+   */
+  struct cot_coro *coro;
+  /**
+   * `COT_SOURCE_POLL`: the poll handle (`cot_poll_init`).
+   */
+  cot_handle poll;
+} cot_coro_source;
+
+/**
+ * A suspended raw context, or NULL.
+ */
+typedef struct cot_context_frame *cot_context;
+
+/**
+ * The function a raw context starts with: `arg` is the value of the first
+ * switch to it. It must never return (the process aborts if it does): it
+ * ends by switching away for good.
+ */
+typedef void (*cot_context_fn)(void *arg);
 
 #ifdef __cplusplus
 extern "C" {
@@ -1822,6 +1968,261 @@ int cot_work_submit(struct cot_loop *loop,
  * `loop` is NULL or a live loop.
  */
 int cot_work_cancel(struct cot_loop *loop, cot_req req);
+
+/**
+ * Creates a coroutine that will run `fn(arg)` on `loop`, on a stack of
+ * `stack_size` bytes (0: `COT_CORO_STACK_DEFAULT`; rounded up to whole
+ * pages, at least `COT_CORO_STACK_MIN`) mapped with a guard page below it,
+ * so an overflow faults (SIGSEGV) instead of corrupting memory. It is
+ * created, not started (`cot_coro_start`). Stores it in `*co`. Returns 0,
+ * `COT_EINVAL` (NULL `loop`, `fn` or `co`), `COT_ENOMEM` (the system
+ * refused the mapping: see `vm.max_map_count` in doc/c.md), or `COT_EBUSY`
+ * when nested in another call on the loop. On the loop's thread.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `co` is NULL or writable; `fn(arg)` may run
+ * on the loop's thread from `cot_loop_run`.
+ */
+int cot_coro_new(struct cot_loop *loop,
+                 cot_coro_fn fn,
+                 void *arg,
+                 size_t stack_size,
+                 struct cot_coro **co);
+
+/**
+ * Creates a coroutine in caller-provided memory: its control block in
+ * `*block` and its stack in `stack .. stack + stack_size` (at least
+ * `COT_CORO_STACK_MIN` bytes; no guard page), so nothing is allocated for
+ * it (the loop's own tables aside). A NULL `stack` maps one of `stack_size`
+ * bytes with a guard page instead, as `cot_coro_new`. The memory stays the
+ * caller's: the stack is unused once the coroutine finished, the block
+ * once it is freed (`cot_coro_free`). The coroutine is `(cot_coro *)block`;
+ * it is also stored in `*co` if `co` is not NULL. Returns 0, `COT_EINVAL`
+ * (NULL `loop`, `block` or `fn`, a stack too small), `COT_EBUSY` (the block
+ * holds a coroutine not freed yet, or nested in another call on the loop),
+ * or `COT_ENOMEM` (mapping refused). On the loop's thread.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `block` is NULL or writable and stays
+ * valid, unmoved, until the coroutine is freed; `stack` is NULL or valid
+ * for `stack_size` bytes, used by nothing else until the coroutine
+ * finished or is freed; `fn(arg)` may run on the loop's thread.
+ */
+int cot_coro_init(struct cot_loop *loop,
+                  struct cot_coro_block *block,
+                  void *stack,
+                  size_t stack_size,
+                  cot_coro_fn fn,
+                  void *arg,
+                  struct cot_coro **co);
+
+/**
+ * Starts a created coroutine: it goes to the tail of its loop's ready
+ * queue and runs from `cot_loop_run`. Returns 0, `COT_EBUSY` (started
+ * already), or `COT_EINVAL` (NULL, freed, finished). On the loop's thread,
+ * from anywhere (a callback, another coroutine).
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block).
+ */
+int cot_coro_start(struct cot_coro *co);
+
+/**
+ * Makes the coroutine ready: a created one starts; a waiting one's waiting
+ * call ends with `COT_ECANCELED` (unless what it waited for came first: the
+ * first reason to run wins) when it runs, in turn, from the ready queue.
+ * Returns 1, 0 if it was ready already (or woken already), `COT_EBUSY` while
+ * it runs, `COT_EINVAL` (NULL, freed, finished). On the loop's thread.
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block).
+ */
+int cot_coro_wake(struct cot_coro *co);
+
+/**
+ * Runs a created or ready coroutine now, on the caller's stack, until it
+ * suspends or finishes (it leaves the ready queue: its turn is now). From
+ * outside coroutines or from another coroutine (which is suspended
+ * meanwhile and continues when this one suspends). Returns its status then
+ * (`COT_CORO_READY`, `COT_CORO_WAITING` or `COT_CORO_FINISHED`),
+ * `COT_EBUSY` if it runs or waits (wake it with `cot_coro_wake` and let the
+ * loop run it), or `COT_EINVAL` (NULL, freed, finished). On the loop's
+ * thread.
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block).
+ */
+int cot_coro_resume(struct cot_coro *co);
+
+/**
+ * Frees a coroutine that is not running: a waiting or ready one leaves
+ * what it waited for and its queue (its frames are abandoned, without
+ * running any cleanup), a mapped stack is unmapped, a block from
+ * `cot_coro_new` is freed; `cot_coro_init`'s block and stack are the
+ * caller's again. Returns 0, `COT_EBUSY` (it is running, e.g. freeing
+ * itself, or coroutines are joining it), or `COT_EINVAL` (NULL, freed). A
+ * finished coroutine may be freed after its loop was closed. On the loop's
+ * thread.
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block); after success it is
+ * not used again.
+ */
+int cot_coro_free(struct cot_coro *co);
+
+/**
+ * The coroutine's status: `COT_CORO_CREATED`, `COT_CORO_READY`,
+ * `COT_CORO_RUNNING`, `COT_CORO_WAITING` or `COT_CORO_FINISHED`; or
+ * `COT_EINVAL` (NULL, freed).
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block).
+ */
+int cot_coro_status(const struct cot_coro *co);
+
+/**
+ * Stores the value the finished coroutine's function returned in `*result`.
+ * Returns 0, `COT_EBUSY` (not finished), or `COT_EINVAL` (NULL, freed).
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block); `result` is NULL or
+ * writable.
+ */
+int cot_coro_result(const struct cot_coro *co, void **result);
+
+/**
+ * The coroutine running on this thread, NULL outside coroutines. Safe from
+ * any thread.
+ */
+struct cot_coro *cot_coro_current(void);
+
+/**
+ * The loop the coroutine runs on, NULL for NULL or a freed coroutine.
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block).
+ */
+struct cot_loop *cot_coro_loop(const struct cot_coro *co);
+
+/**
+ * The `arg` the coroutine was created with, NULL for NULL or a freed
+ * coroutine.
+ *
+ * # Safety
+ * `co` is NULL or a coroutine not freed (or its block).
+ */
+void *cot_coro_arg(const struct cot_coro *co);
+
+/**
+ * Yields: the running coroutine goes to the tail of its loop's ready queue
+ * and runs again in its turn (in the loop's next iteration: a coroutine
+ * that keeps yielding does not starve I/O). Returns 0, or `COT_EPERM`
+ * outside coroutines.
+ */
+int cot_coro_yield(void);
+
+/**
+ * Sleeps `ns` nanoseconds, counted from the loop's cached time (as timers).
+ * Returns 0 once slept, `COT_ECANCELED` if woken before (`cot_coro_wake`),
+ * or `COT_EPERM` outside coroutines.
+ */
+int cot_coro_sleep(uint64_t ns);
+
+/**
+ * Waits until `signal` (any non-NULL address, a key of the loop's
+ * scheduler) is notified with `cot_loop_notify`, or for at most
+ * `timeout_ns` (`COT_CORO_FOREVER`: no limit). Returns 0 when notified,
+ * `COT_ETIMEDOUT`, `COT_ECANCELED` (woken by `cot_coro_wake`), `COT_EINVAL`
+ * (NULL signal), or `COT_EPERM` outside coroutines. A notification is not
+ * remembered: only coroutines waiting when it comes are woken.
+ */
+int cot_coro_wait(const void *signal, uint64_t timeout_ns);
+
+/**
+ * Waits until the descriptor of poll handle `poll` (`cot_poll_init`) is
+ * ready for one of `events` (`COT_READABLE`, `COT_WRITABLE`,
+ * `COT_DISCONNECT`), or for at most `timeout_ns`. Returns the ready events
+ * (> 0), `COT_EBADF` (the handle was closed meanwhile), `COT_ETIMEDOUT`,
+ * `COT_ECANCELED` (woken), `COT_EBUSY` (another task waits on the handle),
+ * `COT_EINVAL` (bad handle or events), `COT_EPERM` outside coroutines, or
+ * the system's refusal of the descriptor (as `cot_poll_start`). While a
+ * coroutine waits on it, the handle's own callback is not used.
+ */
+int cot_coro_poll(cot_handle poll, int events, uint64_t timeout_ns);
+
+/**
+ * Runs `work(data)` on a thread of the loop's pool and waits until it ran.
+ * Returns 0, `COT_ECANCELED` (woken before it ran: it is cancelled if it has
+ * not started, and runs to its end otherwise, so `data` must outlive it;
+ * or the pool was stopped), `COT_EINVAL` (NULL `work`), or `COT_EPERM`
+ * outside coroutines.
+ *
+ * # Safety
+ * `work(data)` may run on another thread, concurrently with the loop.
+ */
+int cot_coro_work(cot_work_cb work, void *data);
+
+/**
+ * Waits until coroutine `other` (of the same loop) finished, or for at most
+ * `timeout_ns`; stores its result in `*result` (if not NULL). Returns 0
+ * (at once if it finished already), `COT_ETIMEDOUT`, `COT_ECANCELED`
+ * (woken), `COT_EINVAL` (NULL, freed, the caller itself, a coroutine of
+ * another loop), or `COT_EPERM` outside coroutines. `other` cannot be freed
+ * while joined (`COT_EBUSY`).
+ *
+ * # Safety
+ * `other` is NULL or a coroutine not freed (or its block); `result` is NULL
+ * or writable.
+ */
+int cot_coro_join(struct cot_coro *other, uint64_t timeout_ns, void **result);
+
+/**
+ * Waits for the first of `n` sources (signals, a poll handle, the end of
+ * other coroutines; see `cot_coro_source`), or for at most `timeout_ns`.
+ * Returns the index of the source that fired (its `revents` says how; the
+ * others' are 0), `COT_ETIMEDOUT`, `COT_ECANCELED` (woken), `COT_EBADF` (the
+ * poll handle was closed meanwhile), `COT_EINVAL` (NULL `sources` with
+ * `n` > 0, an unknown type, a NULL signal, a bad coroutine, a second poll
+ * source, bad events), `COT_EBUSY` (another task waits on the poll handle),
+ * or `COT_EPERM` outside coroutines. A coroutine source that finished
+ * already fires at once. With `n` = 0 it is a sleep of `timeout_ns` that
+ * returns `COT_ETIMEDOUT`.
+ *
+ * # Safety
+ * `sources` is NULL or valid for reads and writes of `n` sources; their
+ * coroutines are NULL or not freed.
+ */
+int cot_coro_wait_any(struct cot_coro_source *sources, size_t n, uint64_t timeout_ns);
+
+/**
+ * Makes a raw context on the caller's stack memory `stack .. stack + size`
+ * (at least `COT_CORO_STACK_MIN` bytes; no guard page) that calls
+ * `fn(arg)` when first switched to, `arg` being the value of that switch.
+ * The low-level piece under coroutines, for schedulers of your own: no
+ * loop, no checks beyond these. Returns the context, or NULL (NULL `stack`
+ * or `fn`, too small). Safe from any thread.
+ *
+ * # Safety
+ * The stack memory is valid and used by nothing else while the context may
+ * run; `fn` never returns.
+ */
+cot_context cot_context_make(void *stack, size_t size, cot_context_fn fn);
+
+/**
+ * Saves the running context into `*save` and resumes `to` (made by
+ * `cot_context_make` or saved by a switch), handing it `arg`: there, the
+ * switch that suspended it returns `arg` (a new context's function gets it
+ * as its argument). Returns, once something switches back to `*save`, the
+ * value that switch handed over. Saves only the callee-saved registers and
+ * the floating-point control state: a handful of instructions. Returns NULL
+ * at once, switching nothing, for a NULL `save` or `to`. Safe from any
+ * thread, but a context runs on the thread that switches to it.
+ *
+ * # Safety
+ * `to` is a context not resumed since it was made or saved, whose stack is
+ * valid; `save` stays writable until something switches back to it.
+ */
+void *cot_context_switch(cot_context *save, cot_context to, void *arg);
 
 #ifdef __cplusplus
 }  // extern "C"

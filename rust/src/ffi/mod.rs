@@ -33,9 +33,12 @@ mod timer;
 mod timers;
 mod version;
 mod work;
+// Last: the header lists coroutines after the loop they run on.
+mod coro;
 
 pub use async_::*;
 pub use chain::*;
+pub use coro::*;
 pub use error::*;
 pub use fs::*;
 pub use loop_::*;
