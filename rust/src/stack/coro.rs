@@ -51,6 +51,7 @@ use std::ffi::c_void;
 
 use super::context::{Context, switch};
 use super::memory::Stack;
+use super::sanitizer;
 use crate::error::{Error, Result};
 use crate::reactor::{Handle, Loop, Outcome, TaskFn, Wake, Work};
 use crate::sched::When;
@@ -108,6 +109,10 @@ pub struct Coro {
     wake: Cell<Wake>,
     /// Its stack, until it finished.
     stack: Cell<Option<Stack>>,
+    /// Its ThreadSanitizer fiber (NULL without TSan), until it finished.
+    fiber: Cell<*mut c_void>,
+    /// The resumer's TSan fiber while it runs.
+    back_fiber: Cell<*mut c_void>,
 }
 
 impl std::fmt::Debug for Coro {
@@ -169,6 +174,8 @@ impl Coro {
             owner: Cell::new(owner),
             wake: Cell::new(Wake::Resumed),
             stack: Cell::new(Some(stack)),
+            fiber: Cell::new(sanitizer::tsan().map_or(std::ptr::null_mut(), |t| t.create())),
+            back_fiber: Cell::new(std::ptr::null_mut()),
         };
         // SAFETY: `place` is writable and aligned (caller's contract).
         unsafe {
@@ -247,6 +254,9 @@ unsafe extern "C" fn coro_main(_arg: usize, data: usize) -> ! {
         let result = entry((*co).arg.get());
         (*co).result.set(result);
         (*co).state.set(State::Finished);
+        if let Some(t) = sanitizer::tsan() {
+            t.switch_to((*co).back_fiber.get());
+        }
         let mut dead = Context::NONE;
         switch(&mut dead, (*co).back.get(), 0);
     }
@@ -267,6 +277,10 @@ pub unsafe fn run(co: *const Coro, wake: Wake) -> State {
     c.wake.set(wake);
     c.state.set(State::Running);
     let prev = CURRENT.with(|cur| cur.replace(co));
+    if let Some(t) = sanitizer::tsan() {
+        c.back_fiber.set(t.current());
+        t.switch_to(c.fiber.get());
+    }
     // SAFETY: `ctx` is the coroutine's suspended context (it is not
     // running), on its live stack; `back` is written before the switch.
     unsafe { switch(c.back.as_ptr(), c.ctx.get(), 0) };
@@ -284,6 +298,9 @@ pub unsafe fn suspend(co: *const Coro, state: State) -> Wake {
     // SAFETY: the running coroutine is live.
     let c = unsafe { &*co };
     c.state.set(state);
+    if let Some(t) = sanitizer::tsan() {
+        t.switch_to(c.back_fiber.get());
+    }
     // SAFETY: `back` is the context of `run`, suspended in its switch.
     unsafe { switch(c.ctx.as_ptr(), c.back.get(), 0) };
     c.wake.get()
@@ -296,7 +313,16 @@ pub fn reap(l: &mut Loop, co: &Coro) {
         let _ = l.close(h, None);
     }
     let _ = l.task_notify(co.join_key(), When::Later);
+    release(co);
+}
+
+/// Releases the stack and the TSan fiber of a coroutine that does not run.
+fn release(co: &Coro) {
     drop(co.stack.take());
+    let fiber = co.fiber.replace(std::ptr::null_mut());
+    if let (false, Some(t)) = (fiber.is_null(), sanitizer::tsan()) {
+        t.destroy(fiber);
+    }
 }
 
 /// Frees the coroutine: its loop task is closed (it leaves whatever it
@@ -317,7 +343,7 @@ pub unsafe fn free(l: Option<&mut Loop>, co: *const Coro) -> Result<()> {
         l.close(h, None)?;
         c.task.set(None);
     }
-    drop(c.stack.take());
+    release(c);
     c.magic.set(FREED);
     if c.boxed.get() {
         // SAFETY: a boxed block was leaked from a `Box<Coro>` by the face and
