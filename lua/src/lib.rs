@@ -11,7 +11,9 @@
 //! Files: `state` (an instance and the mapping of threads and signal values
 //! onto the core), `sched` (the scheduler functions), `ops` (yield operations,
 //! `when`s, plugins), `signal` (combined signals), `time` (`time`, `idle`),
-//! `raw` (helpers over the C API).
+//! `raw` (helpers over the C API), `io` (a scheduler's event loop and the
+//! cothreads waiting on it), `socket` (`cothread.socket`) and `sys` (the
+//! system calls under it).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -19,11 +21,14 @@ use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
+mod io;
 mod ops;
 mod raw;
 mod sched;
 mod signal;
+mod socket;
 mod state;
+mod sys;
 mod time;
 
 use ops::Builtin;
@@ -58,6 +63,19 @@ pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
     unsafe { new(l) }
 }
 
+/// Entry point of `require "cothread.socket"` (Lua finds it in `cothread.so`
+/// with its all-in-one loader): the socket module, the same table as the
+/// `socket` field of every scheduler.
+///
+/// # Safety
+/// Called by Lua 5.4 with a valid state.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
+    // SAFETY: Lua calls this with a valid state.
+    unsafe { socket::push_module(l) };
+    1
+}
+
 /// `cothread.new()`: a new, independent scheduler table.
 unsafe extern "C-unwind" fn new(l: L) -> c_int {
     // SAFETY: valid state; pushes are balanced as the comments show.
@@ -89,6 +107,8 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"trap".as_ptr());
         ffi::lua_pushstring(l, cothread::ffi::cot_version_string());
         ffi::lua_setfield(l, m, c"version".as_ptr());
+        socket::push_module(l);
+        ffi::lua_setfield(l, m, c"socket".as_ptr());
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),
@@ -129,7 +149,7 @@ unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
                     ffi::lua_rawset(l, table);
                 }
             }
-            if b.is_yield() {
+            if b.is_yield() && !b.is_hidden() {
                 ops::push_yield_op(l, -1, b.function());
                 ffi::lua_setfield(l, m, b.name().as_ptr());
             }

@@ -15,7 +15,8 @@ use crate::state::{self, State, this};
 use crate::time;
 
 /// The built-in operations. `Wait`, `Postpone` and `Delay` are both yield
-/// operations and `when`s.
+/// operations and `when`s. `Io` is hidden (no field of the scheduler table):
+/// the socket layer yields it to park a cothread waiting for I/O (see `io`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Builtin {
     Halt,
@@ -26,10 +27,11 @@ pub enum Builtin {
     Delay,
     Next,
     Later,
+    Io,
 }
 
 impl Builtin {
-    pub const COUNT: usize = 8;
+    pub const COUNT: usize = 9;
     pub const ALL: [Builtin; Builtin::COUNT] = [
         Builtin::Halt,
         Builtin::Yield,
@@ -39,6 +41,7 @@ impl Builtin {
         Builtin::Delay,
         Builtin::Next,
         Builtin::Later,
+        Builtin::Io,
     ];
 
     pub fn name(self) -> &'static CStr {
@@ -51,6 +54,7 @@ impl Builtin {
             Builtin::Delay => c"delay",
             Builtin::Next => c"next",
             Builtin::Later => c"later",
+            Builtin::Io => c"cothread.io",
         }
     }
 
@@ -60,6 +64,11 @@ impl Builtin {
 
     pub fn is_yield(self) -> bool {
         !matches!(self, Builtin::Next | Builtin::Later)
+    }
+
+    /// A yield operation that is not a field of the scheduler table.
+    pub fn is_hidden(self) -> bool {
+        self == Builtin::Io
     }
 
     pub fn is_when(self) -> bool {
@@ -108,6 +117,7 @@ pub unsafe fn quick_turn(co: L, nres: c_int, p: *mut State, task: Task) -> Optio
         let (when, turn) = match builtin_at(co, -1, p)? {
             Builtin::Yield => (When::Later, Turn::Continue),
             Builtin::Halt => (When::Next, Turn::Halt),
+            Builtin::Io => ((*p).io.as_ref()?.placement(task)?, Turn::Continue),
             _ => return None,
         };
         ffi::lua_settop(co, -2);
@@ -217,6 +227,15 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
                 When::Postpone(time::to_core(at))
             }
             Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
+            Builtin::Io => {
+                // Parked by the socket layer (see `io`); by hand it is invalid.
+                let Some(when) = (*p).io.as_ref().and_then(|io| io.placement(task)) else {
+                    return invalid(l, base, co, task, c"invalid yield operation 'cothread.io'");
+                };
+                let _ = (*p).core.reschedule(task, when);
+                drop_fixed(l, name, 0);
+                return Turn::Continue;
+            }
         };
         // Taken out of every queue, then placed by the operation.
         let _ = (*p).core.reschedule(task, when);

@@ -5,6 +5,7 @@ use std::ffi::c_int;
 
 use cothread::{Task, When};
 
+use crate::io::{self, Block};
 use crate::ops::{self, Place, Turn};
 use crate::raw::{self, L, Status, ffi};
 use crate::state::{self, State, this};
@@ -231,13 +232,24 @@ pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
         check_outside(l);
         state::settle_signals(l);
         let p = this(l);
+        if state::io_armed(p) > 0 {
+            state::poll_io(p, Block::No);
+        }
         time::take_due(l, p);
         resume_head(l, p, 0);
         ffi::lua_gettop(l)
     }
 }
 
-/// `run(...)`: steps until nothing is ready or postponed, or a cothread halts.
+/// `run(...)`: steps until nothing is ready, postponed or waiting for I/O,
+/// or a cothread halts.
+///
+/// Without I/O waits it steps one cothread at a time and calls `idle` when
+/// only postponed cothreads are left. While cothreads wait for I/O it runs
+/// as cosock does: one pass over the cothreads ready at its start, then the
+/// event loop (without blocking if something is ready; else `idle` until the
+/// earliest wake time if something is postponed; else blocking until an
+/// event).
 pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
     // SAFETY: a closure of the module; the state is reached in short expressions.
     unsafe {
@@ -246,20 +258,51 @@ pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
         let p = this(l);
         loop {
             time::take_due(l, p);
-            match resume_head(l, p, 0) {
-                Some(Turn::Halt) => break,
-                Some(Turn::Continue) => {}
-                None => match (*p).core.next_wake() {
-                    Some(wake) => {
-                        state::push_field(l, c"idle");
-                        time::push(l, p, wake);
-                        ffi::lua_call(l, 1, 0);
+            if state::io_armed(p) == 0 {
+                match resume_head(l, p, 0) {
+                    Some(Turn::Halt) => break,
+                    Some(Turn::Continue) => {}
+                    None => match (*p).core.next_wake() {
+                        Some(wake) => call_idle(l, p, wake),
+                        None => break,
+                    },
+                }
+                continue;
+            }
+            // A pass: as many resumes as cothreads were ready when it began.
+            let n = (*p).core.ready().count();
+            if n > 0 {
+                for _ in 0..n {
+                    match resume_head(l, p, 0) {
+                        Some(Turn::Halt) => return ffi::lua_gettop(l),
+                        Some(Turn::Continue) => {}
+                        None => break,
                     }
-                    None => break,
-                },
+                }
+                state::poll_io(p, Block::No);
+            } else if let Some(wake) = (*p).core.next_wake() {
+                call_idle(l, p, wake);
+            } else {
+                state::poll_io(p, Block::Forever);
             }
         }
         ffi::lua_gettop(l)
+    }
+}
+
+/// `[-0, +0, e]` Calls the `idle` field with wake time `wake`. After a
+/// replaced `idle`, the event loop is polled without blocking, so I/O goes on.
+unsafe fn call_idle(l: L, p: *mut State, wake: u64) {
+    // SAFETY: a closure of the module whose state is `p`.
+    unsafe {
+        state::push_field(l, c"idle");
+        let default = ffi::lua_tocfunction(l, -1)
+            .is_some_and(|f| std::ptr::fn_addr_eq(f, time::idle_default as ffi::lua_CFunction));
+        time::push(l, p, wake);
+        ffi::lua_call(l, 1, 0);
+        if !default && state::io_armed(p) > 0 {
+            state::poll_io(p, Block::No);
+        }
     }
 }
 
@@ -281,7 +324,10 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
         (*p).running = co;
         (*p).running_task = Some(task);
         let mut nres: c_int = 0;
+        // The socket layer finds the scheduler resuming a cothread here.
+        let outer = io::CURRENT.replace(p);
         let status = ffi::lua_resume(co, l, nargs, &mut nres);
+        io::CURRENT.set(outer);
         (*p).running = std::ptr::null_mut();
         let task = (*p).running_task.take();
         if let (ffi::LUA_YIELD, Some(task)) = (status, task) {

@@ -69,6 +69,8 @@ pub struct State {
     pub integer_clock: bool,
     /// Set by `__gc`: the userdata may still be reached by finalizers.
     pub closed: bool,
+    /// The event loop and the cothreads waiting for I/O, made on first use.
+    pub io: Option<Box<crate::io::Io>>,
 }
 
 impl State {
@@ -96,6 +98,7 @@ impl State {
             names: [std::ptr::null(); Builtin::COUNT],
             integer_clock: false,
             closed: false,
+            io: None,
         }
     }
 
@@ -136,6 +139,20 @@ pub unsafe fn push_new(l: L) -> *mut State {
             ffi::lua_setfield(l, -2, c"__metatable".as_ptr());
         }
         ffi::lua_setmetatable(l, -2);
+        // registry["cothread.states"][p] = the userdata (weak values): how
+        // the socket layer, which knows a state by its address, holds it.
+        ffi::luaL_getsubtable(l, ffi::LUA_REGISTRYINDEX, STATES.as_ptr());
+        if ffi::lua_getmetatable(l, -1) == 0 {
+            ffi::lua_createtable(l, 0, 1);
+            ffi::lua_pushliteral(l, c"v");
+            ffi::lua_setfield(l, -2, c"__mode".as_ptr());
+            ffi::lua_setmetatable(l, -2);
+        } else {
+            ffi::lua_pop(l, 1);
+        }
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_rawsetp(l, -2, p as *const c_void);
+        ffi::lua_pop(l, 1);
         for uv in [UV_ALIVE, UV_HELD, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
             ffi::lua_newtable(l);
             ffi::lua_setiuservalue(l, -2, uv);
@@ -147,6 +164,78 @@ pub unsafe fn push_new(l: L) -> *mut State {
         }
         p
     }
+}
+
+/// Registry field of the table mapping a state's address to its userdata.
+const STATES: &std::ffi::CStr = c"cothread.states";
+
+/// `[-0, +1, m]` Pushes the userdata of state `p` (nil if it was collected).
+///
+/// # Safety
+/// `l` is a valid state with two free slots.
+pub unsafe fn push_state(l: L, p: *mut State) {
+    // SAFETY: valid state (caller's contract); the table was made by `push_new`.
+    unsafe {
+        ffi::luaL_getsubtable(l, ffi::LUA_REGISTRYINDEX, STATES.as_ptr());
+        ffi::lua_rawgetp(l, -1, p as *const c_void);
+        ffi::lua_remove(l, -2);
+    }
+}
+
+/// `[-0, +0, e]` The I/O side of state `p`, made now if needed (raises if
+/// the system refuses an event loop).
+///
+/// # Safety
+/// `l` is valid; `p` is a live state.
+pub unsafe fn io_of(l: L, p: *mut State) -> *mut crate::io::Io {
+    // SAFETY: live state; the Box does not move while the state lives.
+    unsafe {
+        if (*p).io.is_none() {
+            let key = (*p).new_key();
+            let failed = match crate::io::Io::new(key) {
+                Ok(io) => {
+                    (*p).io = Some(Box::new(io));
+                    None
+                }
+                Err(e) => Some(
+                    std::ffi::CString::new(format!("cothread: cannot create the event loop: {e}")).unwrap_or_default(),
+                ),
+            };
+            if let Some(msg) = failed {
+                ffi::lua_pushstring(l, msg.as_ptr());
+                drop(msg); // nothing with a destructor may stay alive across lua_error
+                ffi::lua_error(l);
+            }
+        }
+        &mut **(*p).io.as_mut().expect("made above")
+    }
+}
+
+/// Runs the loop of state `p` once, blocking as `block` says, and makes the
+/// cothreads whose waits ended ready. Returns whether any did.
+///
+/// # Safety
+/// `p` is a live state.
+pub unsafe fn poll_io(p: *mut State, block: crate::io::Block) -> bool {
+    // SAFETY: live state; no Lua code runs here.
+    unsafe {
+        let Some(io) = (*p).io.as_mut() else { return false };
+        let tasks = io.poll(block);
+        for &t in &tasks {
+            let _ = (*p).core.reschedule(t, cothread::When::Later);
+        }
+        !tasks.is_empty()
+    }
+}
+
+/// Waits of state `p` that can end by themselves (they keep `run` going).
+///
+/// # Safety
+/// `p` is a live state.
+#[inline]
+pub unsafe fn io_armed(p: *mut State) -> usize {
+    // SAFETY: live state.
+    unsafe { (*p).io.as_ref().map_or(0, |io| io.armed()) }
 }
 
 /// `[-0, +1, m]` Pushes a new table with weak keys.
@@ -275,6 +364,11 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
     unsafe {
         if (*p).running_task == Some(task) {
             (*p).running_task = None;
+        }
+        if let Some(io) = (*p).io.as_mut() {
+            if io.has_wait() {
+                io.cancel(task); // left while waiting for I/O: nothing resumes it later
+            }
         }
         if (*p).core.task_free(task).is_err() {
             return;

@@ -6,6 +6,7 @@
 
 use std::ffi::c_int;
 
+use crate::io::Block;
 use crate::raw::{self, L, ffi};
 use crate::state::{self, State, this};
 
@@ -102,9 +103,11 @@ pub unsafe fn take_due(l: L, p: *mut State) {
     }
 }
 
-/// `cothread.idle(t)`: the default idle. With the default `time`, sleeps until
-/// `t`; with a user's `time`, calls it until it reaches `t` (it cannot know how
-/// that clock relates to real time).
+/// `cothread.idle(t)`: the default idle. With the default `time`, waits until
+/// `t`: in the event loop if the scheduler has one (returning early when I/O
+/// or a socket timeout makes a cothread ready), else asleep. With a user's
+/// `time`, calls it until it reaches `t` (it cannot know how that clock
+/// relates to real time), polling the event loop in between.
 pub unsafe extern "C-unwind" fn idle_default(l: L) -> c_int {
     // SAFETY: a closure of the module; Lua calls it with a valid state.
     unsafe {
@@ -112,10 +115,23 @@ pub unsafe extern "C-unwind" fn idle_default(l: L) -> c_int {
         state::push_field(l, c"time");
         let default = is_default_time(l, -1);
         ffi::lua_pop(l, 1);
+        let p = this(l);
         if default {
-            sleep_until(t);
+            if (*p).io.is_some() {
+                if t > 0.0 {
+                    // Rounded up: the loop wakes at `t` or just after it.
+                    let ns = (t * 1e9).ceil().min(u64::MAX as f64) as u64;
+                    state::poll_io(p, Block::Until(ns));
+                }
+            } else {
+                sleep_until(t);
+            }
         } else {
-            while now(l) < t {}
+            while now(l) < t {
+                if state::io_armed(p) > 0 && state::poll_io(p, Block::No) {
+                    break;
+                }
+            }
         }
     }
     0

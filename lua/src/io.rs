@@ -1,0 +1,508 @@
+//! The event loop of a scheduler: cothreads waiting for I/O or a timeout.
+//!
+//! Each scheduler gets a reactor [`Loop`] the first time one of its cothreads
+//! waits for I/O (`Io`, in `State::io`). A socket is *attached* to the loop of
+//! the scheduler whose cothread first waits on it: it gets a poll handle there
+//! (`Sock`), kept until the socket is closed or collected.
+//!
+//! # A wait
+//! A cothread that must wait (a socket would block) calls `begin`, which
+//! records a `Wait` (the task, the sockets and directions, an optional
+//! deadline as a loop timer) and registers the wait on each socket; then the
+//! cothread yields the hidden operation `cothread.io`, whose dispatch puts it
+//! in the queue of the private signal `Io::key`: it is registered (it keeps
+//! `run` going, `scheduled` says true) but no `notify` can reach it.
+//!
+//! The wait ends in exactly one way, and its record says which:
+//! - readiness of one of its sockets (`Outcome::Ready`), its deadline's timer
+//!   (`Timeout`), or the close of one of its sockets (`Closed`): the loop's
+//!   callbacks only queue events (`Io::events`); `poll` then drains them,
+//!   sets the outcome, takes the wait off every socket and timer, and makes
+//!   the task ready;
+//! - the cothread is unscheduled (or otherwise forgotten) while waiting:
+//!   `cancel` drops the record and its registrations at once, so a late
+//!   readiness finds nothing and resumes nobody. If the cothread is scheduled
+//!   again later, its call finds no record and returns `Cancelled`.
+//!
+//! When the cothread runs again, its C continuation calls `end`, which takes
+//! the record and returns the outcome.
+//!
+//! Poll handles stay registered after their waiter left (a re-wait for the
+//! same direction then costs no system call); one that fires with nobody
+//! waiting is narrowed or stopped then.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, RunMode, WRITABLE};
+use cothread::{Task, When};
+
+use crate::state::State;
+
+/// Direction of a wait on a socket.
+pub const READ: u32 = READABLE;
+pub const WRITE: u32 = WRITABLE;
+
+thread_local! {
+    /// The scheduler resuming a cothread on this thread, innermost first (set
+    /// around `lua_resume` by `sched::resume_head`).
+    pub static CURRENT: Cell<*mut State> = const { Cell::new(std::ptr::null_mut()) };
+    /// Source of socket and wait identifiers (never reused, never 0).
+    static NEXT_ID: Cell<u64> = const { Cell::new(1) };
+}
+
+/// A new identifier, unique on this thread.
+pub fn new_id() -> u64 {
+    NEXT_ID.with(|c| {
+        let id = c.get();
+        c.set(id + 1);
+        id
+    })
+}
+
+/// How a wait ended.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Outcome {
+    /// A socket it waited on is ready (or a sleep without sockets ended).
+    Ready,
+    /// Its deadline passed.
+    Timeout,
+    /// A socket it waited on was closed.
+    Closed,
+    /// The cothread was rescheduled from outside: the wait was dropped.
+    Cancelled,
+}
+
+/// What the loop's callbacks report.
+enum Event {
+    Poll(u64, u32),
+    Timer(u64),
+}
+
+/// A socket attached to the loop.
+struct Sock {
+    poll: Handle,
+    /// Waits for reading and for writing (usually one or none).
+    readers: Vec<u64>,
+    writers: Vec<u64>,
+    /// The events the poll handle is started for (0: stopped).
+    watching: u32,
+}
+
+struct Wait {
+    task: Task,
+    socks: Vec<(u64, u32)>,
+    timer: Option<Handle>,
+    outcome: Option<Outcome>,
+}
+
+/// The I/O side of a scheduler.
+pub struct Io {
+    lp: Loop,
+    events: Rc<RefCell<Vec<Event>>>,
+    socks: HashMap<u64, Sock>,
+    waits: HashMap<u64, Wait>,
+    by_task: HashMap<u64, u64>,
+    /// Pending waits that can end by themselves (a socket or a deadline).
+    armed: usize,
+    /// The private signal key waiting cothreads are parked on.
+    pub key: usize,
+    /// Timers for deadlines, stopped, ready for reuse.
+    spare_timers: Vec<Handle>,
+    /// Bounds the loop's blocking wait in `poll(Until)`.
+    idle_timer: Handle,
+}
+
+/// How long `poll` may block.
+#[derive(Clone, Copy, Debug)]
+pub enum Block {
+    /// Not at all.
+    No,
+    /// Until this monotonic time (ns), or an event.
+    Until(u64),
+    /// Until an event.
+    Forever,
+}
+
+impl Io {
+    /// A new loop; `key` is the private signal waiting cothreads are parked on.
+    pub fn new(key: usize) -> std::io::Result<Io> {
+        let mut lp = Loop::new()?;
+        let idle_timer = lp.timer_init(0);
+        Ok(Io {
+            lp,
+            events: Rc::new(RefCell::new(Vec::new())),
+            socks: HashMap::new(),
+            waits: HashMap::new(),
+            by_task: HashMap::new(),
+            armed: 0,
+            key,
+            spare_timers: Vec::new(),
+            idle_timer,
+        })
+    }
+
+    /// Waits that can end by themselves: they keep `run` going.
+    pub fn armed(&self) -> usize {
+        self.armed
+    }
+
+    /// Is the socket `id` attached here?
+    pub fn attached(&self, id: u64) -> bool {
+        self.socks.contains_key(&id)
+    }
+
+    /// Does anything wait on the socket `id`?
+    pub fn busy(&self, id: u64) -> bool {
+        self.socks.get(&id).is_some_and(|s| !s.readers.is_empty() || !s.writers.is_empty())
+    }
+
+    /// Attaches socket `id` (descriptor `fd`).
+    pub fn attach(&mut self, id: u64, fd: RawFd) -> cothread::error::Result<()> {
+        let poll = self.lp.poll_init(fd, id as usize)?;
+        self.socks.insert(id, Sock { poll, readers: Vec::new(), writers: Vec::new(), watching: 0 });
+        Ok(())
+    }
+
+    /// Records a wait of `task` on `socks` (id, `READ`/`WRITE`) until
+    /// `deadline` (monotonic ns). The sockets must be attached. On an error
+    /// (the descriptor cannot be polled) nothing is recorded.
+    pub fn begin(&mut self, task: Task, socks: Vec<(u64, u32)>, deadline: Option<u64>) -> cothread::error::Result<u64> {
+        let id = new_id();
+        for (i, &(s, dir)) in socks.iter().enumerate() {
+            if let Err(e) = self.watch(s, dir) {
+                for &(s, _) in &socks[..i] {
+                    self.unlist(s, id);
+                }
+                return Err(e);
+            }
+            let sock = self.socks.get_mut(&s).expect("attached");
+            if dir == READ { sock.readers.push(id) } else { sock.writers.push(id) }
+        }
+        let timer = deadline.map(|d| self.start_timer(id, d));
+        if timer.is_some() || !socks.is_empty() {
+            self.armed += 1;
+        }
+        self.waits.insert(id, Wait { task, socks, timer, outcome: None });
+        self.by_task.insert(task.to_raw(), id);
+        Ok(id)
+    }
+
+    /// Where the dispatch of `cothread.io` puts `task`: in the private queue
+    /// while its wait is pending, in the ready queue if it already ended.
+    /// `None` if the task has no wait (a bogus yield).
+    pub fn placement(&self, task: Task) -> Option<When> {
+        let w = self.waits.get(self.by_task.get(&task.to_raw())?)?;
+        Some(if w.outcome.is_some() { When::Later } else { When::Wait(self.key) })
+    }
+
+    /// Ends wait `id` as its cothread resumes: its outcome. `Cancelled` if
+    /// the record was dropped (the cothread left the wait), or if it is still
+    /// pending (the coroutine was resumed by something else than this loop:
+    /// its deadline would have ended it with `Timeout`).
+    pub fn end(&mut self, id: u64) -> Outcome {
+        let Some(outcome) = self.waits.get(&id).map(|w| w.outcome) else { return Outcome::Cancelled };
+        if outcome.is_none() {
+            self.disarm(id);
+        }
+        let w = self.waits.remove(&id).expect("present");
+        if self.by_task.get(&w.task.to_raw()) == Some(&id) {
+            self.by_task.remove(&w.task.to_raw());
+        }
+        outcome.unwrap_or(Outcome::Cancelled)
+    }
+
+    /// The cothread of `task` left its wait (unscheduled, forgotten): drops
+    /// the wait and its registrations. Nothing resumes it later.
+    pub fn cancel(&mut self, task: Task) {
+        let Some(id) = self.by_task.remove(&task.to_raw()) else { return };
+        if self.waits.get(&id).is_some_and(|w| w.outcome.is_none()) {
+            self.disarm(id);
+        }
+        self.waits.remove(&id);
+    }
+
+    /// Has any task a wait recorded?
+    pub fn has_wait(&self) -> bool {
+        !self.by_task.is_empty()
+    }
+
+    /// Detaches socket `id` before its descriptor closes: its waiters end
+    /// with `Closed` (their tasks are returned, to make ready), its poll
+    /// handle is closed.
+    pub fn detach(&mut self, id: u64) -> Vec<Task> {
+        let Some(sock) = self.socks.get(&id) else { return Vec::new() };
+        let waiters: Vec<u64> = sock.readers.iter().chain(sock.writers.iter()).copied().collect();
+        let mut tasks = Vec::new();
+        for w in waiters {
+            if let Some(t) = self.finish(w, Outcome::Closed) {
+                tasks.push(t);
+            }
+        }
+        if let Some(sock) = self.socks.remove(&id) {
+            let _ = self.lp.close(sock.poll, None);
+        }
+        tasks
+    }
+
+    /// Runs the loop once, blocking as `block` says, and ends the waits whose
+    /// events came. Returns the tasks to make ready, in event order.
+    pub fn poll(&mut self, block: Block) -> Vec<Task> {
+        let mode = match block {
+            Block::No => RunMode::NoWait,
+            Block::Forever => RunMode::Once,
+            Block::Until(t) => {
+                self.lp.update_time();
+                let now = self.lp.now().max(cothread::time::monotonic_ns());
+                if t <= now {
+                    RunMode::NoWait
+                } else {
+                    let cb = || -> cothread::reactor::Callback { Box::new(|_, _| {}) };
+                    let _ = self.lp.timer_start_with(self.idle_timer, t - self.lp.now(), 0, 1, cb);
+                    RunMode::Once
+                }
+            }
+        };
+        let _ = self.lp.run(mode);
+        let _ = self.lp.timer_stop(self.idle_timer);
+        let events = std::mem::take(&mut *self.events.borrow_mut());
+        let mut ready = Vec::new();
+        for e in events {
+            match e {
+                Event::Timer(id) => {
+                    if let Some(t) = self.finish(id, Outcome::Timeout) {
+                        ready.push(t);
+                    }
+                }
+                Event::Poll(s, bits) => self.ready(s, bits, &mut ready),
+            }
+        }
+        ready
+    }
+
+    /// Readiness `bits` of socket `s`: ends its waits in those directions. A
+    /// direction that fired with nobody waiting is no longer watched (a
+    /// direction whose waiters just left stays watched: they usually wait
+    /// again soon, and then no system call is needed).
+    fn ready(&mut self, s: u64, bits: u32, out: &mut Vec<Task>) {
+        let Some(sock) = self.socks.get(&s) else { return };
+        let mut woken = Vec::new();
+        let mut stale = 0;
+        if bits & (READABLE | DISCONNECT) != 0 {
+            if sock.readers.is_empty() {
+                stale |= READ;
+            }
+            woken.extend_from_slice(&sock.readers);
+        }
+        if bits & WRITABLE != 0 {
+            if sock.writers.is_empty() {
+                stale |= WRITE;
+            }
+            woken.extend_from_slice(&sock.writers);
+        }
+        for w in woken {
+            if let Some(t) = self.finish(w, Outcome::Ready) {
+                out.push(t);
+            }
+        }
+        let Some(sock) = self.socks.get_mut(&s) else { return };
+        if stale & sock.watching != 0 {
+            let (poll, wanted) = (sock.poll, sock.watching & !stale);
+            sock.watching = 0;
+            if wanted == 0 {
+                let _ = self.lp.poll_stop(poll);
+            } else {
+                let _ = self.start_poll(s, wanted);
+            }
+        }
+    }
+
+    /// Ends pending wait `id` with `outcome`; returns its task.
+    fn finish(&mut self, id: u64, outcome: Outcome) -> Option<Task> {
+        if self.waits.get(&id)?.outcome.is_some() {
+            return None;
+        }
+        self.disarm(id);
+        let w = self.waits.get_mut(&id)?;
+        w.outcome = Some(outcome);
+        Some(w.task)
+    }
+
+    /// Takes pending wait `id` off its sockets and timer.
+    fn disarm(&mut self, id: u64) {
+        let Some(w) = self.waits.get_mut(&id) else { return };
+        let socks = std::mem::take(&mut w.socks);
+        let timer = w.timer.take();
+        if timer.is_some() || !socks.is_empty() {
+            self.armed -= 1;
+        }
+        for (s, _) in socks {
+            self.unlist(s, id);
+        }
+        if let Some(t) = timer {
+            let _ = self.lp.timer_stop(t);
+            self.spare_timers.push(t);
+        }
+    }
+
+    fn unlist(&mut self, s: u64, id: u64) {
+        if let Some(sock) = self.socks.get_mut(&s) {
+            sock.readers.retain(|&w| w != id);
+            sock.writers.retain(|&w| w != id);
+        }
+    }
+
+    /// Makes socket `s`'s poll handle watch `dir` too.
+    fn watch(&mut self, s: u64, dir: u32) -> cothread::error::Result<()> {
+        let sock = self.socks.get(&s).ok_or(cothread::Error::Inval)?;
+        if sock.watching & dir == dir {
+            return Ok(());
+        }
+        let events = sock.watching | dir;
+        self.start_poll(s, events)
+    }
+
+    fn start_poll(&mut self, s: u64, events: u32) -> cothread::error::Result<()> {
+        let sock = self.socks.get_mut(&s).ok_or(cothread::Error::Inval)?;
+        let poll = sock.poll;
+        let q = self.events.clone();
+        let cb = Box::new(move |_: &mut Loop, _, bits| q.borrow_mut().push(Event::Poll(s, bits)));
+        self.lp.poll_start(poll, events, cb)?;
+        if let Some(sock) = self.socks.get_mut(&s) {
+            sock.watching = events;
+        }
+        Ok(())
+    }
+
+    /// A timer firing at `deadline` (monotonic ns) for wait `id`.
+    fn start_timer(&mut self, id: u64, deadline: u64) -> Handle {
+        let t = match self.spare_timers.pop() {
+            Some(t) => t,
+            None => self.lp.timer_init(0),
+        };
+        let _ = self.lp.set_data(t, id as usize);
+        self.lp.update_time();
+        let after = deadline.saturating_sub(self.lp.now());
+        let q = self.events.clone();
+        let make = move || -> cothread::reactor::Callback {
+            Box::new(move |lp: &mut Loop, h| {
+                if let Ok(id) = lp.data(h) {
+                    q.borrow_mut().push(Event::Timer(id as u64));
+                }
+            })
+        };
+        // Tag 2: a reused timer keeps its callback (it reads the wait from the data).
+        let _ = self.lp.timer_start_with(t, after, 0, 2, make);
+        t
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A connected pair of non-blocking stream sockets.
+    fn socketpair() -> (RawFd, RawFd) {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` is valid for two ints.
+        let r =
+            unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_NONBLOCK, 0, fds.as_mut_ptr()) };
+        assert_eq!(r, 0);
+        (fds[0], fds[1])
+    }
+
+    fn write(fd: RawFd) {
+        // SAFETY: writes one byte from a valid buffer.
+        assert_eq!(unsafe { libc::write(fd, b"x".as_ptr().cast(), 1) }, 1);
+    }
+
+    fn close(a: RawFd, b: RawFd) {
+        // SAFETY: the test owns both descriptors.
+        unsafe {
+            libc::close(a);
+            libc::close(b);
+        }
+    }
+
+    #[test]
+    fn readiness_ends_a_wait_once() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let (a, b) = socketpair();
+        io.attach(7, a).unwrap();
+        let id = io.begin(task, vec![(7, READ)], None).unwrap();
+        assert_eq!(io.armed(), 1);
+        assert_eq!(io.placement(task), Some(When::Wait(1)));
+        assert!(io.poll(Block::No).is_empty());
+        write(b);
+        assert_eq!(io.poll(Block::Forever), vec![task]);
+        assert_eq!(io.armed(), 0);
+        assert!(io.poll(Block::No).is_empty(), "a level-triggered event resumes once");
+        assert_eq!(io.end(id), Outcome::Ready);
+        assert_eq!(io.end(id), Outcome::Cancelled, "the record is gone");
+        close(a, b);
+    }
+
+    #[test]
+    fn a_cancelled_wait_is_never_resumed() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let (a, b) = socketpair();
+        io.attach(7, a).unwrap();
+        let id = io.begin(task, vec![(7, READ)], Some(cothread::time::monotonic_ns() + 1_000_000)).unwrap();
+        io.cancel(task);
+        assert_eq!(io.armed(), 0);
+        assert!(!io.has_wait());
+        write(b);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(io.poll(Block::No).is_empty(), "neither the readiness nor the timer resumes it");
+        assert_eq!(io.end(id), Outcome::Cancelled);
+        close(a, b);
+    }
+
+    #[test]
+    fn a_deadline_ends_a_wait_with_timeout() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let (a, b) = socketpair();
+        io.attach(7, a).unwrap();
+        let t0 = cothread::time::monotonic_ns();
+        let id = io.begin(task, vec![(7, READ)], Some(t0 + 20_000_000)).unwrap();
+        assert_eq!(io.poll(Block::Forever), vec![task]);
+        assert!(cothread::time::monotonic_ns() - t0 >= 20_000_000);
+        assert_eq!(io.end(id), Outcome::Timeout);
+        write(b);
+        assert!(io.poll(Block::No).is_empty(), "the late readiness finds no waiter");
+        close(a, b);
+    }
+
+    #[test]
+    fn detaching_a_socket_ends_its_waits_with_closed() {
+        let mut sched = cothread::Sched::new();
+        let (reader, writer) = (sched.task_new(0), sched.task_new(0));
+        let mut io = Io::new(1).unwrap();
+        let (a, b) = socketpair();
+        io.attach(7, a).unwrap();
+        let r = io.begin(reader, vec![(7, READ)], None).unwrap();
+        let w = io.begin(writer, vec![(7, READ), (7, WRITE)], None).unwrap();
+        assert_eq!(io.detach(7), vec![reader, writer]);
+        assert!(!io.attached(7));
+        assert_eq!(io.armed(), 0);
+        assert_eq!(io.end(r), Outcome::Closed);
+        assert_eq!(io.end(w), Outcome::Closed);
+        close(a, b);
+    }
+
+    #[test]
+    fn poll_until_sleeps_without_events() {
+        let mut io = Io::new(1).unwrap();
+        let t0 = cothread::time::monotonic_ns();
+        assert!(io.poll(Block::Until(t0 + 15_000_000)).is_empty());
+        assert!(cothread::time::monotonic_ns() - t0 >= 15_000_000);
+    }
+}
