@@ -1,6 +1,7 @@
 //! Generates `include/cothread.h` from `src/ffi` with cbindgen (rewritten only
-//! when its text changes, so builds that depend on it stay up to date), and
-//! gives the shared library its SONAME.
+//! when its text changes, so builds that depend on it stay up to date), gives
+//! the shared library its SONAME, and compiles the poco-compatible layer
+//! (`c/poco/*.c`, C over the `cot_*` API) into the libraries with the `cc` crate.
 
 use std::path::Path;
 
@@ -25,4 +26,30 @@ fn main() {
         Err(e) => panic!("cbindgen failed: {e}"),
     };
     bindings.write_to_file(&header);
+
+    poco(crate_dir);
+}
+
+/// The poco-compatible layer: C sources linked whole (nothing in Rust calls
+/// them) and exported from the cdylib by `c/poco/exports.map` (rustc's own
+/// version script keeps only Rust's symbols).
+fn poco(crate_dir: &Path) {
+    let dir = crate_dir.join("../c/poco");
+    println!("cargo:rerun-if-changed=../c/poco");
+    println!("cargo:rerun-if-changed=../include/poco");
+    let mut sources: Vec<_> = std::fs::read_dir(&dir)
+        .expect("c/poco exists")
+        .map(|e| e.expect("c/poco is readable").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    sources.sort();
+    let mut build = cc::Build::new();
+    build.include(crate_dir.join("../include")).files(&sources).std("c11").warnings(true).extra_warnings(true);
+    // Under ThreadSanitizer (scripts/tsan-c) the C is instrumented too, so TSan
+    // sees the atomics of the _from_isr forms.
+    if std::env::var("CARGO_ENCODED_RUSTFLAGS").is_ok_and(|f| f.contains("sanitizer=thread")) {
+        build.flag("-fsanitize=thread");
+    }
+    build.link_lib_modifier("+whole-archive").compile("cothread_poco");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,--version-script={}", dir.join("exports.map").display());
 }

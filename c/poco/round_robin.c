@@ -1,0 +1,383 @@
+/* The round-robin scheduler with poco's pick order: a fixed cyclic list of
+ * slots; the next coroutine is the first ready one after the one that ran
+ * last, found in a ready bitset (a word at a time, not a coroutine at a
+ * time). Timed waits sit in a min-heap; when nothing is ready the scheduler
+ * sleeps in a cothread event loop until the next deadline or an ISR wakeup,
+ * instead of spinning. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+void poco_wait_expire(Coro *coro);
+
+#define KIND_ROUND_ROBIN 0x52524f42u
+#define RR_OWNED 1u      /* the struct is from round_robin_scheduler_create */
+#define RR_OWN_TASKS 2u  /* `tasks` is our copy */
+#define RR_OWN_BITSET 4u /* `ready_` is allocated */
+
+static _Thread_local RoundRobinScheduler *tls_scheduler;
+
+RoundRobinScheduler *poco_current_scheduler(void) { return tls_scheduler; }
+
+static size_t words(size_t n) { return (n + 63) / 64; }
+
+/* ---- ready bitset ---- */
+
+void poco_rr_make_ready(RoundRobinScheduler *s, Coro *coro) {
+    coro->coro_state = CORO_STATE_READY;
+    s->ready_[coro->slot_ / 64] |= (uint64_t)1 << (coro->slot_ % 64);
+}
+
+static void clear_ready(RoundRobinScheduler *s, size_t slot) {
+    s->ready_[slot / 64] &= ~((uint64_t)1 << (slot % 64));
+}
+
+/* The first ready slot at or after `from`, cyclically; SIZE_MAX if none. */
+static size_t next_ready(RoundRobinScheduler const *s, size_t from) {
+    size_t nw = words(s->max_tasks_count), w0 = from / 64, k = from % 64;
+    if (nw == 0) {
+        return SIZE_MAX;
+    }
+    uint64_t bits = s->ready_[w0] & (~(uint64_t)0 << k);
+    for (size_t i = 1; bits == 0 && i <= nw; ++i) {
+        size_t w = (w0 + i) % nw;
+        /* Back at the first word: only the bits before `from` are left. */
+        bits = i < nw ? s->ready_[w] : s->ready_[w] & (((uint64_t)1 << k) - 1);
+        if (bits != 0) {
+            return w * 64 + (size_t)__builtin_ctzll(bits);
+        }
+    }
+    return bits != 0 ? w0 * 64 + (size_t)__builtin_ctzll(bits) : SIZE_MAX;
+}
+
+/* ---- timer heap (by deadline) ---- */
+
+static void heap_set(RoundRobinScheduler *s, size_t i, Coro *c) {
+    s->heap_[i] = c;
+    c->heap_index_ = i + 1;
+}
+
+static void heap_up(RoundRobinScheduler *s, size_t i) {
+    Coro *c = s->heap_[i];
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (s->heap_[p]->deadline_ <= c->deadline_) {
+            break;
+        }
+        heap_set(s, i, s->heap_[p]);
+        i = p;
+    }
+    heap_set(s, i, c);
+}
+
+static void heap_down(RoundRobinScheduler *s, size_t i) {
+    Coro *c = s->heap_[i];
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        int64_t best = c->deadline_;
+        if (l < s->heap_len_ && s->heap_[l]->deadline_ < best) {
+            m = l;
+            best = s->heap_[l]->deadline_;
+        }
+        if (l + 1 < s->heap_len_ && s->heap_[l + 1]->deadline_ < best) {
+            m = l + 1;
+        }
+        if (m == i) {
+            break;
+        }
+        heap_set(s, i, s->heap_[m]);
+        i = m;
+    }
+    heap_set(s, i, c);
+}
+
+void poco_rr_timer_add(RoundRobinScheduler *s, Coro *coro) {
+    heap_set(s, s->heap_len_++, coro);
+    heap_up(s, s->heap_len_ - 1);
+}
+
+void poco_rr_timer_remove(RoundRobinScheduler *s, Coro *coro) {
+    size_t i = coro->heap_index_ - 1;
+    coro->heap_index_ = 0;
+    Coro *last = s->heap_[--s->heap_len_];
+    if (i < s->heap_len_) {
+        heap_set(s, i, last);
+        heap_up(s, i);
+        heap_down(s, last->heap_index_ - 1);
+    }
+}
+
+/* Elapsed time: every coroutine whose deadline passed times out. */
+static void apply_time(RoundRobinScheduler *s) {
+    if (s->heap_len_ == 0) {
+        return;
+    }
+    int64_t now = poco_now_ns();
+    while (s->heap_len_ > 0 && s->heap_[0]->deadline_ <= now) {
+        Coro *c = s->heap_[0];
+        poco_rr_timer_remove(s, c);
+        poco_wait_expire(c);
+        poco_rr_make_ready(s, c);
+    }
+}
+
+/* ISR wakeups: the subjects other threads or signal handlers changed. */
+static void apply_isr(RoundRobinScheduler *s) {
+    if (__atomic_load_n(&s->isr_head_, __ATOMIC_RELAXED) == NULL) {
+        return;
+    }
+    PocoSubject *l = __atomic_exchange_n(&s->isr_head_, NULL, __ATOMIC_ACQUIRE);
+    while (l != NULL) {
+        PocoSubject *next = l->isr_next;
+        __atomic_store_n(&l->isr_queued, 0, __ATOMIC_SEQ_CST);
+        poco_wake_all(l);
+        l = next;
+    }
+}
+
+/* ---- the event loop it sleeps in ---- */
+
+static void on_timer(cot_loop *loop, cot_handle h, void *data) {
+    (void)loop, (void)h, (void)data; /* waking the loop is all it is for */
+}
+
+static void on_wake_fd(cot_loop *loop, cot_handle h, int events, void *data) {
+    (void)loop, (void)h, (void)events;
+    RoundRobinScheduler *s = data;
+    uint64_t v;
+    while (read(s->wake_fd_, &v, sizeof v) == (ssize_t)sizeof v) {
+    }
+}
+
+void scheduler_start(Scheduler *scheduler) {
+    RoundRobinScheduler *s = (RoundRobinScheduler *)scheduler;
+    if (s == NULL || s->loop_ != NULL) {
+        return;
+    }
+    cot_loop *loop = cot_loop_new();
+    if (loop == NULL) {
+        return;
+    }
+    s->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    cot_timer_init(loop, s, &s->timer_);
+    if (s->wake_fd_ >= 0 && cot_poll_init(loop, s->wake_fd_, s, &s->poll_) == 0) {
+        cot_poll_start(loop, s->poll_, COT_READABLE, on_wake_fd);
+    }
+    s->loop_ = loop;
+}
+
+/* Nothing is ready: sleep until the earliest deadline or an ISR wakeup. */
+static void idle(RoundRobinScheduler *s) {
+    if (s->loop_ == NULL) {
+        scheduler_start(&s->scheduler);
+        if (s->loop_ == NULL) {
+            return;
+        }
+    }
+    cot_loop *loop = s->loop_;
+    if (s->heap_len_ > 0) {
+        int64_t left = s->heap_[0]->deadline_ - poco_now_ns();
+        if (left <= 0) {
+            return;
+        }
+        cot_loop_update_time(loop);
+        cot_timer_start(loop, s->timer_, on_timer, (uint64_t)left, 0);
+    }
+    if (__atomic_load_n(&s->isr_head_, __ATOMIC_ACQUIRE) == NULL) {
+        cot_loop_run(loop, COT_RUN_ONCE);
+    }
+    cot_timer_stop(loop, s->timer_);
+}
+
+/* ---- steps ---- */
+
+bool scheduler_run_once(Scheduler *scheduler) {
+    RoundRobinScheduler *s = (RoundRobinScheduler *)scheduler;
+    if (s == NULL || s->finished_tasks >= s->all_tasks) {
+        return false;
+    }
+    apply_isr(s);
+    apply_time(s);
+    size_t slot = next_ready(s, s->next_task_index);
+    if (slot == SIZE_MAX) {
+        idle(s);
+        return true;
+    }
+    Coro *coro = s->tasks[slot];
+    clear_ready(s, slot);
+    s->next_task_index = (slot + 1) % s->max_tasks_count;
+    s->current_task = coro;
+    coro->coro_state = CORO_STATE_RUNNING;
+    RoundRobinScheduler *outer = tls_scheduler;
+    tls_scheduler = s;
+    CoroSignal signal = poco_switch_in(coro);
+    tls_scheduler = outer;
+    s->current_task = NULL;
+    switch (signal) {
+    case CORO_SIG_NOTIFY:
+        poco_rr_make_ready(s, coro);
+        break;
+    case CORO_SIG_NOTIFY_AND_DONE:
+        coro->coro_state = CORO_STATE_FINISHED;
+        s->finished_tasks++;
+        poco_coro_retire(coro);
+        poco_wake_all(&coro->joiners_);
+        break;
+    default:
+        /* Waiting: unless something woke it already, it stays blocked. */
+        if (!(s->ready_[slot / 64] & ((uint64_t)1 << (slot % 64)))) {
+            coro->coro_state = CORO_STATE_BLOCKED;
+        }
+        break;
+    }
+    return s->finished_tasks < s->all_tasks;
+}
+
+void scheduler_run(Scheduler *scheduler) {
+    scheduler_start(scheduler);
+    while (scheduler_run_once(scheduler)) {
+    }
+}
+
+Coro *scheduler_get_current_coroutine(Scheduler *scheduler) {
+    return scheduler != NULL ? ((RoundRobinScheduler *)scheduler)->current_task : NULL;
+}
+
+/* ---- creation ---- */
+
+static void adopt(RoundRobinScheduler *s, size_t slot, Coro *coro) {
+    s->tasks[slot] = coro;
+    coro->scheduler_ = s;
+    coro->slot_ = slot;
+    s->all_tasks++;
+    if (coro->coro_state == CORO_STATE_FINISHED) {
+        s->finished_tasks++;
+    } else {
+        poco_rr_make_ready(s, coro);
+    }
+}
+
+Scheduler *round_robin_scheduler_create_static(RoundRobinScheduler *s, Coro **coro_list,
+                                               size_t num_coros) {
+    if (s == NULL || (coro_list == NULL && num_coros > 0)) {
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    s->scheduler.kind_ = KIND_ROUND_ROBIN;
+    s->tasks = coro_list;
+    s->max_tasks_count = num_coros;
+    s->wake_fd_ = -1;
+    s->ready_ = s->ready_inline_;
+    if (words(num_coros) > sizeof s->ready_inline_ / sizeof s->ready_inline_[0]) {
+        s->ready_ = calloc(words(num_coros), sizeof(uint64_t));
+        s->flags_ |= RR_OWN_BITSET;
+    }
+    s->heap_ = num_coros > 0 ? calloc(num_coros, sizeof(Coro *)) : NULL;
+    if (s->ready_ == NULL || (num_coros > 0 && s->heap_ == NULL)) {
+        round_robin_scheduler_free(s);
+        return NULL;
+    }
+    for (size_t i = 0; i < num_coros; ++i) {
+        if (coro_list[i] != NULL) {
+            adopt(s, i, coro_list[i]);
+        }
+    }
+    return &s->scheduler;
+}
+
+Scheduler *round_robin_scheduler_create(Coro *const *coro_list, size_t num_coros) {
+    RoundRobinScheduler *s = malloc(sizeof *s);
+    Coro **copy = malloc((num_coros > 0 ? num_coros : 1) * sizeof(Coro *));
+    if (s == NULL || copy == NULL || (coro_list == NULL && num_coros > 0)) {
+        free(s);
+        free(copy);
+        return NULL;
+    }
+    if (num_coros > 0) {
+        memcpy(copy, coro_list, num_coros * sizeof(Coro *));
+    }
+    if (round_robin_scheduler_create_static(s, copy, num_coros) == NULL) {
+        free(s);
+        free(copy);
+        return NULL;
+    }
+    s->flags_ |= RR_OWNED | RR_OWN_TASKS;
+    return &s->scheduler;
+}
+
+static void on_closed(cot_loop *loop, cot_handle h, void *data) {
+    (void)loop, (void)h, (void)data;
+}
+
+void round_robin_scheduler_free(RoundRobinScheduler *s) {
+    if (s == NULL) {
+        return;
+    }
+    if (s->loop_ != NULL) {
+        cot_loop *loop = s->loop_;
+        cot_close(loop, s->timer_, on_closed);
+        if (s->wake_fd_ >= 0 && s->poll_ != 0) {
+            cot_close(loop, s->poll_, on_closed);
+        }
+        cot_loop_run(loop, COT_RUN_DEFAULT);
+        cot_loop_close(loop);
+    }
+    if (s->wake_fd_ >= 0) {
+        close(s->wake_fd_);
+    }
+    for (size_t i = 0; i < s->max_tasks_count; ++i) {
+        if (s->tasks != NULL && s->tasks[i] != NULL && s->tasks[i]->scheduler_ == s) {
+            s->tasks[i]->scheduler_ = NULL;
+        }
+    }
+    if (s->flags_ & RR_OWN_BITSET) {
+        free(s->ready_);
+    }
+    free(s->heap_);
+    if (s->flags_ & RR_OWN_TASKS) {
+        free(s->tasks);
+    }
+    if (s->flags_ & RR_OWNED) {
+        free(s);
+    }
+}
+
+void round_round_robin_scheduler_free(RoundRobinScheduler *s) { round_robin_scheduler_free(s); }
+
+Result round_robin_scheduler_add_coro(RoundRobinScheduler *s, Coro *coro) {
+    if (s == NULL || coro == NULL) {
+        return RES_INVALID_VALUE;
+    }
+    for (size_t i = 0; i < s->max_tasks_count; ++i) {
+        if (s->tasks[i] == NULL) {
+            adopt(s, i, coro);
+            return RES_OK;
+        }
+    }
+    return RES_NO_MEM;
+}
+
+void round_robin_scheduler_remove_coro(RoundRobinScheduler *s, Coro const *coro) {
+    if (s == NULL || coro == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < s->max_tasks_count; ++i) {
+        if (s->tasks[i] == coro) {
+            Coro *c = s->tasks[i];
+            clear_ready(s, i);
+            if (c->heap_index_ != 0) {
+                poco_rr_timer_remove(s, c);
+            }
+            s->all_tasks--;
+            if (c->coro_state == CORO_STATE_FINISHED) {
+                s->finished_tasks--;
+            }
+            c->scheduler_ = NULL;
+            s->tasks[i] = NULL;
+            return;
+        }
+    }
+}
