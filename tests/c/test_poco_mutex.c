@@ -7,12 +7,13 @@
 #include "poco_log.h"
 
 static Mutex mtx;
+static Event thief_done; /* "a" holds the mutex until the thief timed out */
 
 static void user(void *ctx) {
     char const *name = ctx;
     CHECK_EQ(mutex_acquire(&mtx, PLATFORM_TICKS_FOREVER), RES_OK);
     LOG("%s owns\n", name);
-    coro_yield_delay(20);
+    event_get(&thief_done, 1, 0, false, PLATFORM_TICKS_FOREVER);
     LOG("%s releases\n", name);
     CHECK_EQ(mutex_release(&mtx), RES_OK);
 }
@@ -22,15 +23,17 @@ static void thief(void *ctx) {
     /* Held by "a" now. */
     LOG("thief: release %s\n", mutex_release(&mtx) == RES_MUTEX_NOT_OWNER ? "not owner" : "?");
     LOG("thief: no_wait %s\n", mutex_acquire_no_wait(&mtx) == RES_MUTEX_OCCUPIED ? "occupied" : "?");
-    Result r = mutex_acquire(&mtx, 1); /* "a" holds it for 20 ms */
+    Result r = mutex_acquire(&mtx, 1);
     LOG("thief: timeout %s\n", r == RES_TIMEOUT ? "yes" : "no");
     if (r == RES_OK) {
         mutex_release(&mtx);
     }
+    event_set(&thief_done, 1);
 }
 
 static void ownership(void) {
     CHECK(mutex_create_static(&mtx) == &mtx);
+    event_create_static(&thief_done, 0);
     Coro *t[] = {
         coro_create(user, "a", DEFAULT_STACK_SIZE),
         coro_create(thief, NULL, DEFAULT_STACK_SIZE),
