@@ -18,7 +18,8 @@ void poco_wait_expire(Coro *coro);
 #define RR_OWN_TASKS 2u  /* `tasks` is our copy */
 #define RR_OWN_BITSET 4u /* `ready_` is allocated */
 
-static _Thread_local RoundRobinScheduler *tls_scheduler;
+/* initial-exec: no __tls_get_addr call per step (8 bytes of static TLS). */
+static _Thread_local RoundRobinScheduler *tls_scheduler __attribute__((tls_model("initial-exec")));
 
 RoundRobinScheduler *poco_current_scheduler(void) { return tls_scheduler; }
 
@@ -43,7 +44,7 @@ static size_t next_ready(RoundRobinScheduler const *s, size_t from) {
     }
     uint64_t bits = s->ready_[w0] & (~(uint64_t)0 << k);
     for (size_t i = 1; bits == 0 && i <= nw; ++i) {
-        size_t w = (w0 + i) % nw;
+        size_t w = w0 + i >= nw ? w0 + i - nw : w0 + i;
         /* Back at the first word: only the bits before `from` are left. */
         bits = i < nw ? s->ready_[w] : s->ready_[w] & (((uint64_t)1 << k) - 1);
         if (bits != 0) {
@@ -208,7 +209,7 @@ bool scheduler_run_once(Scheduler *scheduler) {
     }
     Coro *coro = s->tasks[slot];
     clear_ready(s, slot);
-    s->next_task_index = (slot + 1) % s->max_tasks_count;
+    s->next_task_index = slot + 1 == s->max_tasks_count ? 0 : slot + 1; /* no division */
     s->current_task = coro;
     coro->coro_state = CORO_STATE_RUNNING;
     RoundRobinScheduler *outer = tls_scheduler;
