@@ -122,6 +122,12 @@ void coro_free(Coro *coro) {
     if (coro == NULL) {
         return;
     }
+    RoundRobinScheduler *s = coro->scheduler_;
+    if (s != NULL) {
+        /* Freed while waiting (poco leaves this undefined): no dangling
+         * pointer stays in a primitive, the timer heap or the slot list. */
+        round_robin_scheduler_remove_coro(s, coro);
+    }
     poco_coro_retire(coro);
     if (coro->flags_ & POCO_CORO_MAPPED) {
         size_t page = (size_t)sysconf(_SC_PAGESIZE);

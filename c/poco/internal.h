@@ -54,5 +54,6 @@ void poco_unlock(PocoSubject *subject);
 void poco_rr_make_ready(RoundRobinScheduler *s, Coro *coro);
 void poco_rr_timer_add(RoundRobinScheduler *s, Coro *coro);
 void poco_rr_timer_remove(RoundRobinScheduler *s, Coro *coro);
+void poco_rr_detach(RoundRobinScheduler *s, Coro *coro);
 
 #endif /* POCO_INTERNAL_H */

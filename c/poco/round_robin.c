@@ -193,6 +193,18 @@ static void idle(RoundRobinScheduler *s) {
     cot_timer_stop(loop, s->timer_);
 }
 
+/* Takes a coroutine out of everything it may wait in: its subject's list,
+ * the timer heap, the ready set (it is being removed or freed). */
+void poco_rr_detach(RoundRobinScheduler *s, Coro *c) {
+    if (c->waiting_on_ != NULL) {
+        poco_wait_expire(c);
+    }
+    if (c->heap_index_ != 0) {
+        poco_rr_timer_remove(s, c);
+    }
+    clear_ready(s, c->slot_);
+}
+
 /* ---- steps ---- */
 
 bool scheduler_run_once(Scheduler *scheduler) {
@@ -368,10 +380,7 @@ void round_robin_scheduler_remove_coro(RoundRobinScheduler *s, Coro const *coro)
     for (size_t i = 0; i < s->max_tasks_count; ++i) {
         if (s->tasks[i] == coro) {
             Coro *c = s->tasks[i];
-            clear_ready(s, i);
-            if (c->heap_index_ != 0) {
-                poco_rr_timer_remove(s, c);
-            }
+            poco_rr_detach(s, c);
             s->all_tasks--;
             if (c->coro_state == CORO_STATE_FINISHED) {
                 s->finished_tasks--;

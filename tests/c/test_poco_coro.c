@@ -192,12 +192,44 @@ static void slots(void) {
     round_round_robin_scheduler_free((RoundRobinScheduler *)sp);
 }
 
+/* A coroutine freed while it waits leaves its event's waiters, the timer
+ * heap and its slot (ASan would catch a dangling pointer). */
+static Event freed_ev;
+static Coro *victim;
+
+static void waits_long(void *ctx) {
+    (void)ctx;
+    event_get(&freed_ev, 1, 1, false, 100000);
+    LOG("never\n");
+}
+
+static void frees_it(void *ctx) {
+    (void)ctx;
+    CHECK_EQ(victim->coro_state, CORO_STATE_BLOCKED);
+    coro_free(victim);
+    event_set(&freed_ev, 1);
+    LOG("freed a waiting coroutine\n");
+}
+
+static void free_waiting(void) {
+    event_create_static(&freed_ev, 0);
+    victim = coro_create(waits_long, NULL, DEFAULT_STACK_SIZE);
+    Coro *tasks[] = {victim, coro_create(frees_it, NULL, DEFAULT_STACK_SIZE)};
+    Scheduler *s = round_robin_scheduler_create(tasks, 2);
+    scheduler_run(s); /* returns: the freed one no longer counts */
+    EXPECT_LOG("freed a waiting coroutine\n");
+    CHECK(freed_ev.subject_.head == NULL);
+    round_round_robin_scheduler_free((RoundRobinScheduler *)s);
+    coro_free(tasks[1]);
+}
+
 int main(void) {
     hello_world();
     pick_order();
     delays();
     joining();
     slots();
+    free_waiting();
     printf("test_poco_coro: ok\n");
     return 0;
 }
