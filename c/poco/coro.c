@@ -51,7 +51,24 @@ CoroSignal poco_switch_in(Coro *coro) {
     return coro->yield_signal;
 }
 
+void poco_switch_direct(Coro *from, Coro *to) {
+    /* `to` will switch out to where `from` would have: the scheduler. */
+    to->caller_ctx_ = from->caller_ctx_;
+    tls_current = to;
+    if (__tsan_switch_to_fiber != NULL) {
+        to->caller_fiber_ = from->caller_fiber_;
+        if (to->fiber_ == NULL) {
+            to->fiber_ = __tsan_create_fiber(0);
+        }
+        __tsan_switch_to_fiber(to->fiber_, 0);
+    }
+    cot_context_switch((cot_context *)&from->ctx_, (cot_context)to->ctx_, to);
+}
+
 void poco_switch_out(Coro *coro, CoroSignal signal) {
+    if (signal == CORO_SIG_NOTIFY && poco_rr_yield_direct(coro)) {
+        return;
+    }
     coro->yield_signal = signal;
     if (__tsan_switch_to_fiber != NULL) {
         __tsan_switch_to_fiber(coro->caller_fiber_, 0);

@@ -205,6 +205,29 @@ void poco_rr_detach(RoundRobinScheduler *s, Coro *c) {
     clear_ready(s, c->slot_);
 }
 
+/* A yield's fast path: with no timed wait and no ISR wakeup pending, there
+ * is nothing to apply between steps, so the running coroutine does the
+ * step's bookkeeping itself and switches straight to the next one: one
+ * context switch per yield instead of two (none if it is next itself). */
+bool poco_rr_yield_direct(Coro *self) {
+    RoundRobinScheduler *s = self->scheduler_;
+    if (s == NULL || tls_scheduler != s || s->current_task != self || s->heap_len_ != 0 ||
+        __atomic_load_n(&s->isr_head_, __ATOMIC_RELAXED) != NULL) {
+        return false;
+    }
+    poco_rr_make_ready(s, self);
+    size_t slot = next_ready(s, s->next_task_index); /* found: self is ready */
+    Coro *next = s->tasks[slot];
+    clear_ready(s, slot);
+    s->next_task_index = slot + 1 == s->max_tasks_count ? 0 : slot + 1;
+    next->coro_state = CORO_STATE_RUNNING;
+    if (next != self) {
+        s->current_task = next;
+        poco_switch_direct(self, next);
+    }
+    return true;
+}
+
 /* ---- steps ---- */
 
 bool scheduler_run_once(Scheduler *scheduler) {
@@ -226,8 +249,13 @@ bool scheduler_run_once(Scheduler *scheduler) {
     coro->coro_state = CORO_STATE_RUNNING;
     RoundRobinScheduler *outer = tls_scheduler;
     tls_scheduler = s;
-    CoroSignal signal = poco_switch_in(coro);
+    poco_switch_in(coro);
     tls_scheduler = outer;
+    /* Yields may have passed the CPU on directly (poco_rr_yield_direct):
+     * the one that came back is the current task. */
+    coro = s->current_task;
+    slot = coro->slot_;
+    CoroSignal signal = coro->yield_signal;
     s->current_task = NULL;
     switch (signal) {
     case CORO_SIG_NOTIFY:
