@@ -820,7 +820,9 @@ int cot_loop_alive(struct cot_loop *loop);
 
 /**
  * The loop's cached time: `CLOCK_MONOTONIC` nanoseconds, updated at the
- * start of each iteration (timers count from it). 0 for a bad `loop`.
+ * start of each iteration (timers count from it; an iteration with nothing
+ * postponed reads the clock only when the time is first needed, e.g. here).
+ * 0 for a bad `loop`.
  *
  * # Safety
  * `loop` is NULL or a live loop.
@@ -2116,8 +2118,9 @@ void *cot_coro_arg(const struct cot_coro *co);
 /**
  * Yields: the running coroutine goes to the tail of its loop's ready queue
  * and runs again in its turn (in the loop's next iteration: a coroutine
- * that keeps yielding does not starve I/O). Returns 0, or `COT_EPERM`
- * outside coroutines.
+ * that keeps yielding does not starve I/O). When the next ready task is
+ * another coroutine, the CPU goes straight to it, without a detour through
+ * the loop's stack. Returns 0, or `COT_EPERM` outside coroutines.
  */
 int cot_coro_yield(void);
 

@@ -141,6 +141,98 @@ static void test_resume_from_outside(void) {
     finish_loop(loop);
 }
 
+/* ===== yields and the loop's iterations ===== */
+
+static int counter, timer_fired;
+
+static void *count_forever(void *arg) {
+    (void)arg;
+    for (;;) {
+        counter++;
+        CHECK_EQ(cot_coro_yield(), 0);
+    }
+    return NULL;
+}
+
+static void *yield_until_fired(void *arg) {
+    (void)arg;
+    while (!timer_fired) CHECK_EQ(cot_coro_yield(), 0);
+    return NULL;
+}
+
+static void set_fired(cot_loop *loop, cot_handle timer, void *data) {
+    (void)data;
+    timer_fired = 1;
+    CHECK_EQ(cot_close(loop, timer, NULL), 0);
+}
+
+static void *stop_after_many(void *arg) {
+    cot_loop *loop = arg;
+    for (int i = 0; i < 100000; i++) CHECK_EQ(cot_coro_yield(), 0);
+    CHECK_EQ(cot_loop_stop(loop), 0);
+    for (;;) CHECK_EQ(cot_coro_yield(), 0);
+    return NULL;
+}
+
+static void *yield_then_sleep(void *arg) {
+    uint64_t *slept = arg;
+    for (int i = 0; i < 100000; i++) CHECK_EQ(cot_coro_yield(), 0);
+    uint64_t t0 = now_ns();
+    CHECK_EQ(cot_coro_sleep(10 * MS), 0);
+    *slept = now_ns() - t0;
+    return NULL;
+}
+
+/* A yield hands the CPU straight to the next ready coroutine, but each runs
+ * once per iteration, so yielding coroutines never starve timers or I/O;
+ * with nothing else alive, the loop's iterations pass without a trip
+ * through the loop (and without reading the clock), yet a sleep still
+ * counts from the current time. */
+static void test_yield_and_iterations(void) {
+    cot_loop *loop = cot_loop_new();
+    cot_coro *co[3];
+    for (int i = 0; i < 3; i++) {
+        CHECK_EQ(cot_coro_new(loop, count_forever, NULL, 0, &co[i]), 0);
+        CHECK_EQ(cot_coro_start(co[i]), 0);
+    }
+    counter = 0;
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_NOWAIT), 1);
+    CHECK_EQ(counter, 3); /* one batch: each ran once */
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_NOWAIT), 1);
+    CHECK_EQ(counter, 6);
+    for (int i = 0; i < 3; i++) CHECK_EQ(cot_coro_free(co[i]), 0);
+
+    /* A timer fires while a coroutine keeps yielding. */
+    cot_coro *y;
+    cot_handle timer;
+    timer_fired = 0;
+    CHECK_EQ(cot_coro_new(loop, yield_until_fired, NULL, 0, &y), 0);
+    CHECK_EQ(cot_coro_start(y), 0);
+    CHECK_EQ(cot_timer_init(loop, NULL, &timer), 0);
+    CHECK_EQ(cot_timer_start(loop, timer, set_fired, 2 * MS, 0), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+    CHECK(timer_fired);
+    CHECK_EQ(cot_coro_free(y), 0);
+
+    /* cot_loop_stop from a coroutine that goes on yielding. */
+    cot_coro *s;
+    CHECK_EQ(cot_coro_new(loop, stop_after_many, loop, 0, &s), 0);
+    CHECK_EQ(cot_coro_start(s), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 1); /* stopped, still alive */
+    CHECK_EQ(cot_coro_status(s), COT_CORO_READY);
+    CHECK_EQ(cot_coro_free(s), 0);
+
+    /* Many passes without reading the clock, then a sleep of 10 ms. */
+    uint64_t slept = 0;
+    cot_coro *z;
+    CHECK_EQ(cot_coro_new(loop, yield_then_sleep, &slept, 0, &z), 0);
+    CHECK_EQ(cot_coro_start(z), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+    CHECK(slept >= 10 * MS);
+    CHECK_EQ(cot_coro_free(z), 0);
+    finish_loop(loop);
+}
+
 /* ===== many coroutines ===== */
 
 static long counted;
@@ -751,6 +843,7 @@ int main(void) {
     setvbuf(stdout, NULL, _IONBF, 0);
     test_ping_pong();
     test_resume_from_outside();
+    test_yield_and_iterations();
     test_many_on_lent_stacks();
     test_many_mapped();
     test_guard_page();

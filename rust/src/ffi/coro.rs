@@ -16,7 +16,7 @@ use super::work::{cot_work_cb, pool_work};
 use crate::error::{Error, Result};
 use crate::reactor::{Handle, Loop, Wake};
 use crate::stack::coro::{self, Source};
-use crate::stack::{Context, Coro, Stack, State};
+use crate::stack::{Coro, Stack, State};
 
 /// A stackful coroutine (opaque): a function running on its own stack as a
 /// task of a loop. Made by `cot_coro_new` or `cot_coro_init`, freed by
@@ -133,19 +133,24 @@ fn to_c(co: &Coro) -> *mut cot_coro {
 }
 
 /// The loop task's callback of every coroutine: runs it, lent the loop.
-fn run_task(lp: &mut Loop, h: Handle, wake: Wake) {
-    let Ok(data) = lp.data(h) else { return };
+/// Returns the task of the coroutine that gave control back (it may have
+/// handed the CPU on, see `cot_coro_yield`).
+fn run_task(lp: &mut Loop, h: Handle, wake: Wake, data: usize) -> Handle {
     let co = data as *const Coro;
     // SAFETY: a coroutine's task carries its live block (freeing a coroutine
     // closes its task first, and a closing task never runs).
     let me = unsafe { (*co).owner() } as *mut cot_loop;
     // SAFETY: `me` is the wrapper of `lp` (recorded at creation); the
     // coroutine is not running (its task is run once at a time).
-    let state = unsafe { lend(me, lp, || coro::run(co, wake)) };
-    if state == State::Finished {
-        // SAFETY: finished, not freed: the block is live.
-        coro::reap(lp, unsafe { &*co });
+    let last = unsafe { lend(me, lp, || coro::run(co, wake)) };
+    // SAFETY: the coroutine that switched back is live: running coroutines
+    // cannot be freed.
+    let last = unsafe { &*last };
+    let task = last.task().unwrap_or(h);
+    if last.state() == State::Finished {
+        coro::reap(lp, last);
     }
+    task
 }
 
 /// Makes the coroutine in `place` on `loop`.
@@ -411,11 +416,24 @@ fn wait_if<T>(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> Result<(T, boo
 
 /// Yields: the running coroutine goes to the tail of its loop's ready queue
 /// and runs again in its turn (in the loop's next iteration: a coroutine
-/// that keeps yielding does not starve I/O). Returns 0, or `COT_EPERM`
-/// outside coroutines.
+/// that keeps yielding does not starve I/O). When the next ready task is
+/// another coroutine, the CPU goes straight to it, without a detour through
+/// the loop's stack. Returns 0, or `COT_EPERM` outside coroutines.
 #[unsafe(no_mangle)]
 pub extern "C" fn cot_coro_yield() -> c_int {
-    status(wait(State::Ready, coro::arm_yield).map(drop))
+    let Ok(co) = coro::running() else { return Error::Perm.code() };
+    // SAFETY: a running coroutine's loop is live, and lent to it by its task's
+    // callback: `with_loop` reborrows that loan.
+    let next = unsafe { with_loop(co.owner() as *mut cot_loop, |l| coro::arm_yield_pass(l, co, run_task)) };
+    match next {
+        // SAFETY: `co` runs; `next` is the ready coroutine the loop would run
+        // next, taken out of its queue; no loop reference is held.
+        Ok(Some(next)) => unsafe { coro::hand_off(co, next) },
+        // SAFETY: as in `wait_if`.
+        Ok(None) => unsafe { coro::suspend(co, State::Ready) },
+        Err(e) => return e.code(),
+    };
+    0
 }
 
 /// Sleeps `ns` nanoseconds, counted from the loop's cached time (as timers).
@@ -642,10 +660,8 @@ pub unsafe extern "C" fn cot_context_make(stack: *mut c_void, size: usize, r#fn:
 /// valid; `save` stays writable until something switches back to it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_context_switch(save: *mut cot_context, to: cot_context, arg: *mut c_void) -> *mut c_void {
-    if save.is_null() || to.is_null() {
-        return std::ptr::null_mut();
-    }
-    // SAFETY: `cot_context` is a saved stack pointer, as `Context`; forwarded
-    // caller contract.
-    unsafe { crate::stack::switch(save.cast::<Context>(), Context::from_raw(to as usize), arg as usize) as *mut c_void }
+    // SAFETY: `cot_context` is a saved stack pointer, as the switch's; it
+    // checks for NULL itself. Forwarded caller contract. (A tail call: the
+    // switch's jump returns straight into the caller of the other context.)
+    unsafe { crate::stack::raw_switch(save.cast(), to as usize, arg as usize) as *mut c_void }
 }

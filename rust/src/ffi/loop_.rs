@@ -205,14 +205,16 @@ pub unsafe extern "C" fn cot_loop_alive(r#loop: *mut cot_loop) -> c_int {
 }
 
 /// The loop's cached time: `CLOCK_MONOTONIC` nanoseconds, updated at the
-/// start of each iteration (timers count from it). 0 for a bad `loop`.
+/// start of each iteration (timers count from it; an iteration with nothing
+/// postponed reads the clock only when the time is first needed, e.g. here).
+/// 0 for a bad `loop`.
 ///
 /// # Safety
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_now(r#loop: *mut cot_loop) -> u64 {
     // SAFETY: forwarded caller contract.
-    unsafe { with_loop(r#loop, |l| Ok(l.now())) }.unwrap_or(0)
+    unsafe { with_loop(r#loop, |l| Ok(l.now_fresh())) }.unwrap_or(0)
 }
 
 /// Updates the loop's cached time.

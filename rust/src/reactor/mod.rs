@@ -4,7 +4,9 @@
 //! # Iteration
 //! `run` repeats, while the loop is alive (an active handle, or a close
 //! callback still to run) and not stopped:
-//! 1. update the cached time (`now`);
+//! 1. update the cached time (`now`), if anything is postponed (a timer, a
+//!    sleep, a timeout); otherwise it is read when first needed (`now_fresh`:
+//!    starting a timer, a sleep);
 //! 2. timers: the due ones fire, in (due time, start order) order; a repeating
 //!    timer is re-armed before its callback; timers started by these callbacks
 //!    fire on a later iteration, never in this one;
@@ -103,6 +105,14 @@ pub struct Loop {
     now: u64,
     stopped: bool,
     running: bool,
+    /// Tasks may hand the CPU on (`task_pass`): inside `run_ready`'s batch.
+    passing: bool,
+    /// `run` runs in `RunMode::Default` (hand-offs may then go on past the
+    /// batch's end when nothing else is alive, see `task_pass`).
+    continuous: bool,
+    /// `now` was not read at the start of this iteration (nothing was
+    /// postponed): `now_fresh` reads the clock.
+    time_stale: bool,
     events: Vec<libc::epoll_event>,
 }
 
@@ -129,20 +139,56 @@ impl Loop {
             now: 0,
             stopped: false,
             running: false,
+            passing: false,
+            continuous: false,
+            time_stale: false,
             events: vec![libc::epoll_event { events: 0, u64: 0 }; EVENTS_PER_POLL],
         };
         l.update_time();
         Ok(l)
     }
 
-    /// The loop's cached time (ns, monotonic), updated at each iteration.
+    /// The loop's cached time (ns, monotonic), updated at each iteration
+    /// that has something postponed; see [`Loop::now_fresh`].
     pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// The cached time, read from the clock first if this iteration did not
+    /// (it had nothing postponed): what timers and sleeps count from.
+    pub fn now_fresh(&mut self) -> u64 {
+        if self.time_stale {
+            self.update_time();
+        }
         self.now
     }
 
     /// Updates the cached time.
     pub fn update_time(&mut self) {
         self.now = self.sched.now();
+        self.time_stale = false;
+    }
+
+    /// The time at the start of an iteration: read only if something is
+    /// postponed (a clock read costs about 30 ns on a VM, which is most of an
+    /// iteration that only runs ready tasks).
+    fn tick_time(&mut self) {
+        if self.sched.next_wake().is_some() {
+            self.update_time();
+        } else {
+            self.time_stale = true;
+        }
+    }
+
+    /// Could an iteration do anything besides running ready tasks? No when
+    /// nothing is active, closing or postponed, `run` runs by default and was
+    /// not stopped: then a batch's end may be passed without one.
+    pub(crate) fn only_ready_alive(&self) -> bool {
+        self.continuous
+            && !self.stopped
+            && self.active == 0
+            && self.closing.is_empty()
+            && self.sched.next_wake().is_none()
     }
 
     /// Is anything keeping `run` going: an active handle, a pending close, or
@@ -188,7 +234,9 @@ impl Loop {
             return Err(Error::Busy);
         }
         self.running = true;
+        self.continuous = mode == RunMode::Default;
         let r = self.iterate(mode);
+        self.continuous = false;
         self.running = false;
         self.stopped = false;
         r
@@ -200,7 +248,7 @@ impl Loop {
             self.update_time();
         }
         while alive && !self.stopped {
-            self.update_time();
+            self.tick_time();
             self.run_ready();
             let timeout = if mode == RunMode::NoWait { 0 } else { self.backend_timeout() };
             // With only timers alive nothing can arrive on the descriptors, so a
@@ -210,7 +258,7 @@ impl Loop {
                 self.poll_io(timeout)?;
             }
             if mode == RunMode::Once {
-                self.update_time();
+                self.tick_time();
                 self.run_ready();
             }
             self.run_closing();
@@ -310,7 +358,11 @@ impl Loop {
             let Some(h) = Handle::from_raw(raw as u64) else { continue };
             match self.handles.get(h.0).map(|s| s.kind.tag()) {
                 Some(handle::Tag::Timer) => self.fire_timer(h, task),
-                Some(handle::Tag::Task) => self.run_task(h, task),
+                Some(handle::Tag::Task) => {
+                    self.passing = true;
+                    self.run_task(h, task);
+                    self.passing = false;
+                }
                 _ => {}
             }
         }

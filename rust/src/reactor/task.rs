@@ -32,10 +32,26 @@
 //!
 //! # Callbacks
 //! A task's callback is a boxed closure (`task_init`) or a plain function
-//! (`task_init_fn`), which then finds its state through the handle's user
-//! value: a task that needs no allocation of its own (a stackful coroutine
-//! in caller-provided memory). `task_run_now` runs a task at once, outside
-//! the ready queue's order, as if it had reached its head.
+//! (`task_init_fn`), which gets the handle's user value: a task that needs
+//! no allocation of its own (a stackful coroutine in caller-provided
+//! memory). `task_run_now` runs a task at once, outside the ready queue's
+//! order, as if it had reached its head.
+//!
+//! # Hand-offs
+//! A task that only ran and goes back to the ready tail (a coroutine's
+//! yield) would return to the loop, which would take the next ready task and
+//! call it: `task_pass` does that in place, when the next task is a plain
+//! one with the same callback and nothing for the loop to do before running
+//! it (no result, no operation, no poll, no watch). The caller then runs it
+//! without returning (a coroutine switches straight to the next one), and
+//! the loop learns, from the plain callback's return value, which task's run
+//! ended last. Only inside the loop's run of the ready batch: the batch's end
+//! marker stops hand-offs, so a yielding task still waits for the next
+//! iteration and does not starve I/O (unless the loop has nothing else
+//! alive: no active handle, nothing postponed or closing, `run` in its
+//! default mode and not stopped; then the next batch starts in place, as an
+//! iteration would start it); never inside `task_run_now`, whose caller
+//! waits for that one task.
 
 use super::handle::Kind;
 use super::pool::{Request, Work};
@@ -72,9 +88,11 @@ pub enum Outcome {
 /// A loop task's callback.
 pub type TaskCallback = Box<dyn FnMut(&mut Loop, Handle, Wake)>;
 
-/// A loop task's callback as a plain function: it finds its state through
-/// the handle's user value (`Loop::data`).
-pub type TaskFn = fn(&mut Loop, Handle, Wake);
+/// A loop task's callback as a plain function: `f(loop, task, wake, data)`,
+/// `data` being the handle's user value. It returns the task whose run ends
+/// with its return: `task`, or the last task it handed the CPU on to with
+/// `Loop::task_pass`.
+pub type TaskFn = fn(&mut Loop, Handle, Wake, usize) -> Handle;
 
 /// A loop task's callback, either kind.
 enum Callback {
@@ -99,6 +117,8 @@ pub(crate) struct LoopTask {
     running: bool,
     /// Its watch nodes (see the module documentation), made on first use.
     pub(super) watches: Vec<Task>,
+    /// A watch may be in a queue (placed since they were last taken out).
+    armed: bool,
     slot: Slot,
     /// The sleep's timer (the slot's handle memory), while open.
     timer: Option<Handle>,
@@ -112,6 +132,15 @@ pub(crate) struct LoopTask {
     outcome: Option<Outcome>,
     /// The poll handle (an object) it awaits or was resumed by.
     poll: Option<Handle>,
+}
+
+impl LoopTask {
+    /// Does running it need nothing of the loop first: no result to hand
+    /// over, no operation or poll to leave, no watch to take out?
+    #[inline]
+    fn is_idle(&self) -> bool {
+        self.outcome.is_none() && self.slot.is_freed() && self.poll.is_none() && !self.armed
+    }
 }
 
 impl Loop {
@@ -133,6 +162,7 @@ impl Loop {
             cb,
             running: false,
             watches: Vec::new(),
+            armed: false,
             slot: Slot::new(),
             timer: None,
             request: None,
@@ -181,7 +211,9 @@ impl Loop {
             let w = self.sched.task_new(h.to_raw() as usize);
             self.loop_task(h)?.watches.push(w);
         }
-        let w = self.loop_task(h)?.watches[index as usize];
+        let t = self.loop_task(h)?;
+        let w = t.watches[index as usize];
+        t.armed = true;
         self.sched.schedule(w, when)
     }
 
@@ -189,9 +221,10 @@ impl Loop {
     /// was in a queue.
     fn unschedule_watches(&mut self, h: Handle) -> bool {
         let Ok(t) = self.loop_task(h) else { return false };
-        if t.watches.is_empty() {
+        if !t.armed {
             return false;
         }
+        t.armed = false;
         let watches = std::mem::take(&mut t.watches);
         let mut any = false;
         for &w in &watches {
@@ -214,8 +247,70 @@ impl Loop {
         }
         let task = t.task;
         self.sched.unschedule(task)?;
+        let passing = std::mem::replace(&mut self.passing, false);
         self.run_task(h, task);
+        self.passing = passing;
         Ok(())
+    }
+
+    /// A hand-off (see the module documentation): the running plain task `h`
+    /// goes to the ready tail, as for a yield; then, if the head of the ready
+    /// queue is a plain task with callback `f` whose run needs nothing of the
+    /// loop first, and hand-offs are allowed here, `h`'s run ends, that task
+    /// leaves the queue and is marked running, and it is returned with its
+    /// user value: the caller runs it in place (`h` itself, with value 0, when
+    /// it is alone in the ready queue and the loop has nothing else to do: it
+    /// goes on running). Otherwise `None`: the caller returns to the loop as
+    /// usual. `Error::Inval` for a bad task.
+    pub fn task_pass(&mut self, h: Handle, f: TaskFn) -> Result<Option<(Handle, usize)>> {
+        let passing = self.passing;
+        let t = self.loop_task(h)?;
+        let task = t.task;
+        if !passing {
+            self.sched.schedule(task, When::Later)?;
+            return Ok(None);
+        }
+        // Its run ends here if it hands off; with nothing to leave (the
+        // common case), ending it is this flag, set now: harmless if it does
+        // not hand off (the loop clears it again when it returns).
+        let simple = t.poll.is_none() && t.slot.is_freed();
+        if simple {
+            t.running = false;
+        }
+        // At the batch's end, an iteration that would have nothing else to
+        // do starts the next batch here (the time is read when needed).
+        let pass_end = self.only_ready_alive();
+        let taken = self.sched.requeue_take_head(task, self.batch_end, pass_end)?;
+        if pass_end {
+            self.time_stale = true;
+        }
+        if taken.is_none() && pass_end && self.sched.ready_head() == Some(task) {
+            // Alone in the ready queue: it goes on running.
+            let _ = self.sched.unschedule(task);
+            let t = self.loop_task(h)?;
+            t.running = true;
+            return Ok(Some((h, 0)));
+        }
+        let Some((next, raw)) = taken else { return Ok(None) };
+        let eligible = Handle::from_raw(raw as u64).and_then(|nh| {
+            let slot = self.handles.get_mut(nh.0).filter(|s| !s.closing)?;
+            let data = slot.data;
+            let Kind::Task(t) = &mut slot.kind else { return None };
+            let plain = matches!(t.cb, Callback::Plain(g) if std::ptr::fn_addr_eq(g, f));
+            if !plain || t.task != next || t.running || !t.is_idle() {
+                return None;
+            }
+            t.running = true;
+            Some((nh, data))
+        });
+        match eligible {
+            Some(_) if !simple => self.end_run(h),
+            Some(_) => {}
+            None => {
+                let _ = self.sched.schedule(next, When::Next); // back where it was
+            }
+        }
+        Ok(eligible)
     }
 
     /// Is the task's callback running?
@@ -340,9 +435,19 @@ impl Loop {
     /// Runs a loop task one of whose nodes (`node`: its own or a watch)
     /// reached the head of the ready queue.
     pub(super) fn run_task(&mut self, h: Handle, node: Task) {
-        let Ok(t) = self.loop_task(h) else { return };
+        let Some(slot) = self.handles.get_mut(h.0).filter(|s| !s.closing) else { return };
+        let data = slot.data;
+        let Kind::Task(t) = &mut slot.kind else { return };
         if t.running {
             return; // `task_run_now` from its own callback: refused there
+        }
+        // The common case (a yield, a start, a notify): nothing to leave.
+        if let (Callback::Plain(f), true) = (&t.cb, node == t.task && t.is_idle()) {
+            let f = *f;
+            t.running = true;
+            let last = f(self, h, Wake::Resumed, data);
+            self.end_run(last);
+            return;
         }
         let main = t.task;
         let watch = if node == main { None } else { t.watches.iter().position(|&w| w == node) };
@@ -358,23 +463,20 @@ impl Loop {
             Callback::Plain(f) => Some(f),
             Callback::Boxed(_) => None,
         };
-        let watched = !t.watches.is_empty();
         t.running = true;
         // Its other nodes leave their queues: the first reason to run wins.
         if node != main {
             let _ = self.sched.unschedule(main);
         }
-        if watched {
-            self.unschedule_watches(h);
-        }
+        self.unschedule_watches(h);
         if let Some(actions) = left {
             self.perform(h, actions);
         }
         if let Some(p) = poll {
             self.poll_event(p, |o| o.outside_resume(h.to_raw()));
         }
-        match plain {
-            Some(f) => f(self, h, wake),
+        let last = match plain {
+            Some(f) => f(self, h, wake, data),
             None => {
                 fn field(k: &mut Kind) -> Option<&mut Option<TaskCallback>> {
                     match k {
@@ -383,19 +485,35 @@ impl Loop {
                     }
                 }
                 self.call_back(h, field, |l, f| f(l, h, wake));
+                h
+            }
+        };
+        self.end_run(last);
+    }
+
+    /// Ends the run of task `h` (its callback returned, or it handed the CPU
+    /// on): if it went on without awaiting again, it leaves its completed
+    /// operation and poll.
+    #[inline]
+    fn end_run(&mut self, h: Handle) {
+        let Ok(t) = self.loop_task(h) else { return };
+        t.running = false;
+        let poll = t.poll;
+        if poll.is_none() && t.slot.is_freed() {
+            return;
+        }
+        if !t.slot.is_waiting() {
+            if let Ok(actions) = t.slot.task_left() {
+                self.perform(h, actions);
             }
         }
-        // Went on without awaiting again: it leaves its completed operation.
-        if let Ok(t) = self.loop_task(h) {
-            t.running = false;
-            let poll = t.poll;
-            if !t.slot.is_waiting() {
-                if let Ok(actions) = t.slot.task_left() {
-                    self.perform(h, actions);
-                }
-            }
-            if let Some(p) = poll {
-                self.poll_event(p, |o| o.task_left(h.to_raw()));
+        if let Some(p) = poll {
+            let raw = h.to_raw();
+            self.poll_event(p, |o| o.task_left(raw));
+            // Done with the poll once it neither waits on it nor holds it.
+            let involved = self.poll(p).is_ok_and(|p| p.obj.waiter() == Some(raw) || p.obj.holder() == Some(raw));
+            if let (false, Ok(t)) = (involved, self.loop_task(h)) {
+                t.poll = None;
             }
         }
     }

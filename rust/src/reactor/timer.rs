@@ -50,7 +50,7 @@ impl Loop {
         tag: usize,
         make: impl FnOnce() -> Callback,
     ) -> Result<()> {
-        let due = self.now.saturating_add(timeout);
+        let due = self.now_fresh().saturating_add(timeout);
         let t = self.timer(h)?;
         if tag == 0 || t.tag != tag {
             t.cb = Some(make());

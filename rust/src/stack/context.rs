@@ -50,7 +50,7 @@ impl Context {
 pub type Entry = arch::Entry;
 
 /// Saves the running context into `*save` and resumes `to`, handing it
-/// `arg`: there, the switch that suspended `to` returns `arg` (or, for a new
+/// `arg` (a NULL `save` or a `Context::NONE` switches nothing and returns 0): there, the switch that suspended `to` returns `arg` (or, for a new
 /// context, its entry function receives it). Returns, once something switches
 /// back to `*save`, the value that switch handed over.
 ///
@@ -60,7 +60,7 @@ pub type Entry = arch::Entry;
 #[inline(always)]
 pub unsafe fn switch(save: *mut Context, to: Context, arg: usize) -> usize {
     // SAFETY: `Context` is a transparent `usize`; forwarded caller contract.
-    unsafe { arch::switch(arg, save.cast(), to.0) }
+    unsafe { arch::switch(save.cast(), to.0, arg) }
 }
 
 #[cfg(test)]

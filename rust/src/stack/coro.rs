@@ -258,20 +258,21 @@ unsafe extern "C" fn coro_main(_arg: usize, data: usize) -> ! {
             t.switch_to((*co).back_fiber.get());
         }
         let mut dead = Context::NONE;
-        switch(&mut dead, (*co).back.get(), 0);
+        switch(&mut dead, (*co).back.get(), co as usize);
     }
     // Nothing resumes a finished coroutine.
     std::process::abort()
 }
 
 /// Runs the coroutine (the loop side, from its task's callback) until it
-/// suspends or finishes, telling it `wake`. Returns its state then:
-/// `Finished` asks the caller to [`reap`] it.
+/// suspends or finishes, telling it `wake`. Returns the coroutine that gave
+/// control back: `co`, or the last one it handed the CPU on to (see
+/// [`hand_off`]); if that one is `Finished`, the caller [`reap`]s it.
 ///
 /// # Safety
 /// `co` is a live coroutine, not running, whose task is being run by its
 /// loop on this thread.
-pub unsafe fn run(co: *const Coro, wake: Wake) -> State {
+pub unsafe fn run(co: *const Coro, wake: Wake) -> *const Coro {
     // SAFETY: live (caller's contract); only shared references to its cells.
     let c = unsafe { &*co };
     c.wake.set(wake);
@@ -282,10 +283,11 @@ pub unsafe fn run(co: *const Coro, wake: Wake) -> State {
         t.switch_to(c.fiber.get());
     }
     // SAFETY: `ctx` is the coroutine's suspended context (it is not
-    // running), on its live stack; `back` is written before the switch.
-    unsafe { switch(c.back.as_ptr(), c.ctx.get(), 0) };
+    // running), on its live stack; `back` is written before the switch. The
+    // coroutine that switches back hands over its own address.
+    let last = unsafe { switch(c.back.as_ptr(), c.ctx.get(), 0) } as *const Coro;
     CURRENT.with(|cur| cur.set(prev));
-    c.state.get()
+    last
 }
 
 /// Suspends the running coroutine `co` in `state` (`Ready` or `Waiting`)
@@ -302,11 +304,49 @@ pub unsafe fn suspend(co: *const Coro, state: State) -> Wake {
         t.switch_to(c.back_fiber.get());
     }
     // SAFETY: `back` is the context of `run`, suspended in its switch.
-    unsafe { switch(c.ctx.as_ptr(), c.back.get(), 0) };
+    unsafe { switch(c.ctx.as_ptr(), c.back.get(), co as usize) };
     c.wake.get()
 }
 
-/// After [`run`] returned `Finished`: closes its loop task, notifies its
+/// Arms a yield that may hand the CPU straight to the next ready coroutine
+/// (see `Loop::task_pass`; `run_task` is the face's callback of every
+/// coroutine). Returns that coroutine, for [`hand_off`], or `None`: then
+/// [`suspend`] as for [`arm_yield`].
+pub fn arm_yield_pass(l: &mut Loop, co: &Coro, run_task: TaskFn) -> Result<Option<*const Coro>> {
+    let h = co.handle()?;
+    Ok(l.task_pass(h, run_task)?.map(|(next, data)| if next == h { co as *const Coro } else { data as *const Coro }))
+}
+
+/// Suspends the running coroutine `co` (yielded: `Ready`) and runs `next`
+/// in its place, as the loop would have, on the loop's behalf: when `next`
+/// suspends, it returns to the loop. Returns, when `co` runs again, why. A
+/// `next` that is `co` itself goes on at once.
+///
+/// # Safety
+/// `co` is the coroutine running on this thread; `next` is the live
+/// coroutine [`arm_yield_pass`] returned; no reference into the loop is held.
+#[inline]
+pub unsafe fn hand_off(co: *const Coro, next: *const Coro) -> Wake {
+    if std::ptr::eq(co, next) {
+        return Wake::Resumed;
+    }
+    // SAFETY: both live (caller's contract).
+    let (c, n) = unsafe { (&*co, &*next) };
+    c.state.set(State::Ready);
+    n.wake.set(Wake::Resumed);
+    n.state.set(State::Running);
+    n.back.set(c.back.get());
+    n.back_fiber.set(c.back_fiber.get());
+    CURRENT.with(|cur| cur.set(next));
+    if let Some(t) = sanitizer::tsan() {
+        t.switch_to(n.fiber.get());
+    }
+    // SAFETY: `next` is suspended (it was in the ready queue), its stack live.
+    unsafe { switch(c.ctx.as_ptr(), n.ctx.get(), 0) };
+    c.wake.get()
+}
+
+/// After [`run`] returned a `Finished` coroutine: closes its loop task, notifies its
 /// joiners and releases its stack (a lent one is the caller's again).
 pub fn reap(l: &mut Loop, co: &Coro) {
     if let Some(h) = co.task.take() {
@@ -415,14 +455,15 @@ pub fn arm_yield(l: &mut Loop, co: &Coro) -> Result<()> {
 }
 
 /// The time `ns` from the loop's cached time (timers count from it too).
-fn deadline(l: &Loop, ns: u64) -> u64 {
-    l.now().saturating_add(ns)
+fn deadline(l: &mut Loop, ns: u64) -> u64 {
+    l.now_fresh().saturating_add(ns)
 }
 
 /// Places the timeout watch, unless `timeout` is `None` (forever).
 fn arm_timeout(l: &mut Loop, h: Handle, timeout: Option<u64>) -> Result<()> {
     if let Some(ns) = timeout {
-        l.task_watch(h, TIMEOUT, When::Postpone(deadline(l, ns)))?;
+        let at = deadline(l, ns);
+        l.task_watch(h, TIMEOUT, When::Postpone(at))?;
     }
     Ok(())
 }
@@ -430,7 +471,8 @@ fn arm_timeout(l: &mut Loop, h: Handle, timeout: Option<u64>) -> Result<()> {
 /// Arms a sleep of `ns` nanoseconds (counted from the loop's cached time).
 pub fn arm_sleep(l: &mut Loop, co: &Coro, ns: u64) -> Result<()> {
     let h = co.handle()?;
-    l.task_schedule(h, When::Postpone(deadline(l, ns))).map(drop)
+    let at = deadline(l, ns);
+    l.task_schedule(h, When::Postpone(at)).map(drop)
 }
 
 /// A sleep's result: done, or interrupted.

@@ -24,16 +24,17 @@ fn take_log() -> Vec<String> {
     LOG.with(|l| std::mem::take(&mut *l.borrow_mut()))
 }
 
-fn run_task(lp: &mut Loop, h: Handle, wake: Wake) {
-    let co = lp.data(h).unwrap() as *const Coro;
+fn run_task(lp: &mut Loop, h: Handle, wake: Wake, data: usize) -> Handle {
+    let co = data as *const Coro;
     let prev = LOOP.with(|c| c.replace(lp as *mut Loop));
     // SAFETY: the task carries its live coroutine.
-    let state = unsafe { coro::run(co, wake) };
+    let last = unsafe { &*coro::run(co, wake) };
     LOOP.with(|c| c.set(prev));
-    if state == State::Finished {
-        // SAFETY: finished, not freed.
-        coro::reap(lp, unsafe { &*co });
+    let task = last.task().unwrap_or(h);
+    if last.state() == State::Finished {
+        coro::reap(lp, last);
     }
+    task
 }
 
 /// Arms a wait with the loop, suspends, returns the wake.
@@ -45,8 +46,21 @@ fn wait(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> crate::error::Result
     unsafe { coro::suspend(co, state) }
 }
 
+/// A yield that hands the CPU straight to the next ready coroutine when it
+/// can (as `cot_coro_yield` does).
 fn yield_now() {
-    assert_eq!(wait(State::Ready, coro::arm_yield), Wake::Resumed);
+    let co = coro::running().expect("inside a coroutine");
+    // SAFETY: LOOP is the loop lent to the running coroutine's callback.
+    let next = coro::arm_yield_pass(unsafe { &mut *LOOP.with(Cell::get) }, co, run_task).unwrap();
+    // SAFETY: the running coroutine, no loop reference held; `next` was taken
+    // out of the ready queue for it.
+    let w = unsafe {
+        match next {
+            Some(next) => coro::hand_off(co, next),
+            None => coro::suspend(co, State::Ready),
+        }
+    };
+    assert_eq!(w, Wake::Resumed);
 }
 
 /// A boxed coroutine on a mapped stack.

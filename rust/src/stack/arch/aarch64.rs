@@ -37,16 +37,19 @@ pub(crate) const FRAME: usize = 176;
 /// Saves the current context into `*save`, restores the context `to` and
 /// returns into it; there `switch` returns `arg` (or, for a new context, the
 /// entry function receives it). Returns, in the saved context, the `arg` of
-/// the `switch` that resumes it.
+/// the `switch` that resumes it. Returns `0` at once, switching nothing, if
+/// `save` or `to` is 0 (the C ABI's NULL checks).
 ///
 /// # Safety
 /// `save` is writable; `to` is a context saved by `switch` or made by
 /// [`init`] and not resumed since, whose stack is still valid.
 #[unsafe(naked)]
-pub(crate) unsafe extern "C" fn switch(arg: usize, save: *mut usize, to: usize) -> usize {
-    // x0 = arg, x1 = save, x2 = to; x0 is left untouched, so it is the value
+pub(crate) unsafe extern "C" fn switch(save: *mut usize, to: usize, arg: usize) -> usize {
+    // x0 = save, x1 = to, x2 = arg; x0 = arg on the way out: the value
     // returned in the other context (and the trampoline's first argument).
     naked_asm!(
+        "cbz x0, 2f",
+        "cbz x1, 2f",
         "sub sp, sp, #176",
         "stp d8, d9, [sp, #0]",
         "stp d10, d11, [sp, #16]",
@@ -61,8 +64,8 @@ pub(crate) unsafe extern "C" fn switch(arg: usize, save: *mut usize, to: usize) 
         "mrs x9, fpcr",
         "str x9, [sp, #160]",
         "mov x9, sp",
-        "str x9, [x1]", // *save = the frame just built
-        "mov sp, x2",   // the other context's frame
+        "str x9, [x0]", // *save = the frame just built
+        "mov sp, x1",   // the other context's frame
         "ldp d8, d9, [sp, #0]",
         "ldp d10, d11, [sp, #16]",
         "ldp d12, d13, [sp, #32]",
@@ -76,7 +79,11 @@ pub(crate) unsafe extern "C" fn switch(arg: usize, save: *mut usize, to: usize) 
         "ldr x9, [sp, #160]",
         "msr fpcr, x9",
         "add sp, sp, #176",
-        "ret", // to x30
+        "mov x0, x2", // the value handed over
+        "ret",        // to x30
+        "2:",
+        "mov x0, #0",
+        "ret",
     )
 }
 

@@ -3,9 +3,13 @@
 //! suspended context leaves on its stack; both expose the same three items:
 //!
 //! - `FRAME`: the bytes of that frame;
-//! - `switch(arg, save, to) -> usize`: saves the current context's stack
+//! - `switch(save, to, arg) -> usize`: saves the current context's stack
 //!   pointer into `*save`, resumes `to`, and returns (when resumed in turn) the
-//!   `arg` of the switch that resumed it;
+//!   `arg` of the switch that resumed it; 0 at once for a 0 `save` or `to`
+//!   (the argument order and checks of the C ABI's `cot_context_switch`);
+//! - `switch_jump`: the same, for the C ABI's raw contexts; on x86-64 it
+//!   leaves with a jump instead of `ret` (the file says why), elsewhere it is
+//!   `switch`;
 //! - `init(top, entry, data) -> sp`: builds a new context at the top of a stack
 //!   that calls `entry(arg, data)` on its first resumption.
 
@@ -15,9 +19,9 @@ mod aarch64;
 mod x86_64;
 
 #[cfg(target_arch = "aarch64")]
-pub(crate) use aarch64::{FRAME, init, switch};
+pub(crate) use aarch64::{FRAME, init, switch, switch as switch_jump};
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86_64::{FRAME, init, switch};
+pub(crate) use x86_64::{FRAME, init, switch, switch_jump};
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 compile_error!("cothread's stackful coroutines support x86-64 and AArch64 only");

@@ -25,7 +25,7 @@
 //!
 //! A new context ([`init`]) is the same frame built at the top of a fresh
 //! stack, with the return address pointing at `trampoline`, `r12` holding the
-//! entry function and `r13` its data. `switch`'s final `ret` enters the
+//! entry function and `r13` its data. `switch`'s final `ret` (or jump) enters the
 //! trampoline with `rsp` = the stack's top (16-byte aligned) and `rdi` = the
 //! value passed to `switch`; the trampoline calls `entry(rdi, r13)`, so the
 //! entry function starts with the alignment the ABI promises (`rsp + 8`
@@ -38,39 +38,101 @@ use std::arch::naked_asm;
 pub(crate) const FRAME: usize = 64;
 
 /// Saves the current context into `*save`, restores the context `to` and
-/// returns into it; there `switch` returns `arg` (or, for a new context, the
+/// continues it; there `switch` returns `arg` (or, for a new context, the
 /// entry function receives it). Returns, in the saved context, the `arg` of
-/// the `switch` that resumes it.
+/// the `switch` that resumes it. Returns `0` at once, switching nothing, if
+/// `save` or `to` is 0 (the C ABI's NULL checks, two predicted branches).
+///
+/// It leaves with `ret`, which keeps the return-stack predictor aligned:
+/// when both sides switched from the same call site (coroutines handing the
+/// CPU to each other from the same suspending function), the `ret` and every
+/// return after it are predicted. See [`switch_jump`] for the other choice.
 ///
 /// # Safety
-/// `save` is writable; `to` is a context saved by `switch` or made by
-/// [`init`] and not resumed since, whose stack is still valid.
+/// `save` is writable; `to` is a context saved by `switch` (or
+/// [`switch_jump`]) or made by [`init`] and not resumed since, whose stack is
+/// still valid.
 #[unsafe(naked)]
-pub(crate) unsafe extern "C" fn switch(arg: usize, save: *mut usize, to: usize) -> usize {
-    // rdi = arg, rsi = save, rdx = to.
+pub(crate) unsafe extern "C" fn switch(save: *mut usize, to: usize, arg: usize) -> usize {
+    // rdi = save, rsi = to, rdx = arg.
     naked_asm!(
-        "push rbp",
-        "push rbx",
-        "push r12",
-        "push r13",
-        "push r14",
-        "push r15",
-        "sub rsp, 8",
+        "test rdi, rdi",
+        "jz 2f",
+        "test rsi, rsi",
+        "jz 2f",
+        "lea rsp, [rsp - 56]", // the return address is at rsp + 56 now
         "stmxcsr [rsp]",
         "fnstcw [rsp + 4]",
-        "mov [rsi], rsp", // *save = the frame just built
-        "mov rsp, rdx",   // the other context's frame
+        "mov [rsp + 8], r15",
+        "mov [rsp + 16], r14",
+        "mov [rsp + 24], r13",
+        "mov [rsp + 32], r12",
+        "mov [rsp + 40], rbx",
+        "mov [rsp + 48], rbp",
+        "mov [rdi], rsp", // *save = the frame just built
+        "mov rsp, rsi",   // the other context's frame
         "ldmxcsr [rsp]",
         "fldcw [rsp + 4]",
-        "add rsp, 8",
-        "pop r15",
-        "pop r14",
-        "pop r13",
-        "pop r12",
-        "pop rbx",
-        "pop rbp",
-        "mov rax, rdi", // the value handed over: switch's return value...
-        "ret",          // ...and, for a new context, the trampoline's rdi
+        "mov r15, [rsp + 8]",
+        "mov r14, [rsp + 16]",
+        "mov r13, [rsp + 24]",
+        "mov r12, [rsp + 32]",
+        "mov rbx, [rsp + 40]",
+        "mov rbp, [rsp + 48]",
+        "lea rsp, [rsp + 56]", // the return address is on top
+        "mov rax, rdx",        // the value handed over: switch's return value...
+        "mov rdi, rdx",        // ...and, for a new context, the trampoline's rdi
+        "ret",
+        "2:",
+        "xor eax, eax",
+        "ret",
+    )
+}
+
+/// [`switch`], leaving with a jump to the saved return address instead of
+/// `ret` (as boost.context's `jump_fcontext` does): the C ABI's raw switch.
+/// A `ret` after a stack switch is predicted to return to the caller on the
+/// stack being left; when the two sides switch from different call sites (a
+/// ping-pong between a loop and a context), that is always wrong, while the
+/// indirect jump is predicted from its history. The price: the return-stack
+/// predictor is then one entry off for the returns that follow.
+///
+/// # Safety
+/// As [`switch`].
+#[unsafe(naked)]
+pub(crate) unsafe extern "C" fn switch_jump(save: *mut usize, to: usize, arg: usize) -> usize {
+    naked_asm!(
+        "test rdi, rdi",
+        "jz 2f",
+        "test rsi, rsi",
+        "jz 2f",
+        "lea rsp, [rsp - 56]",
+        "stmxcsr [rsp]",
+        "fnstcw [rsp + 4]",
+        "mov [rsp + 8], r15",
+        "mov [rsp + 16], r14",
+        "mov [rsp + 24], r13",
+        "mov [rsp + 32], r12",
+        "mov [rsp + 40], rbx",
+        "mov [rsp + 48], rbp",
+        "mov [rdi], rsp",
+        "mov rsp, rsi",
+        "mov r8, [rsp + 56]", // the return address
+        "ldmxcsr [rsp]",
+        "fldcw [rsp + 4]",
+        "mov r15, [rsp + 8]",
+        "mov r14, [rsp + 16]",
+        "mov r13, [rsp + 24]",
+        "mov r12, [rsp + 32]",
+        "mov rbx, [rsp + 40]",
+        "mov rbp, [rsp + 48]",
+        "lea rsp, [rsp + 64]", // pops the frame and the return address
+        "mov rax, rdx",
+        "mov rdi, rdx",
+        "jmp r8",
+        "2:",
+        "xor eax, eax",
+        "ret",
     )
 }
 
