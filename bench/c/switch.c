@@ -20,7 +20,10 @@
  *
  * Each figure is the best of ROUNDS runs, the sides alternating. Ratios:
  * native / jump_fcontext (target <= 1.2) and swapcontext / yield (target
- * >= 20).
+ * >= 20), the latter twice: against one swapcontext switch, and against a
+ * swapcontext round trip, which is what a yield costs in poco (the
+ * coroutine switches to the scheduler, the scheduler to the next
+ * coroutine: two swapcontext calls).
  *
  * Run (after building the library, see bench/c/Makefile):
  *     make -C bench/c run-switch
@@ -179,6 +182,8 @@ int main(void) {
     printf("ratios\n");
     printf("  native / jump_fcontext      %6.2f   (target <= 1.2)\n", ns_native / ns_fc);
     printf("  swapcontext / yield         %6.1f   (target >= 20)\n", ns_uc / ns_yield);
+    printf("  swapcontext round trip / yield %5.1f   (a poco yield: two swapcontext calls)\n", 2 * ns_uc / ns_yield);
+    printf("  swapcontext round trip / resume+yield %5.1f\n", 2 * ns_uc / ns_resume);
     printf("  swapcontext / native        %6.1f\n", ns_uc / ns_native);
     return 0;
 }

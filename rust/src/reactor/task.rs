@@ -313,11 +313,6 @@ impl Loop {
         Ok(eligible)
     }
 
-    /// Is the task's callback running?
-    pub fn task_is_running(&mut self, h: Handle) -> Result<bool> {
-        Ok(self.loop_task(h)?.running)
-    }
-
     /// Moves the waiters of `key` as `when` says (see `Sched::notify`).
     pub fn task_notify(&mut self, key: usize, when: When) -> Result<bool> {
         self.sched.notify(key, when)
