@@ -13,6 +13,12 @@
 //! the coroutine runs again, the [`Wake`] the loop gave its task says why,
 //! and the `*_result` function of the wait turns it into the call's result.
 //!
+//! A yield may skip the loop: [`arm_yield_pass`] asks the loop for the next
+//! ready coroutine (`Loop::task_pass`), and [`hand_off`] switches straight
+//! to it, on the loop's behalf; the coroutine that finally switches back
+//! hands its own address over, so the loop's callback ([`run`]'s caller)
+//! knows whose run ended.
+//!
 //! # Nodes of a coroutine's task
 //! - its own node: in the ready queue after a yield or a start, in a
 //!   signal's queue during a wait, postponed during a sleep;

@@ -37,7 +37,8 @@ pub fn page_size() -> usize {
     })
 }
 
-/// The memory of one stack. See the [module documentation](self).
+/// The memory of one stack: mapped with a guard page below, or lent by the
+/// caller (see the module documentation of `stack::memory`).
 #[derive(Debug)]
 pub struct Stack {
     /// The lowest usable byte (just above the guard page, if any).
