@@ -30,6 +30,7 @@
  *     COT_BENCH_SWITCHES=10000000 COT_BENCH_ROUNDS=5 bench/c/bench-switch
  */
 #include <cothread.h>
+#include <poco/poco.h>
 #include <ucontext.h>
 
 #include "common.h"
@@ -155,6 +156,33 @@ static uint64_t bench_resume(void) {
     return dt;
 }
 
+/* ===== 6. poco's API: coro_yield among 4 coroutines, round robin ===== */
+
+static void poco_yielder(void *arg) {
+    (void)arg;
+    while (yields_left > 0) {
+        yields_left--;
+        coro_yield();
+    }
+}
+
+static uint64_t bench_poco_yield(void) {
+    Coro *co[CORO_COUNT];
+    for (int i = 0; i < CORO_COUNT; i++) {
+        co[i] = coro_create(poco_yielder, NULL, STACK_SIZE / sizeof(PlatformStackElement));
+        CHECK_PTR(co[i]);
+    }
+    Scheduler *sched = round_robin_scheduler_create(co, CORO_COUNT);
+    CHECK_PTR(sched);
+    yields_left = switches;
+    uint64_t t0 = wall_ns();
+    scheduler_run(sched);
+    uint64_t dt = wall_ns() - t0;
+    round_robin_scheduler_free((RoundRobinScheduler *)sched);
+    for (int i = 0; i < CORO_COUNT; i++) coro_free(co[i]);
+    return dt;
+}
+
 static uint64_t best(uint64_t a, uint64_t b) {
     return a < b ? a : b;
 }
@@ -163,27 +191,33 @@ int main(void) {
     switches = (uint64_t)env_num("COT_BENCH_SWITCHES", 10000000);
     int rounds = (int)env_num("COT_BENCH_ROUNDS", 5);
     uint64_t native = UINT64_MAX, fc = UINT64_MAX, uc = UINT64_MAX, yield = UINT64_MAX, resume = UINT64_MAX;
+    uint64_t poco = UINT64_MAX;
     for (int r = 0; r < rounds; r++) {
         native = best(native, bench_native());
         fc = best(fc, bench_fcontext());
         uc = best(uc, bench_swapcontext());
         yield = best(yield, bench_yield());
         resume = best(resume, bench_resume());
+        poco = best(poco, bench_poco_yield());
     }
     double n = (double)switches;
     double ns_native = native / n, ns_fc = fc / n, ns_uc = uc / n, ns_yield = yield / n;
     double ns_resume = resume / (n / 2);
+    double ns_poco = poco / n;
     printf("context switches, best of %d, %llu switches each\n", rounds, (unsigned long long)switches);
     printf("  %-44s %8.2f ns/switch\n", "native switch (cot_context_switch)", ns_native);
     printf("  %-44s %8.2f ns/switch\n", "boost.context jump_fcontext", ns_fc);
     printf("  %-44s %8.2f ns/switch\n", "swapcontext", ns_uc);
     printf("  %-44s %8.2f ns/yield\n", "cot_coro_yield among 4 coroutines", ns_yield);
     printf("  %-44s %8.2f ns/round trip\n", "cot_coro_resume + cot_coro_yield", ns_resume);
+    printf("  %-44s %8.2f ns/yield\n", "poco API: coro_yield among 4 (round robin)", ns_poco);
     printf("ratios\n");
     printf("  native / jump_fcontext      %6.2f   (target <= 1.2)\n", ns_native / ns_fc);
     printf("  swapcontext / yield         %6.1f   (target >= 20)\n", ns_uc / ns_yield);
     printf("  swapcontext round trip / yield %5.1f   (a poco yield: two swapcontext calls)\n", 2 * ns_uc / ns_yield);
     printf("  swapcontext round trip / resume+yield %5.1f\n", 2 * ns_uc / ns_resume);
     printf("  swapcontext / native        %6.1f\n", ns_uc / ns_native);
+    printf("  swapcontext / poco coro_yield  %5.1f   (target >= 20)\n", ns_uc / ns_poco);
+    printf("  swapcontext round trip / poco coro_yield %5.1f\n", 2 * ns_uc / ns_poco);
     return 0;
 }
