@@ -67,6 +67,18 @@ struct awaiter_of<T> {
 };
 }  // namespace detail
 
+namespace detail {
+/// The awaiter of `co_await a` as the compiler picks it (no await_transform):
+/// a's operator co_await, member then free (a prvalue), or `a` itself (a
+/// reference). Unlike retrieve_awaiter, nothing is wrapped or copied.
+template <typename A>
+decltype(auto) get_awaiter(A &&a) {
+    if constexpr (has_co_await<A>) return std::forward<A>(a).operator co_await();
+    else if constexpr (has_global_co_await<A>) return operator co_await(std::forward<A>(a));
+    else return std::forward<A>(a);
+}
+}  // namespace detail
+
 /// The awaiter type of awaitable T (T itself when it is an awaiter).
 template <typename T>
 using awaiter_type = typename detail::awaiter_of<T>::type;

@@ -31,6 +31,7 @@
 
 #include "../awaiter.h"
 #include "../future.h"
+#include "../generics.h"
 #include "core.h"
 
 namespace cocls {
@@ -58,20 +59,6 @@ class generator_arg<void> {
 public:
     void arg() const noexcept {}
 };
-
-template <typename A>
-concept has_member_co_await = requires(A &&a) { static_cast<A &&>(a).operator co_await(); };
-template <typename A>
-concept has_free_co_await = requires(A &&a) { operator co_await(static_cast<A &&>(a)); };
-
-/// The awaiter of `co_await a`, as the compiler would pick it: a's operator
-/// co_await (a prvalue), or a itself (a reference).
-template <typename A>
-decltype(auto) get_awaiter(A &&a) {
-    if constexpr (has_member_co_await<A>) return static_cast<A &&>(a).operator co_await();
-    else if constexpr (has_free_co_await<A>) return operator co_await(static_cast<A &&>(a));
-    else return static_cast<A &&>(a);
-}
 
 /// Wraps every co_await in a generator body (await_transform): when the
 /// awaiter really suspends during a sync_inline step, the step becomes

@@ -27,22 +27,16 @@
 #include "../awaiter.h"
 #include "../coro_queue.h"
 #include "../future.h"
+#include "../generics.h"
 #include "../suspend_point.h"
 
 namespace cocls::detail {
 
-template <typename A>
-concept member_co_awaitable = requires(A &&a) { std::forward<A>(a).operator co_await(); };
-template <typename A>
-concept free_co_awaitable = requires(A &&a) { operator co_await(std::forward<A>(a)); };
-
-/// The awaiter `co_await a` would use (no await_transform): the result of a
-/// member or free operator co_await, or `a` itself.
+/// The awaiter `co_await a` would use (see get_awaiter); futures get theirs
+/// below.
 template <typename A>
 decltype(auto) awaiter_for(A &&a) {
-    if constexpr (member_co_awaitable<A>) return std::forward<A>(a).operator co_await();
-    else if constexpr (free_co_awaitable<A>) return operator co_await(std::forward<A>(a));
-    else return std::forward<A>(a);
+    return get_awaiter(std::forward<A>(a));
 }
 
 /// The awaiter a policy uses for a future: the future's public subscription,
