@@ -84,6 +84,16 @@ struct stat;
 #define COT_ECHILD -10
 
 /**
+ * Already settled: a promise's first result wins (`cot_promise_set`).
+ */
+#define COT_EALREADY -114
+
+/**
+ * A future's promise was freed without a result (`cot_future_result`).
+ */
+#define COT_EDROPPED -4001
+
+/**
  * Name resolution: temporary failure (the value of libuv's `UV_EAI_AGAIN`).
  */
 #define COT_EAI_AGAIN -3001
@@ -107,6 +117,26 @@ struct stat;
  * Name resolution: service not available for the socket type.
  */
 #define COT_EAI_SERVICE -3010
+
+/**
+ * `cot_future_state`: not settled yet.
+ */
+#define COT_FUTURE_PENDING 0
+
+/**
+ * `cot_future_state`: settled with a value (`cot_promise_set`).
+ */
+#define COT_FUTURE_VALUE 1
+
+/**
+ * `cot_future_state`: settled with an error (`cot_promise_fail`).
+ */
+#define COT_FUTURE_ERROR 2
+
+/**
+ * `cot_future_state`: every promise handle was freed unsettled.
+ */
+#define COT_FUTURE_DROPPED 3
 
 /**
  * `cot_loop_run` mode: until nothing is alive or `cot_loop_stop`.
@@ -149,6 +179,12 @@ struct stat;
  * A loop task's callback wake: the poll handle it awaited was closed.
  */
 #define COT_WAKE_CLOSED 4
+
+/**
+ * A loop task's callback wake: the future it awaited (`cot_loop_task_future`)
+ * is settled.
+ */
+#define COT_WAKE_SETTLED 5
 
 /**
  * Action: drop the results of the late callback (clean them up).
@@ -339,6 +375,14 @@ typedef struct cot_context_frame cot_context_frame;
 typedef struct cot_coro cot_coro;
 
 /**
+ * The consuming side (opaque): read the result, wait for it. Made by
+ * `cot_promise_new` or `cot_promise_future`, copied by `cot_future_clone`,
+ * each handle freed by `cot_future_free`. Every `cot_future_*` function is
+ * safe from any thread.
+ */
+typedef struct cot_future cot_future;
+
+/**
  * An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
  */
 typedef struct cot_loop cot_loop;
@@ -349,6 +393,15 @@ typedef struct cot_loop cot_loop;
  * included.
  */
 typedef struct cot_pool cot_pool;
+
+/**
+ * The producing side of a future (opaque): settle it once with
+ * `cot_promise_set` or `cot_promise_fail`. Made by `cot_promise_new`, copied
+ * by `cot_promise_clone`, each handle freed by `cot_promise_free`; when the
+ * last handle goes unsettled, the future settles as `COT_FUTURE_DROPPED`.
+ * Every `cot_promise_*` function is safe from any thread.
+ */
+typedef struct cot_promise cot_promise;
 
 /**
  * A thread's resume queue and coro-mode flag (opaque). Each thread has one;
@@ -413,6 +466,28 @@ typedef void (*cot_getaddrinfo_cb)(struct cot_loop *loop,
                                    cot_req req,
                                    int status,
                                    struct addrinfo *res,
+                                   void *data);
+
+/**
+ * Destroys a future's value when its last promise or future handle is freed,
+ * on the thread that frees it.
+ */
+typedef void (*cot_value_dtor)(void *value);
+
+/**
+ * A waiter's callback: `future` is a handle lent for the call (clone it to
+ * keep it).
+ */
+typedef void (*cot_future_cb)(const struct cot_future *future, void *data);
+
+/**
+ * The callback of `cot_loop_future_wait`: `status` is 0 once the future is
+ * settled, `COT_ECANCELED` if the request was cancelled.
+ */
+typedef void (*cot_future_wait_cb)(struct cot_loop *loop,
+                                   cot_req req,
+                                   const struct cot_future *future,
+                                   int status,
                                    void *data);
 
 /**
@@ -768,6 +843,191 @@ int cot_getaddrinfo(struct cot_loop *loop,
                     cot_getaddrinfo_cb cb,
                     void *data,
                     cot_req *req);
+
+/**
+ * Creates an unsettled promise and its future, stored in `*promise` and
+ * `*future` (free each). Returns 0 or `COT_EINVAL` (a NULL out pointer).
+ *
+ * # Safety
+ * `promise` and `future` are NULL or writable.
+ */
+int cot_promise_new(struct cot_promise **promise, struct cot_future **future);
+
+/**
+ * A new handle of the same promise (free it too). NULL for NULL.
+ *
+ * # Safety
+ * `p` is NULL or a live promise handle.
+ */
+struct cot_promise *cot_promise_clone(const struct cot_promise *p);
+
+/**
+ * Frees a promise handle; NULL is ignored. When it was the last one and the
+ * future is unsettled, the future settles as `COT_FUTURE_DROPPED`: its
+ * waiters run, on this thread.
+ *
+ * # Safety
+ * `p` is NULL or a live promise handle, not used after this call.
+ */
+void cot_promise_free(struct cot_promise *p);
+
+/**
+ * Settles the future with `value`: from now on it belongs to the future,
+ * and `dtor(value)` (if not NULL) runs when the last promise or future
+ * handle is freed, on that thread. The waiters run now, on this thread,
+ * oldest first. Returns 0, `COT_EALREADY` if the future was settled already
+ * (the value was not taken: it is still the caller's), `COT_EINVAL` for NULL.
+ *
+ * # Safety
+ * `p` is NULL or a live promise handle; `value` may be read, and `dtor`
+ * called, on any thread.
+ */
+int cot_promise_set(const struct cot_promise *p, void *value, cot_value_dtor dtor);
+
+/**
+ * Settles the future with an error: `code` (negative, as `COT_E*` codes;
+ * other values are refused) and a copy of `message` (NULL: empty). The
+ * waiters run now, on this thread. Returns 0, `COT_EALREADY` if the future
+ * was settled already, `COT_EINVAL` for NULL `p` or a code that is not
+ * negative.
+ *
+ * # Safety
+ * `p` is NULL or a live promise handle; `message` is NULL or a C string.
+ */
+int cot_promise_fail(const struct cot_promise *p, int code, const char *message);
+
+/**
+ * 1 if the future is settled, 0 if not, `COT_EINVAL` for NULL.
+ *
+ * # Safety
+ * `p` is NULL or a live promise handle.
+ */
+int cot_promise_settled(const struct cot_promise *p);
+
+/**
+ * A new handle of the promise's future (free it). NULL for NULL.
+ *
+ * # Safety
+ * `p` is NULL or a live promise handle.
+ */
+struct cot_future *cot_promise_future(const struct cot_promise *p);
+
+/**
+ * A new handle of the same future (free it too). NULL for NULL.
+ *
+ * # Safety
+ * `f` is NULL or a live future handle.
+ */
+struct cot_future *cot_future_clone(const struct cot_future *f);
+
+/**
+ * Frees a future handle; NULL is ignored. Its waiters stay (a callback
+ * registered through it still runs; cancel it first if it must not).
+ *
+ * # Safety
+ * `f` is NULL or a live future handle, not used after this call.
+ */
+void cot_future_free(struct cot_future *f);
+
+/**
+ * What the future holds: `COT_FUTURE_PENDING`, `_VALUE`, `_ERROR` or
+ * `_DROPPED`; `COT_EINVAL` for NULL.
+ *
+ * # Safety
+ * `f` is NULL or a live future handle.
+ */
+int cot_future_state(const struct cot_future *f);
+
+/**
+ * The result of a settled future. Returns 0 and stores the value in `*value`
+ * (if not NULL); or returns the error's code and stores its message in
+ * `*message` (if not NULL); or returns `COT_EDROPPED` (message: "promise
+ * dropped without a result"). `COT_EBUSY` while pending, `COT_EINVAL` for
+ * NULL. The value and the message stay valid while any handle of the future
+ * or its promise lives.
+ *
+ * # Safety
+ * `f` is NULL or a live future handle; `value` and `message` are NULL or
+ * writable.
+ */
+int cot_future_result(const struct cot_future *f, void **value, const char **message);
+
+/**
+ * Blocks the calling thread until the future is settled, at most
+ * `timeout_ns` nanoseconds (negative: no limit). Returns 0 once settled,
+ * `COT_ETIMEDOUT`, or `COT_EINVAL` for NULL. Never call it on a loop's
+ * thread for a future that loop must settle.
+ *
+ * # Safety
+ * `f` is NULL or a live future handle.
+ */
+int cot_future_wait(const struct cot_future *f, int64_t timeout_ns);
+
+/**
+ * Calls `cb(future, data)` once the future is settled, on the thread that
+ * settles it (inside `cot_promise_set`, `_fail` or the last
+ * `cot_promise_free`). Returns 0 and stores a waiter id (never 0) in `*id`
+ * (if not NULL) for `cot_future_cancel`; or, if the future is settled
+ * already, calls `cb` now, stores 0 and returns 1. `COT_EINVAL` for NULL `f`
+ * or `cb`.
+ *
+ * # Safety
+ * `f` is NULL or a live future handle; `id` is NULL or writable;
+ * `cb(future, data)` may run on any thread.
+ */
+int cot_future_on_ready(const struct cot_future *f, cot_future_cb cb, void *data, uint64_t *id);
+
+/**
+ * Removes a waiter of `cot_future_on_ready`: 0 if it had not run (it never
+ * will), `COT_EBUSY` if it ran, is running, or was removed already,
+ * `COT_EINVAL` for NULL or id 0.
+ *
+ * # Safety
+ * `f` is NULL or a live handle of the future the waiter was registered on.
+ */
+int cot_future_cancel(const struct cot_future *f, uint64_t id);
+
+/**
+ * Waits, on the loop, for the future to settle: `cb(loop, req, future,
+ * status, data)` then runs from `cot_loop_run` with status 0 (at the
+ * earliest in the next iteration, also if it is settled already), or with
+ * `COT_ECANCELED` after `cot_req_cancel`. The request keeps the loop alive
+ * until `cb` ran, and holds its own handle of the future (`future` may be
+ * freed meanwhile). Stores the request in `*req` (may be NULL). Returns 0 or
+ * `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `f` is NULL or a live future handle; `cb`
+ * may be called from `cot_loop_run`.
+ */
+int cot_loop_future_wait(struct cot_loop *loop,
+                         const struct cot_future *f,
+                         cot_future_wait_cb cb,
+                         void *data,
+                         cot_req *req);
+
+/**
+ * Cancels a request that has not completed (a future wait, or work that has
+ * not started: the same as `cot_work_cancel`): its callback still runs,
+ * later, from `cot_loop_run`, with `COT_ECANCELED`. The future itself is
+ * untouched. Returns 0, `COT_EBUSY` if it completed, started or was
+ * cancelled already, `COT_EINVAL` for an unknown request.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_req_cancel(struct cot_loop *loop, cot_req req);
+
+/**
+ * The loop task awaits the future: its callback then runs with
+ * `COT_WAKE_SETTLED` once it is settled, unless something else resumed the
+ * task before (then it stops waiting; the future is untouched). Returns 0
+ * or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `f` is NULL or a live future handle.
+ */
+int cot_loop_task_future(struct cot_loop *loop, cot_handle task, const struct cot_future *f);
 
 /**
  * Creates an event loop with its own scheduler for timers. Returns NULL if
@@ -2164,6 +2424,19 @@ int cot_coro_poll(cot_handle poll, int events, uint64_t timeout_ns);
  * `work(data)` may run on another thread, concurrently with the loop.
  */
 int cot_coro_work(cot_work_cb work, void *data);
+
+/**
+ * Waits until the future is settled (see `cot_promise_new`), or for at most
+ * `timeout_ns` (`COT_CORO_FOREVER`: no limit); read the result with
+ * `cot_future_result`. Returns 0 (at once if it is settled already),
+ * `COT_ETIMEDOUT`, `COT_ECANCELED` (woken by `cot_coro_wake`), `COT_EINVAL`
+ * (NULL), or `COT_EPERM` outside coroutines. The future may be settled on
+ * any thread; leaving the wait early leaves the future untouched.
+ *
+ * # Safety
+ * `future` is NULL or a live future handle.
+ */
+int cot_coro_await(const struct cot_future *future, uint64_t timeout_ns);
 
 /**
  * Waits until coroutine `other` (of the same loop) finished, or for at most

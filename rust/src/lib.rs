@@ -23,6 +23,8 @@
 pub mod error;
 pub mod ffi;
 /// cbindgen:ignore
+pub mod future;
+/// cbindgen:ignore
 pub mod op;
 /// cbindgen:ignore
 pub mod reactor;

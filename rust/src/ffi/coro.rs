@@ -13,6 +13,7 @@ use std::os::raw::c_int;
 use super::guard::{boolean, status, write_out};
 use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
 use super::work::{cot_work_cb, pool_work};
+use super::future::cot_future;
 use crate::error::{Error, Result};
 use crate::reactor::{Handle, Loop, Wake};
 use crate::stack::coro::{self, Source};
@@ -492,6 +493,23 @@ pub unsafe extern "C" fn cot_coro_work(work: cot_work_cb, data: *mut c_void) -> 
     // SAFETY: the caller allowed `work(data)` on a pool thread.
     let run = unsafe { pool_work(work, data) };
     status(wait(State::Waiting, |l, co| coro::arm_work(l, co, run)).and_then(coro::work_result))
+}
+
+/// Waits until the future is settled (see `cot_promise_new`), or for at most
+/// `timeout_ns` (`COT_CORO_FOREVER`: no limit); read the result with
+/// `cot_future_result`. Returns 0 (at once if it is settled already),
+/// `COT_ETIMEDOUT`, `COT_ECANCELED` (woken by `cot_coro_wake`), `COT_EINVAL`
+/// (NULL), or `COT_EPERM` outside coroutines. The future may be settled on
+/// any thread; leaving the wait early leaves the future untouched.
+///
+/// # Safety
+/// `future` is NULL or a live future handle.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_coro_await(future: *const cot_future, timeout_ns: u64) -> c_int {
+    // SAFETY: forwarded caller contract.
+    let Ok(f) = (unsafe { super::future::future(future) }) else { return Error::Inval.code() };
+    let r = wait_if(State::Waiting, |l, co| coro::arm_future(l, co, f, timeout(timeout_ns)).map(|s| ((), s)));
+    status(r.and_then(|(_, w)| w.map_or(Ok(()), coro::future_result)))
 }
 
 /// Waits until coroutine `other` (of the same loop) finished, or for at most

@@ -29,6 +29,10 @@ pub const COT_EIO: c_int = -5;
 pub const COT_ESRCH: c_int = -3;
 /// Not a child of this process (or reaped already).
 pub const COT_ECHILD: c_int = -10;
+/// Already settled: a promise's first result wins (`cot_promise_set`).
+pub const COT_EALREADY: c_int = -114;
+/// A future's promise was freed without a result (`cot_future_result`).
+pub const COT_EDROPPED: c_int = -4001;
 /// Name resolution: temporary failure (the value of libuv's `UV_EAI_AGAIN`).
 pub const COT_EAI_AGAIN: c_int = -3001;
 /// Name resolution: permanent failure.
@@ -75,6 +79,8 @@ mod tests {
         assert_eq!(COT_ENOMEM, Error::NoMem.code());
         assert_eq!(COT_ECANCELED, Error::Canceled.code());
         assert_eq!(COT_ETIMEDOUT, Error::TimedOut.code());
+        assert_eq!(COT_EALREADY, Error::Already.code());
+        assert_eq!(COT_EDROPPED, Error::Dropped.code());
         assert_eq!(COT_EPERM, Error::Perm.code());
         assert_eq!(COT_EBADF, Error::BadF.code());
         assert_eq!(COT_EEXIST, Error::Exist.code());
@@ -90,7 +96,7 @@ mod tests {
         ] {
             assert_eq!(c, e.code());
         }
-        assert_eq!(Error::ALL.len(), 16, "a new error needs its COT_E* constant");
+        assert_eq!(Error::ALL.len(), 18, "a new error needs its COT_E* constant");
     }
 
     #[test]

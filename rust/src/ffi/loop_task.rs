@@ -1,5 +1,5 @@
 //! Loop tasks: tasks of a loop's scheduler that await operations (a sleep,
-//! work on the pool) and can be scheduled, postponed or made to wait on a
+//! work on the pool, a future: `cot_loop_task_future`) and can be scheduled, postponed or made to wait on a
 //! signal meanwhile; the first reason to run wins.
 
 use std::ffi::c_void;
@@ -25,6 +25,9 @@ pub const COT_WAKE_WORKED: c_int = 2;
 pub const COT_WAKE_READY: c_int = 3;
 /// A loop task's callback wake: the poll handle it awaited was closed.
 pub const COT_WAKE_CLOSED: c_int = 4;
+/// A loop task's callback wake: the future it awaited (`cot_loop_task_future`)
+/// is settled.
+pub const COT_WAKE_SETTLED: c_int = 5;
 
 /// A loop task's callback: `wake` says why it runs (`COT_WAKE_*`); `events`
 /// are the ready events for `COT_WAKE_READY`, 0 otherwise.
@@ -41,6 +44,7 @@ fn wake_code(w: Wake) -> (c_int, c_int) {
         Wake::Done(Outcome::Worked) => (COT_WAKE_WORKED, 0),
         Wake::Done(Outcome::Ready(events)) => (COT_WAKE_READY, events as c_int),
         Wake::Done(Outcome::Closed) => (COT_WAKE_CLOSED, 0),
+        Wake::Done(Outcome::Settled) => (COT_WAKE_SETTLED, 0),
     }
 }
 

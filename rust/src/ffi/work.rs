@@ -41,7 +41,7 @@ pub(crate) unsafe fn pool_work(work: unsafe extern "C" fn(*mut c_void), data: *m
     })
 }
 
-fn to_req(raw: cot_req) -> Result<Request> {
+pub(crate) fn to_req(raw: cot_req) -> Result<Request> {
     Request::from_raw(raw).ok_or(Error::Inval)
 }
 
@@ -132,5 +132,5 @@ pub unsafe extern "C" fn cot_work_submit(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_work_cancel(r#loop: *mut cot_loop, req: cot_req) -> c_int {
     // SAFETY: forwarded caller contract.
-    status(unsafe { with_loop(r#loop, |l| l.work_cancel(to_req(req)?)) })
+    status(unsafe { with_loop(r#loop, |l| l.request_cancel(to_req(req)?)) })
 }

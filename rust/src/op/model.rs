@@ -15,45 +15,13 @@
 
 use super::tests::{A, B, OBJ_ROWS, SLOT_ROWS, assert_all_reached, obj_row, slot_row};
 use super::*;
+use crate::util::rng::Rng;
 use Action::*;
 
 const SEEDS: u64 = 20;
 const EVENTS: usize = 5_000;
 /// One start in `FAIL` fails synchronously.
 const FAIL: u64 = 12;
-
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Rng {
-        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
-    }
-
-    fn one_in(&mut self, n: u64) -> bool {
-        self.below(n) == 0
-    }
-
-    /// An index drawn with the given weights.
-    fn pick(&mut self, weights: &[u64]) -> usize {
-        let mut r = self.below(weights.iter().sum());
-        weights
-            .iter()
-            .position(|&w| {
-                let hit = r < w;
-                r = r.saturating_sub(w);
-                hit
-            })
-            .unwrap()
-    }
-}
 
 // ===== slots =====
 

@@ -38,6 +38,7 @@ mod child;
 mod handle;
 mod poll;
 mod pool;
+mod request;
 mod signal;
 mod sys;
 mod task;
@@ -59,7 +60,8 @@ pub use async_::AsyncSender;
 pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
-pub use pool::{After, Request, Work};
+pub use pool::Work;
+pub use request::{After, Request};
 pub use signal::SignalCallback;
 pub use sys::Exit;
 pub use task::{Outcome, TaskCallback, TaskFn, Wake};
@@ -91,7 +93,7 @@ pub struct Loop {
     batch_end: Task,
     handles: Slab<Slot>,
     /// Work requests waiting for their `after` callback.
-    requests: Slab<pool::Pending>,
+    requests: Slab<request::Pending>,
     pool: Option<Arc<Pool>>,
     signals: signal::Signals,
     epoll: Fd,

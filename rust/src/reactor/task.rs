@@ -1,5 +1,5 @@
-//! Tasks of the loop that await operations: a sleep (a timer handle) or work
-//! on the pool (a request), driven by the slot machine of `op`; and the
+//! Tasks of the loop that await operations: a sleep (a timer handle), work
+//! on the pool or a future's settlement (requests), driven by the slot machine of `op`; and the
 //! readiness of a poll handle, awaited as an `op` *object* (one waiter at a
 //! time; closing the handle resumes its waiter with `Outcome::Closed`).
 //!
@@ -54,9 +54,11 @@
 //! waits for that one task.
 
 use super::handle::Kind;
-use super::pool::{Request, Work};
+use super::pool::Work;
+use super::request::{After, Request};
 use super::{Handle, Loop};
 use crate::error::{Error, Result};
+use crate::future::Future;
 use crate::op::{Action, Actions, HandleType, Kind as OpKind, Slot};
 use crate::sched::{Task, When};
 
@@ -79,6 +81,8 @@ pub enum Outcome {
     Slept,
     /// The work ran.
     Worked,
+    /// The future awaited is settled.
+    Settled,
     /// The polled descriptor is ready for these events.
     Ready(u32),
     /// The poll handle awaited was closed.
@@ -108,6 +112,7 @@ const SLEEP: HandleType = HandleType(1);
 enum Op {
     Sleep(u64),
     Work(Work),
+    Future(Future),
 }
 
 pub(crate) struct LoopTask {
@@ -331,6 +336,13 @@ impl Loop {
         self.task_await(h, OpKind::Request, Op::Work(work))
     }
 
+    /// The task awaits `future`: it runs with `Wake::Done(Outcome::Settled)`
+    /// once it is settled (unless resumed before: then it stops waiting, and
+    /// the future is untouched).
+    pub fn task_future(&mut self, h: Handle, future: &Future) -> Result<()> {
+        self.task_await(h, OpKind::Request, Op::Future(future.clone()))
+    }
+
     fn task_await(&mut self, h: Handle, kind: OpKind, op: Op) -> Result<()> {
         let t = self.loop_task(h)?;
         let actions = t.slot.await_op(kind).map_err(Error::from)?;
@@ -350,7 +362,7 @@ impl Loop {
                 Action::DropResults => t.outcome = None,
                 Action::CancelRequest => {
                     if let Some(r) = t.request {
-                        let _ = self.work_cancel(r); // too late to cancel is fine
+                        let _ = self.request_cancel(r); // too late to cancel is fine
                     }
                 }
                 Action::StopHandle => {
@@ -365,15 +377,13 @@ impl Loop {
                     }
                 }
                 Action::StartRequest => {
-                    if let Some(Op::Work(work)) = t.next.take() {
-                        let after = Box::new(move |l: &mut Loop, _, status: Result<()>| {
-                            let outcome = status.is_ok().then_some(Outcome::Worked);
-                            l.task_callback(h, outcome)
-                        });
-                        let r = self.work_submit(work, after);
-                        if let Ok(t) = self.loop_task(h) {
-                            t.request = Some(r);
-                        }
+                    let r = match t.next.take() {
+                        Some(Op::Work(work)) => self.work_submit(work, task_after(h, Outcome::Worked)),
+                        Some(Op::Future(f)) => self.future_wait(&f, task_after(h, Outcome::Settled)),
+                        _ => continue,
+                    };
+                    if let Ok(t) = self.loop_task(h) {
+                        t.request = Some(r);
                     }
                 }
                 Action::StartHandle | Action::RearmHandle => {
@@ -609,4 +619,9 @@ impl Loop {
         let _ = self.sched.unschedule(task);
         Ok(())
     }
+}
+
+/// The `after` of a task's request: hands `outcome` to the task on success.
+fn task_after(h: Handle, outcome: Outcome) -> After {
+    Box::new(move |l: &mut Loop, _, status: Result<()>| l.task_callback(h, status.is_ok().then_some(outcome)))
 }

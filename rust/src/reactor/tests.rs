@@ -356,16 +356,16 @@ fn work_not_started_can_be_cancelled_and_still_calls_back_once() {
         Box::new(move |_, _, s| o.borrow_mut().push(("second", s))),
     );
     started.recv().unwrap();
-    assert_eq!(l.work_cancel(first), Err(Error::Busy), "running");
-    assert_eq!(l.work_cancel(second), Ok(()));
+    assert_eq!(l.request_cancel(first), Err(Error::Busy), "running");
+    assert_eq!(l.request_cancel(second), Ok(()));
     assert!(out.borrow().is_empty(), "never inside cancel");
-    assert_eq!(l.work_cancel(second), Err(Error::Busy), "already cancelled");
+    assert_eq!(l.request_cancel(second), Err(Error::Busy), "already cancelled");
     l.run(RunMode::NoWait).unwrap();
     assert_eq!(*out.borrow(), [("second", Err(Error::Canceled))]);
     go.send(()).unwrap();
     assert!(!l.run(RunMode::Default).unwrap());
     assert_eq!(*out.borrow(), [("second", Err(Error::Canceled)), ("first", Ok(()))]);
-    assert_eq!(l.work_cancel(first), Err(Error::Inval), "finished");
+    assert_eq!(l.request_cancel(first), Err(Error::Inval), "finished");
 }
 
 #[test]
@@ -659,6 +659,93 @@ fn an_iteration_runs_the_tasks_ready_at_its_start_each_once() {
     for t in [a, b, c] {
         l.close(t, None).unwrap();
     }
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(l.check_close(), Ok(()));
+}
+
+#[test]
+fn a_future_wait_completes_on_the_loop_when_another_thread_settles() {
+    use crate::future::{Promise, State};
+    let mut l = Loop::new().unwrap();
+    let (p, f) = Promise::new();
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let o = out.clone();
+    let loop_thread = std::thread::current().id();
+    let g = f.clone();
+    l.future_wait(
+        &f,
+        Box::new(move |_, _, s| {
+            assert_eq!(std::thread::current().id(), loop_thread, "on the loop's thread");
+            o.borrow_mut().push((s, g.state()));
+        }),
+    );
+    drop(f);
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        p.fail(-1, c"from a thread").unwrap();
+    });
+    assert!(!l.run(RunMode::Default).unwrap(), "the request kept the loop alive until it completed");
+    setter.join().unwrap();
+    assert_eq!(*out.borrow(), [(Ok(()), State::Error)]);
+    // Settled already: the callback still waits for the loop, never inside the call.
+    let (p, f) = Promise::new();
+    p.fail(-1, c"x").unwrap();
+    let o = out.clone();
+    l.future_wait(&f, Box::new(move |_, _, s| o.borrow_mut().push((s, State::Pending))));
+    assert_eq!(out.borrow().len(), 1);
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(out.borrow().len(), 2);
+    assert_eq!(l.check_close(), Ok(()));
+}
+
+#[test]
+fn a_cancelled_future_wait_calls_back_once_with_canceled_and_leaves_the_future_alone() {
+    use crate::future::{Promise, State};
+    let mut l = Loop::new().unwrap();
+    let (p, f) = Promise::new();
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let (o1, o2) = (out.clone(), out.clone());
+    let a = l.future_wait(&f, Box::new(move |_, _, s| o1.borrow_mut().push(("a", s))));
+    l.future_wait(&f, Box::new(move |_, _, s| o2.borrow_mut().push(("b", s))));
+    assert_eq!(f.waiter_count(), 2);
+    assert_eq!(l.request_cancel(a), Ok(()));
+    assert!(out.borrow().is_empty(), "never inside cancel");
+    assert_eq!(l.request_cancel(a), Err(Error::Busy), "cancelled already");
+    assert_eq!(f.waiter_count(), 1, "only that waiter left");
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*out.borrow(), [("a", Err(Error::Canceled))]);
+    p.fail(-2, c"later").unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(*out.borrow(), [("a", Err(Error::Canceled)), ("b", Ok(()))]);
+    assert_eq!(f.state(), State::Error);
+    assert_eq!(l.request_cancel(a), Err(Error::Inval), "finished");
+}
+
+#[test]
+fn a_task_awaits_a_future_or_leaves_it_untouched_when_resumed() {
+    use crate::future::{Promise, State};
+    let mut l = Loop::new().unwrap();
+    let (p, f) = Promise::new();
+    let wakes: Wakes = Rc::default();
+    let g = f.clone();
+    let t = recording_task(&mut l, &wakes, move |l, h, turn| {
+        if turn <= 1 {
+            l.task_future(h, &g).unwrap();
+        }
+    });
+    l.task_schedule(t, When::Later).unwrap();
+    l.run(RunMode::NoWait).unwrap(); // turn 0: awaits
+    assert_eq!(f.waiter_count(), 1);
+    assert_eq!(l.task_schedule(t, When::Later), Ok(true), "an outside resume");
+    l.run(RunMode::NoWait).unwrap(); // turn 1: left the first wait, awaits again
+    l.run(RunMode::NoWait).unwrap(); // the first wait's cancellation completes
+    assert_eq!(f.waiter_count(), 1, "the first waiter is gone, the second waits");
+    assert_eq!(f.state(), State::Pending);
+    let setter = std::thread::spawn(move || p.fail(-1, c"done").unwrap());
+    setter.join().unwrap();
+    l.run(RunMode::Default).unwrap();
+    assert_eq!(*wakes.borrow(), [(0, Wake::Resumed), (1, Wake::Resumed), (2, Wake::Done(Outcome::Settled))]);
+    l.close(t, None).unwrap();
     l.run(RunMode::Default).unwrap();
     assert_eq!(l.check_close(), Ok(()));
 }

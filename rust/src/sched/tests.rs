@@ -3,6 +3,7 @@
 
 use super::arena::Role;
 use super::*;
+use crate::util::rng::Rng;
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -477,18 +478,6 @@ impl Model {
     }
 }
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % n
-    }
-}
-
 fn random_when(r: &mut Rng, keys: &[usize]) -> When {
     match r.below(5) {
         0 => When::Next,
@@ -506,7 +495,7 @@ fn randomized_against_a_reference_model() {
         let (mut s, now) = sched();
         now.set(0);
         let mut m = Model::default();
-        let mut r = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+        let mut r = Rng::new(seed);
         let t = tasks(&mut s, 24);
         for step in 0..5_000 {
             let id = r.below(t.len() as u64) as usize;

@@ -59,6 +59,7 @@ use super::context::{Context, switch};
 use super::memory::Stack;
 use super::sanitizer;
 use crate::error::{Error, Result};
+use crate::future::Future;
 use crate::reactor::{Handle, Loop, Outcome, TaskFn, Wake, Work};
 use crate::sched::When;
 
@@ -544,6 +545,28 @@ pub fn arm_work(l: &mut Loop, co: &Coro, work: Work) -> Result<()> {
 pub fn work_result(w: Wake) -> Result<()> {
     match w {
         Wake::Done(Outcome::Worked) => Ok(()),
+        _ => Err(Error::Canceled),
+    }
+}
+
+/// Arms a wait for `future`, unless it is settled (then returns `false`: no
+/// need to suspend).
+pub fn arm_future(l: &mut Loop, co: &Coro, future: &Future, timeout: Option<u64>) -> Result<bool> {
+    if future.outcome().is_some() {
+        return Ok(false);
+    }
+    let h = co.handle()?;
+    l.task_future(h, future)?;
+    arm_timeout(l, h, timeout)?;
+    Ok(true)
+}
+
+/// A future wait's result: settled, timed out, or interrupted (the future
+/// is untouched either way).
+pub fn future_result(w: Wake) -> Result<()> {
+    match w {
+        Wake::Done(Outcome::Settled) => Ok(()),
+        Wake::Watch(TIMEOUT) => Err(Error::TimedOut),
         _ => Err(Error::Canceled),
     }
 }
