@@ -575,6 +575,52 @@ mod tests {
     }
 
     #[test]
+    fn a_job_wait_ends_with_its_result() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let id = io.begin_work(task, Box::new(|| Box::new(6 * 7)));
+        assert_eq!(io.armed(), 1);
+        assert_eq!(io.placement(task), Some(When::Wait(1)));
+        let mut ready = Vec::new();
+        while ready.is_empty() {
+            ready = io.poll(Block::Forever);
+        }
+        assert_eq!(ready, vec![task]);
+        assert_eq!(io.armed(), 0);
+        let r = io.end_work(id).unwrap();
+        assert_eq!(r.downcast_ref::<i32>(), Some(&42));
+        assert!(io.end_work(id).is_err(), "the record is gone");
+    }
+
+    #[test]
+    fn a_cancelled_job_wait_is_never_resumed() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let id = io.begin_work(
+            task,
+            Box::new(move || {
+                started_tx.send(()).unwrap();
+                let _ = rx.recv(); // runs on until the wait was cancelled
+                Box::new(())
+            }),
+        );
+        started.recv().unwrap();
+        io.cancel(task); // too late to cancel the job: its completion comes later
+        assert_eq!(io.armed(), 0);
+        assert!(!io.has_wait());
+        tx.send(()).unwrap();
+        let t0 = cothread::time::monotonic_ns();
+        while cothread::time::monotonic_ns() - t0 < 50_000_000 {
+            assert!(io.poll(Block::Until(cothread::time::monotonic_ns() + 5_000_000)).is_empty());
+        }
+        assert_eq!(io.end_work(id).err(), Some(Outcome::Cancelled));
+    }
+
+    #[test]
     fn poll_until_sleeps_without_events() {
         let mut io = Io::new(1).unwrap();
         let t0 = cothread::time::monotonic_ns();
