@@ -2,10 +2,11 @@
 //! (`udp`), options (`options`) and `protect`/`try`/`newtry` (`protect`) in
 //! the submodules.
 //!
-//! Sockets are full userdata (`Tcp`, metatable `cothread.tcp`) holding a
-//! non-blocking descriptor, LuaSocket's timeouts and a read buffer. Each
-//! blocking method is an *operation* (`Op`) written as a step function over
-//! a fixed frame of stack slots, so it can stop and go on:
+//! Sockets are full userdata (`Tcp`, metatable `cothread.tcp`, or
+//! `cothread.udp` for UDP objects) holding a non-blocking descriptor,
+//! LuaSocket's timeouts and a read buffer. Each blocking method is an
+//! *operation* (`Op`) written as a step function over a fixed frame of stack
+//! slots, so it can stop and go on:
 //! - a step returns `Done(n)` (its results are on the stack) or `Wait(deadline)`
 //!   (the descriptor would block);
 //! - inside a cothread (the scheduler resuming the calling coroutine is known
