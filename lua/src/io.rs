@@ -13,15 +13,21 @@
 //! in the queue of the private signal `Io::key`: it is registered (it keeps
 //! `run` going, `scheduled` says true) but no `notify` can reach it.
 //!
+//! A wait may also be for a job on the loop's thread pool (`begin_work`:
+//! name resolution, file I/O): the job's completion ends it with `Ready`,
+//! and `end_work` hands its result over.
+//!
 //! The wait ends in exactly one way, and its record says which:
-//! - readiness of one of its sockets (`Outcome::Ready`), its deadline's timer
+//! - readiness of one of its sockets or the completion of its job
+//!   (`Outcome::Ready`), its deadline's timer
 //!   (`Timeout`), or the close of one of its sockets (`Closed`): the loop's
 //!   callbacks only queue events (`Io::events`); `poll` then drains them,
 //!   sets the outcome, takes the wait off every socket and timer, and makes
 //!   the task ready;
 //! - the cothread is unscheduled (or otherwise forgotten) while waiting:
 //!   `cancel` drops the record and its registrations at once, so a late
-//!   readiness finds nothing and resumes nobody. If the cothread is scheduled
+//!   readiness (or job completion; a job not started yet is cancelled) finds
+//!   nothing and resumes nobody. If the cothread is scheduled
 //!   again later, its call finds no record and returns `Cancelled`.
 //!
 //! When the cothread runs again, its C continuation calls `end`, which takes
@@ -31,12 +37,14 @@
 //! same direction then costs no system call); one that fires with nobody
 //! waiting is narrowed or stopped then.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
-use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, RunMode, WRITABLE};
+use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, Request, RunMode, WRITABLE};
 use cothread::{Task, When};
 
 use crate::state::State;
@@ -62,10 +70,16 @@ pub fn new_id() -> u64 {
     })
 }
 
+/// What a pool job returns, handed to its cothread by `end_work`.
+pub type JobResult = Box<dyn Any + Send>;
+/// Work for the thread pool (it must not touch Lua).
+pub type Job = Box<dyn FnOnce() -> JobResult + Send>;
+
 /// How a wait ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Outcome {
-    /// A socket it waited on is ready (or a sleep without sockets ended).
+    /// A socket it waited on is ready, its job is done (or a sleep without
+    /// sockets ended).
     Ready,
     /// Its deadline passed.
     Timeout,
@@ -79,6 +93,8 @@ pub enum Outcome {
 enum Event {
     Poll(u64, u32),
     Timer(u64),
+    /// The job of wait `id` completed (None: cancelled before it ran).
+    Work(u64, Option<JobResult>),
 }
 
 /// A socket attached to the loop.
@@ -95,7 +111,18 @@ struct Wait {
     task: Task,
     socks: Vec<(u64, u32)>,
     timer: Option<Handle>,
+    /// The pool request of a job wait, while it runs.
+    job: Option<Request>,
+    /// The result of its job, once done.
+    result: Option<JobResult>,
     outcome: Option<Outcome>,
+}
+
+impl Wait {
+    /// Can it end by itself?
+    fn armed(&self) -> bool {
+        self.timer.is_some() || !self.socks.is_empty() || self.job.is_some()
+    }
 }
 
 /// The I/O side of a scheduler.
@@ -182,12 +209,36 @@ impl Io {
             if dir == READ { sock.readers.push(id) } else { sock.writers.push(id) }
         }
         let timer = deadline.map(|d| self.start_timer(id, d));
-        if timer.is_some() || !socks.is_empty() {
+        self.record(id, Wait { task, socks, timer, job: None, result: None, outcome: None });
+        Ok(id)
+    }
+
+    /// Records a wait of `task` for `job`, run now on the loop's thread pool;
+    /// its completion ends the wait (`end_work` then gives its result).
+    pub fn begin_work(&mut self, task: Task, job: Job) -> u64 {
+        let id = new_id();
+        let slot: Arc<Mutex<Option<JobResult>>> = Arc::new(Mutex::new(None));
+        let out = slot.clone();
+        let work = Box::new(move || {
+            let r = job();
+            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        });
+        let q = self.events.clone();
+        let after = Box::new(move |_: &mut Loop, _, _| {
+            let r = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            q.borrow_mut().push(Event::Work(id, r));
+        });
+        let req = self.lp.work_submit(work, after);
+        self.record(id, Wait { task, socks: Vec::new(), timer: None, job: Some(req), result: None, outcome: None });
+        id
+    }
+
+    fn record(&mut self, id: u64, w: Wait) {
+        if w.armed() {
             self.armed += 1;
         }
-        self.waits.insert(id, Wait { task, socks, timer, outcome: None });
-        self.by_task.insert(task.to_raw(), id);
-        Ok(id)
+        self.by_task.insert(w.task.to_raw(), id);
+        self.waits.insert(id, w);
     }
 
     /// Where the dispatch of `cothread.io` puts `task`: in the private queue
@@ -222,6 +273,17 @@ impl Io {
             self.disarm(id);
         }
         self.waits.remove(&id);
+    }
+
+    /// Ends job wait `id` as its cothread resumes: the job's result, or how
+    /// the wait ended without one (`Cancelled` if it was left).
+    pub fn end_work(&mut self, id: u64) -> Result<JobResult, Outcome> {
+        let result = self.waits.get_mut(&id).and_then(|w| w.result.take());
+        match (self.end(id), result) {
+            (Outcome::Ready, Some(r)) => Ok(r),
+            (Outcome::Ready, None) => Err(Outcome::Cancelled),
+            (o, _) => Err(o),
+        }
     }
 
     /// Has any task a wait recorded?
@@ -277,6 +339,17 @@ impl Io {
                     }
                 }
                 Event::Poll(s, bits) => self.ready(s, bits, &mut ready),
+                Event::Work(id, r) => {
+                    let Some(w) = self.waits.get_mut(&id).filter(|w| w.outcome.is_none()) else { continue };
+                    w.job = None; // done: nothing to cancel any more
+                    w.result = r;
+                    if !w.armed() {
+                        self.armed -= 1; // `finish` sees nothing armed left
+                    }
+                    if let Some(t) = self.finish(id, Outcome::Ready) {
+                        ready.push(t);
+                    }
+                }
             }
         }
         ready
@@ -333,10 +406,13 @@ impl Io {
     /// Takes pending wait `id` off its sockets and timer.
     fn disarm(&mut self, id: u64) {
         let Some(w) = self.waits.get_mut(&id) else { return };
+        if w.armed() {
+            self.armed -= 1;
+        }
         let socks = std::mem::take(&mut w.socks);
         let timer = w.timer.take();
-        if timer.is_some() || !socks.is_empty() {
-            self.armed -= 1;
+        if let Some(r) = w.job.take() {
+            let _ = self.lp.work_cancel(r); // Busy if it runs: its completion then finds no wait
         }
         for (s, _) in socks {
             self.unlist(s, id);
@@ -496,6 +572,52 @@ mod tests {
         assert_eq!(io.end(r), Outcome::Closed);
         assert_eq!(io.end(w), Outcome::Closed);
         close(a, b);
+    }
+
+    #[test]
+    fn a_job_wait_ends_with_its_result() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let id = io.begin_work(task, Box::new(|| Box::new(6 * 7)));
+        assert_eq!(io.armed(), 1);
+        assert_eq!(io.placement(task), Some(When::Wait(1)));
+        let mut ready = Vec::new();
+        while ready.is_empty() {
+            ready = io.poll(Block::Forever);
+        }
+        assert_eq!(ready, vec![task]);
+        assert_eq!(io.armed(), 0);
+        let r = io.end_work(id).unwrap();
+        assert_eq!(r.downcast_ref::<i32>(), Some(&42));
+        assert!(io.end_work(id).is_err(), "the record is gone");
+    }
+
+    #[test]
+    fn a_cancelled_job_wait_is_never_resumed() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let (started_tx, started) = std::sync::mpsc::channel::<()>();
+        let id = io.begin_work(
+            task,
+            Box::new(move || {
+                started_tx.send(()).unwrap();
+                let _ = rx.recv(); // runs on until the wait was cancelled
+                Box::new(())
+            }),
+        );
+        started.recv().unwrap();
+        io.cancel(task); // too late to cancel the job: its completion comes later
+        assert_eq!(io.armed(), 0);
+        assert!(!io.has_wait());
+        tx.send(()).unwrap();
+        let t0 = cothread::time::monotonic_ns();
+        while cothread::time::monotonic_ns() - t0 < 50_000_000 {
+            assert!(io.poll(Block::Until(cothread::time::monotonic_ns() + 5_000_000)).is_empty());
+        }
+        assert_eq!(io.end_work(id).err(), Some(Outcome::Cancelled));
     }
 
     #[test]

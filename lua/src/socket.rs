@@ -1,9 +1,12 @@
-//! `cothread.socket`: LuaSocket's TCP surface on the event loop.
+//! `cothread.socket`: LuaSocket's TCP surface on the event loop; UDP objects
+//! (`udp`), options (`options`) and `protect`/`try`/`newtry` (`protect`) in
+//! the submodules.
 //!
-//! Sockets are full userdata (`Tcp`, metatable `cothread.tcp`) holding a
-//! non-blocking descriptor, LuaSocket's timeouts and a read buffer. Each
-//! blocking method is an *operation* (`Op`) written as a step function over
-//! a fixed frame of stack slots, so it can stop and go on:
+//! Sockets are full userdata (`Tcp`, metatable `cothread.tcp`, or
+//! `cothread.udp` for UDP objects) holding a non-blocking descriptor,
+//! LuaSocket's timeouts and a read buffer. Each blocking method is an
+//! *operation* (`Op`) written as a step function over a fixed frame of stack
+//! slots, so it can stop and go on:
 //! - a step returns `Done(n)` (its results are on the stack) or `Wait(deadline)`
 //!   (the descriptor would block);
 //! - inside a cothread (the scheduler resuming the calling coroutine is known
@@ -28,6 +31,10 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
+mod options;
+mod protect;
+mod udp;
+
 use crate::io::{self, Outcome, READ, WRITE};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, State};
@@ -49,6 +56,9 @@ enum Kind {
     Master,
     Client,
     Server,
+    /// UDP objects (see `udp`).
+    Unconnected,
+    Connected,
 }
 
 impl Kind {
@@ -57,7 +67,17 @@ impl Kind {
             Kind::Master => c"tcp{master}",
             Kind::Client => c"tcp{client}",
             Kind::Server => c"tcp{server}",
+            Kind::Unconnected => c"udp{unconnected}",
+            Kind::Connected => c"udp{connected}",
         }
+    }
+
+    fn is_udp(self) -> bool {
+        matches!(self, Kind::Unconnected | Kind::Connected)
+    }
+
+    fn socktype(self) -> c_int {
+        if self.is_udp() { libc::SOCK_DGRAM } else { libc::SOCK_STREAM }
     }
 }
 
@@ -66,10 +86,13 @@ impl Kind {
 struct PendingOpt {
     level: c_int,
     name: c_int,
-    value: [u8; 8],
+    value: [u8; options::MAX_VALUE],
     len: usize,
 }
 
+/// A socket object: TCP (kinds master, client, server), or UDP (kinds
+/// unconnected and connected: the read buffer is then only scratch space
+/// for a datagram).
 struct Tcp {
     /// The descriptor, or -1 (not made yet, or closed).
     fd: RawFd,
@@ -151,9 +174,10 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
 unsafe fn check_tcp(l: L, idx: c_int, kinds: &[Kind]) -> *mut Tcp {
     // SAFETY: valid state; a userdata with this metatable holds a `Tcp`.
     unsafe {
-        let t = ffi::luaL_testudata(l, idx, TCP.as_ptr()) as *mut Tcp;
+        let t = to_sock(l, idx);
         let expected = match kinds {
             [k] => k.name(),
+            [k, ..] if k.is_udp() => c"udp{any}",
             _ => c"tcp{any}",
         };
         if t.is_null() {
@@ -170,7 +194,17 @@ unsafe fn check_tcp(l: L, idx: c_int, kinds: &[Kind]) -> *mut Tcp {
     }
 }
 
-const ANY: &[Kind] = &[Kind::Master, Kind::Client, Kind::Server];
+/// Any socket object: the methods every class has, TCP or UDP.
+const ANY: &[Kind] = &[Kind::Master, Kind::Client, Kind::Server, Kind::Unconnected, Kind::Connected];
+
+/// `[-0, +0, -]` The socket object (TCP or UDP) at `idx`, or null.
+unsafe fn to_sock(l: L, idx: c_int) -> *mut Tcp {
+    // SAFETY: valid state; a userdata with either metatable holds a `Tcp`.
+    unsafe {
+        let t = ffi::luaL_testudata(l, idx, TCP.as_ptr()) as *mut Tcp;
+        if t.is_null() { ffi::luaL_testudata(l, idx, udp::UDP.as_ptr()) as *mut Tcp } else { t }
+    }
+}
 
 /// `[-0, +2, m]` Pushes `nil, msg`; returns 2.
 unsafe fn fail(l: L, msg: &CStr) -> c_int {
@@ -212,7 +246,7 @@ unsafe fn ensure_fd(t: *mut Tcp, family: c_int) -> sys::SysResult<()> {
         if (*t).fd >= 0 {
             return Ok(());
         }
-        let fd = sys::socket(family)?;
+        let fd = sys::socket(family, (*t).kind.socktype())?;
         (*t).fd = fd;
         (*t).family = family;
         if let Err(e) = apply_pending(t) {
@@ -402,134 +436,19 @@ unsafe extern "C-unwind" fn tcp_shutdown(l: L) -> c_int {
     }
 }
 
-/// What an option's value is.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum OptType {
-    Bool,
-    Int,
-    Linger,
-}
-
-/// The options of `setoption`/`getoption`: name, level, option, type.
-const OPTIONS: &[(&[u8], c_int, c_int, OptType)] = &[
-    (b"keepalive", libc::SOL_SOCKET, libc::SO_KEEPALIVE, OptType::Bool),
-    (b"reuseaddr", libc::SOL_SOCKET, libc::SO_REUSEADDR, OptType::Bool),
-    (b"reuseport", libc::SOL_SOCKET, libc::SO_REUSEPORT, OptType::Bool),
-    (b"linger", libc::SOL_SOCKET, libc::SO_LINGER, OptType::Linger),
-    (b"tcp-nodelay", libc::IPPROTO_TCP, libc::TCP_NODELAY, OptType::Bool),
-    (b"tcp-keepidle", libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, OptType::Int),
-    (b"tcp-keepcnt", libc::IPPROTO_TCP, libc::TCP_KEEPCNT, OptType::Int),
-    (b"tcp-keepintvl", libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, OptType::Int),
-    (b"ipv6-v6only", libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, OptType::Bool),
-    (b"recv-buffer-size", libc::SOL_SOCKET, libc::SO_RCVBUF, OptType::Int),
-    (b"send-buffer-size", libc::SOL_SOCKET, libc::SO_SNDBUF, OptType::Int),
-];
-
-/// `[-0, +0, e]` The option named at index 2, raising for an unknown one.
-unsafe fn check_option(l: L) -> (c_int, c_int, OptType) {
-    // SAFETY: valid state in a C function.
-    unsafe {
-        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 2, std::ptr::null_mut()));
-        match OPTIONS.iter().find(|o| o.0 == name.to_bytes()) {
-            Some(&(_, level, opt, ty)) => (level, opt, ty),
-            None => {
-                let msg = ffi::lua_pushfstring(l, c"unsupported option '%s'".as_ptr(), name.as_ptr());
-                ffi::luaL_argerror(l, 2, msg);
-                unreachable!()
-            }
-        }
-    }
-}
-
 /// `sock:setoption(name, value)`: "keepalive", "reuseaddr", "reuseport",
 /// "tcp-nodelay", "ipv6-v6only" (booleans), "linger" (`{on = bool, timeout =
 /// seconds}`), "tcp-keepidle", "tcp-keepcnt", "tcp-keepintvl",
 /// "recv-buffer-size", "send-buffer-size" (integers).
 unsafe extern "C-unwind" fn tcp_setoption(l: L) -> c_int {
     // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        let (level, name, ty) = check_option(l);
-        let mut value = [0u8; 8];
-        let len = match ty {
-            OptType::Bool => {
-                if ffi::lua_type(l, 3) != ffi::LUA_TBOOLEAN {
-                    raw::arg_error(l, 3, c"boolean expected");
-                }
-                value[..4].copy_from_slice(&(ffi::lua_toboolean(l, 3)).to_ne_bytes());
-                4
-            }
-            OptType::Int => {
-                let v = ffi::luaL_checkinteger(l, 3);
-                let v = i32::try_from(v).unwrap_or_else(|_| raw::arg_error(l, 3, c"value out of range"));
-                value[..4].copy_from_slice(&v.to_ne_bytes());
-                4
-            }
-            OptType::Linger => {
-                ffi::luaL_checktype(l, 3, ffi::LUA_TTABLE);
-                ffi::lua_getfield(l, 3, c"on".as_ptr());
-                if ffi::lua_type(l, -1) != ffi::LUA_TBOOLEAN {
-                    raw::arg_error(l, 3, c"boolean 'on' field expected");
-                }
-                let on = ffi::lua_toboolean(l, -1);
-                ffi::lua_getfield(l, 3, c"timeout".as_ptr());
-                if ffi::lua_isinteger(l, -1) == 0 {
-                    raw::arg_error(l, 3, c"integer 'timeout' field expected");
-                }
-                let secs = i32::try_from(ffi::lua_tointegerx(l, -1, std::ptr::null_mut()))
-                    .unwrap_or_else(|_| raw::arg_error(l, 3, c"'timeout' out of range"));
-                ffi::lua_pop(l, 2);
-                value[..4].copy_from_slice(&on.to_ne_bytes());
-                value[4..].copy_from_slice(&secs.to_ne_bytes());
-                8
-            }
-        };
-        if (*t).closed {
-            return fail(l, c"closed");
-        }
-        if (*t).fd < 0 {
-            (*t).pending.retain(|o| (o.level, o.name) != (level, name));
-            (*t).pending.push(PendingOpt { level, name, value, len });
-            return ok(l);
-        }
-        match sys::setsockopt((*t).fd, level, name, &value[..len]) {
-            Ok(()) => ok(l),
-            Err(e) => fail(l, sys::strerror(e)),
-        }
-    }
+    unsafe { options::set(l, check_tcp(l, 1, ANY), options::TCP) }
 }
 
 /// `sock:getoption(name)`: the option's value (a linger as `{on, timeout}`).
 unsafe extern "C-unwind" fn tcp_getoption(l: L) -> c_int {
     // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        let (level, name, ty) = check_option(l);
-        if (*t).fd < 0 {
-            return fail(l, c"closed");
-        }
-        let mut value = [0u8; 8];
-        let want = if ty == OptType::Linger { 8 } else { 4 };
-        match sys::getsockopt((*t).fd, level, name, &mut value[..want]) {
-            Err(e) => fail(l, sys::strerror(e)),
-            Ok(_) => {
-                let a = i32::from_ne_bytes(value[..4].try_into().expect("4 bytes"));
-                match ty {
-                    OptType::Bool => ffi::lua_pushboolean(l, (a != 0) as c_int),
-                    OptType::Int => ffi::lua_pushinteger(l, a as ffi::lua_Integer),
-                    OptType::Linger => {
-                        let b = i32::from_ne_bytes(value[4..].try_into().expect("4 bytes"));
-                        ffi::lua_createtable(l, 0, 2);
-                        ffi::lua_pushboolean(l, (a != 0) as c_int);
-                        ffi::lua_setfield(l, -2, c"on".as_ptr());
-                        ffi::lua_pushinteger(l, b as ffi::lua_Integer);
-                        ffi::lua_setfield(l, -2, c"timeout".as_ptr());
-                    }
-                }
-                1
-            }
-        }
-    }
+    unsafe { options::get(l, check_tcp(l, 1, ANY), options::TCP) }
 }
 
 /// `[-0, +0, e]` Host (`"*"`: any, as None) and port (a string or a number)
@@ -544,11 +463,17 @@ unsafe fn check_host_port<'a>(l: L, idx: c_int) -> (Option<&'a CStr>, &'a CStr) 
     }
 }
 
-/// The addresses for `host`/`port` that a socket of `family` can use.
-fn resolve(host: Option<&CStr>, port: &CStr, family: c_int, passive: bool) -> Result<Vec<sys::Addr>, &'static CStr> {
+/// The addresses for `host`/`port` that a socket of `family` and `kind` can use.
+fn resolve(
+    host: Option<&CStr>,
+    port: &CStr,
+    family: c_int,
+    kind: Kind,
+    passive: bool,
+) -> Result<Vec<sys::Addr>, &'static CStr> {
     // "*" binds the wildcard of the socket's family (IPv4 if not chosen yet).
     let fam = if host.is_none() && family == libc::AF_UNSPEC { libc::AF_INET } else { family };
-    match sys::resolve(host, port, fam, passive) {
+    match sys::resolve(host, port, fam, kind.socktype(), passive) {
         Ok(v) if v.is_empty() => Err(c"host or service not provided, or not known"),
         Ok(v) => Ok(v),
         Err(e) => Err(sys::resolve_strerror(e)),
@@ -577,7 +502,7 @@ unsafe extern "C-unwind" fn tcp_bind(l: L) -> c_int {
 unsafe fn bind_to(t: *mut Tcp, host: Option<&CStr>, port: &CStr) -> Option<&'static CStr> {
     // SAFETY: `t` is live; only Rust code runs (no Lua call while the vector lives).
     unsafe {
-        let addrs = match resolve(host, port, (*t).family, true) {
+        let addrs = match resolve(host, port, (*t).family, (*t).kind, true) {
             Ok(a) => a,
             Err(m) => return Some(m),
         };
@@ -637,14 +562,19 @@ enum Op {
     Select,
     /// 1 seconds, 2 deadline.
     Sleep,
+    /// 1 UDP object, 2 size, 3 with the sender (receivefrom), 4 deadline.
+    UdpReceive,
+    /// 1 UDP object, 2 data, 3 ip (nil: connected), 4 port, 5 deadline.
+    UdpSend,
 }
 
 impl Op {
     fn base(self) -> c_int {
         match self {
-            Op::Receive | Op::Select => 4,
+            Op::Receive | Op::Select | Op::UdpReceive => 4,
             Op::Send | Op::Connect => 6,
             Op::Accept | Op::Sleep => 2,
+            Op::UdpSend => 5,
         }
     }
 
@@ -655,7 +585,9 @@ impl Op {
             3 => Op::Accept,
             4 => Op::Connect,
             5 => Op::Select,
-            _ => Op::Sleep,
+            6 => Op::Sleep,
+            7 => Op::UdpReceive,
+            _ => Op::UdpSend,
         }
     }
 }
@@ -730,7 +662,7 @@ unsafe fn wait_deadline(l: L, t: *mut Tcp, slot: c_int) -> Result<Option<u64>, (
 
 /// The scheduler resuming the calling coroutine and its task, if the caller
 /// is a cothread that may yield.
-unsafe fn cothread_of(l: L) -> Option<(*mut State, cothread::Task)> {
+pub(crate) unsafe fn cothread_of(l: L) -> Option<(*mut State, cothread::Task)> {
     let p = io::CURRENT.get();
     // SAFETY: CURRENT is set only around a resume by a live state.
     unsafe {
@@ -755,6 +687,8 @@ unsafe fn drive(l: L, op: Op, mut why: Option<Why>) -> c_int {
                 Op::Connect => connect_step(l, why),
                 Op::Select => select_step(l, why),
                 Op::Sleep => sleep_step(l, why),
+                Op::UdpReceive => udp::receive_step(l, why),
+                Op::UdpSend => udp::send_step(l, why),
             };
             match step {
                 Step::Done(n) => return n,
@@ -778,8 +712,8 @@ unsafe fn waits_of(l: L, op: Op) -> Vec<(*mut Tcp, u32)> {
             if (*t).fd >= 0 { vec![(t, dir)] } else { Vec::new() }
         };
         match op {
-            Op::Receive | Op::Accept => one(READ),
-            Op::Send | Op::Connect => one(WRITE),
+            Op::Receive | Op::Accept | Op::UdpReceive => one(READ),
+            Op::Send | Op::Connect | Op::UdpSend => one(WRITE),
             Op::Sleep => Vec::new(),
             Op::Select => {
                 let mut v = Vec::new();
@@ -807,7 +741,7 @@ unsafe fn each_selected(l: L, idx: c_int, mut f: impl FnMut(*mut Tcp)) {
                 ffi::lua_pop(l, 1);
                 return;
             }
-            let t = ffi::luaL_testudata(l, -1, TCP.as_ptr()) as *mut Tcp;
+            let t = to_sock(l, -1);
             ffi::lua_pop(l, 1);
             if !t.is_null() && (*t).fd >= 0 {
                 f(t);
@@ -1234,7 +1168,7 @@ enum Started {
 unsafe fn start_connect(t: *mut Tcp, host: Option<&CStr>, port: &CStr) -> Started {
     // SAFETY: `t` is live; only Rust code runs while the vector lives.
     unsafe {
-        let addrs = match resolve(host, port, (*t).family, false) {
+        let addrs = match resolve(host, port, (*t).family, (*t).kind, false) {
             Ok(a) => a,
             Err(m) => return Started::Failed(m),
         };
@@ -1344,7 +1278,7 @@ unsafe extern "C-unwind" fn select(l: L) -> c_int {
             ffi::luaL_checktype(l, idx, ffi::LUA_TTABLE);
             let mut i = 1;
             while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-                if ffi::luaL_testudata(l, -1, TCP.as_ptr()).is_null() {
+                if to_sock(l, -1).is_null() {
                     let msg = ffi::lua_pushfstring(
                         l,
                         c"socket expected at index %d, got %s".as_ptr(),
@@ -1527,7 +1461,7 @@ unsafe extern "C-unwind" fn bind(l: L) -> c_int {
         let backlog = ffi::luaL_optinteger(l, 3, 32).clamp(0, c_int::MAX as ffi::lua_Integer) as c_int;
         let t = push_tcp(l, -1, libc::AF_UNSPEC, Kind::Master, true);
         let one = 1i32.to_ne_bytes();
-        let mut value = [0u8; 8];
+        let mut value = [0u8; options::MAX_VALUE];
         value[..4].copy_from_slice(&one);
         (*t).pending.push(PendingOpt { level: libc::SOL_SOCKET, name: libc::SO_REUSEADDR, value, len: 4 });
         let failed = bind_to(t, host, port).or_else(|| sys::listen((*t).fd, backlog).err().map(sys::strerror));
@@ -1655,11 +1589,15 @@ pub unsafe fn push_module(l: L) {
             ffi::lua_setfield(l, -2, c"__index".as_ptr());
         }
         ffi::lua_pop(l, 1);
-        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int + 1);
-        for (name, f) in FUNCTIONS {
+        udp::new_metatable(l);
+        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int + 8);
+        for (name, f) in FUNCTIONS.iter().chain(udp::FUNCTIONS) {
             ffi::lua_pushcfunction(l, *f);
             ffi::lua_setfield(l, -2, name.as_ptr());
         }
+        protect::add_functions(l);
+        crate::dns::push_module(l);
+        ffi::lua_setfield(l, -2, c"dns".as_ptr());
         ffi::lua_pushfstring(l, c"cothread.socket %s".as_ptr(), cothread::ffi::cot_version_string());
         ffi::lua_setfield(l, -2, c"_VERSION".as_ptr());
         ffi::lua_pushvalue(l, -1);

@@ -1,9 +1,9 @@
-//! The system calls of the socket layer: TCP sockets (always non-blocking and
-//! close-on-exec), name resolution, `poll(2)` for the blocking mode, and the
-//! error strings LuaSocket uses. This file holds the crate's only calls into
+//! The system calls of the socket layer: TCP and UDP sockets (always
+//! non-blocking and close-on-exec), name resolution, `poll(2)` for the
+//! blocking mode, and the error strings LuaSocket uses. This file holds the crate's only calls into
 //! libc; each checks its result and returns the `errno` of a failure.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::{CStr, CString, c_int};
 use std::os::fd::RawFd;
 
 /// A result whose error is an `errno` value.
@@ -67,28 +67,47 @@ pub enum ResolveError {
     Sys(c_int),
 }
 
+/// What `lookup` asks `getaddrinfo`.
+#[derive(Clone, Copy)]
+pub struct Query {
+    /// `AF_INET`, `AF_INET6` or `AF_UNSPEC` (any).
+    pub family: c_int,
+    /// `SOCK_STREAM` or `SOCK_DGRAM`.
+    pub socktype: c_int,
+    /// `AI_*` flags (`AI_PASSIVE`, `AI_NUMERICHOST`, `AI_CANONNAME`, ...).
+    pub flags: c_int,
+}
+
+/// What `lookup` found: the addresses, and the canonical name if asked.
+pub struct Found {
+    pub addrs: Vec<Addr>,
+    pub canon: Option<CString>,
+}
+
 /// Resolves `host` (None: the wildcard address of a passive lookup) and
-/// `port` for a TCP socket of `family` (`AF_UNSPEC` for any). Blocking: it
-/// reads /etc/hosts and may ask DNS.
-pub fn resolve(host: Option<&CStr>, port: &CStr, family: c_int, passive: bool) -> Result<Vec<Addr>, ResolveError> {
+/// `port` (None: no port) as `q` says. Blocking: it reads /etc/hosts and may
+/// ask DNS. Thread-safe: the DNS module calls it on pool threads.
+pub fn lookup(host: Option<&CStr>, port: Option<&CStr>, q: Query) -> Result<Found, ResolveError> {
     // SAFETY: `hints` is zeroed plain data; getaddrinfo writes `res`, which is
     // read only on success and freed once with freeaddrinfo; each entry's
-    // ai_addr points to ai_addrlen valid bytes (at most a sockaddr_storage).
+    // ai_addr points to ai_addrlen valid bytes (at most a sockaddr_storage),
+    // and ai_canonname, when set, is a C string.
     unsafe {
         let mut hints: libc::addrinfo = std::mem::zeroed();
-        hints.ai_family = family;
-        hints.ai_socktype = libc::SOCK_STREAM;
-        hints.ai_protocol = libc::IPPROTO_TCP;
-        if passive {
-            hints.ai_flags |= libc::AI_PASSIVE;
-        }
+        hints.ai_family = q.family;
+        hints.ai_socktype = q.socktype;
+        hints.ai_flags = q.flags;
         let mut res: *mut libc::addrinfo = std::ptr::null_mut();
         let h = host.map_or(std::ptr::null(), CStr::as_ptr);
-        let r = libc::getaddrinfo(h, port.as_ptr(), &hints, &mut res);
+        let p = port.map_or(std::ptr::null(), CStr::as_ptr);
+        let r = libc::getaddrinfo(h, p, &hints, &mut res);
         if r != 0 {
             return Err(if r == libc::EAI_SYSTEM { ResolveError::Sys(errno()) } else { ResolveError::Gai(r) });
         }
-        let mut out = Vec::new();
+        let mut out = Found { addrs: Vec::new(), canon: None };
+        if !res.is_null() && !(*res).ai_canonname.is_null() {
+            out.canon = Some(CStr::from_ptr((*res).ai_canonname).to_owned());
+        }
         let mut ai = res;
         while !ai.is_null() {
             let a = &*ai;
@@ -103,7 +122,7 @@ pub fn resolve(host: Option<&CStr>, port: &CStr, family: c_int, passive: bool) -
                     a.ai_addrlen as usize,
                 );
                 addr.len = a.ai_addrlen;
-                out.push(addr);
+                out.addrs.push(addr);
             }
             ai = a.ai_next;
         }
@@ -112,10 +131,63 @@ pub fn resolve(host: Option<&CStr>, port: &CStr, family: c_int, passive: bool) -
     }
 }
 
-/// A new non-blocking, close-on-exec TCP socket of `family`.
-pub fn socket(family: c_int) -> SysResult<RawFd> {
+/// Resolves `host` (None: the wildcard address of a passive lookup) and
+/// `port` for a socket of `family` (`AF_UNSPEC` for any) and `socktype`.
+pub fn resolve(
+    host: Option<&CStr>,
+    port: &CStr,
+    family: c_int,
+    socktype: c_int,
+    passive: bool,
+) -> Result<Vec<Addr>, ResolveError> {
+    let flags = if passive { libc::AI_PASSIVE } else { 0 };
+    lookup(host, Some(port), Query { family, socktype, flags }).map(|f| f.addrs)
+}
+
+/// Resolves a numeric `host` and `port` (LuaSocket's `sendto`): no lookup.
+pub fn resolve_numeric(host: &CStr, port: &CStr, family: c_int) -> Result<Vec<Addr>, ResolveError> {
+    let q = Query { family, socktype: libc::SOCK_DGRAM, flags: libc::AI_NUMERICHOST | libc::AI_NUMERICSERV };
+    lookup(Some(host), Some(port), q).map(|f| f.addrs)
+}
+
+/// The host name of `addr` (`getnameinfo` with `NI_NAMEREQD`). Blocking.
+pub fn reverse(addr: &Addr) -> Result<CString, ResolveError> {
+    let mut host = [0 as libc::c_char; libc::NI_MAXHOST as usize];
+    // SAFETY: `addr` points to `len` valid bytes, `host` is valid for its
+    // length, and getnameinfo NUL-terminates what it writes on success.
+    unsafe {
+        let r = libc::getnameinfo(
+            addr.as_ptr(),
+            addr.len,
+            host.as_mut_ptr(),
+            host.len() as libc::socklen_t,
+            std::ptr::null_mut(),
+            0,
+            libc::NI_NAMEREQD,
+        );
+        if r != 0 {
+            return Err(if r == libc::EAI_SYSTEM { ResolveError::Sys(errno()) } else { ResolveError::Gai(r) });
+        }
+        Ok(CStr::from_ptr(host.as_ptr()).to_owned())
+    }
+}
+
+/// This machine's host name.
+pub fn hostname() -> SysResult<CString> {
+    let mut buf = [0 as libc::c_char; 257];
+    // SAFETY: `buf` is valid for its length minus one; its last byte stays 0,
+    // so the result is NUL-terminated even if truncated.
+    unsafe {
+        check(libc::gethostname(buf.as_mut_ptr(), buf.len() - 1))?;
+        Ok(CStr::from_ptr(buf.as_ptr()).to_owned())
+    }
+}
+
+/// A new non-blocking, close-on-exec socket of `family` and `socktype`
+/// (`SOCK_STREAM`: TCP, `SOCK_DGRAM`: UDP).
+pub fn socket(family: c_int, socktype: c_int) -> SysResult<RawFd> {
     // SAFETY: integer arguments; the result is checked.
-    check(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
+    check(unsafe { libc::socket(family, socktype | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })
 }
 
 /// Closes a descriptor (errors, even EINTR, leave it closed on Linux).
@@ -187,6 +259,58 @@ pub fn recv(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> SysResult<usize> {
             // SAFETY: `r` bytes were initialised by recv.
             unsafe { buf.set_len(len + r as usize) };
             return Ok(r as usize);
+        }
+        match errno() {
+            libc::EINTR => continue,
+            e => return Err(e),
+        }
+    }
+}
+
+/// Dissolves the association of a connected UDP socket (`connect` to an
+/// `AF_UNSPEC` address).
+pub fn disconnect(fd: RawFd) -> SysResult<()> {
+    let mut a = Addr::empty();
+    a.storage.ss_family = libc::AF_UNSPEC as libc::sa_family_t;
+    a.len = std::mem::size_of::<libc::sa_family_t>() as libc::socklen_t;
+    // SAFETY: `a` points to `len` valid bytes.
+    match check(unsafe { libc::connect(fd, a.as_ptr(), a.len) }) {
+        Err(libc::EAFNOSUPPORT) => Ok(()), // some kernels answer this, yet dissolve it
+        r => r.map(drop),
+    }
+}
+
+/// Sends one datagram to `addr` (None: the connected peer).
+pub fn sendto(fd: RawFd, data: &[u8], addr: Option<&Addr>) -> SysResult<usize> {
+    let (p, len) = addr.map_or((std::ptr::null(), 0), |a| (a.as_ptr(), a.len));
+    loop {
+        // SAFETY: `data` is valid for reading its length, `p` for `len` bytes (or null).
+        let r = unsafe { libc::sendto(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL, p, len) };
+        if r >= 0 {
+            return Ok(r as usize);
+        }
+        match errno() {
+            libc::EINTR => continue,
+            e => return Err(e),
+        }
+    }
+}
+
+/// Receives one datagram into `buf` (replacing its contents; at most `max`
+/// bytes, the rest of a longer datagram is dropped); returns its sender.
+pub fn recvfrom(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> SysResult<Addr> {
+    buf.clear();
+    buf.reserve(max);
+    let mut a = Addr::empty();
+    let p = (&mut a.storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
+    loop {
+        // SAFETY: the spare capacity is at least `max` bytes; recvfrom writes
+        // at most that many, and the address into `a` (`len` updated in place).
+        let r = unsafe { libc::recvfrom(fd, buf.as_mut_ptr().cast(), max, 0, p, &mut a.len) };
+        if r >= 0 {
+            // SAFETY: `r` bytes were initialised by recvfrom.
+            unsafe { buf.set_len(r as usize) };
+            return Ok(a);
         }
         match errno() {
             libc::EINTR => continue,

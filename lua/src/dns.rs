@@ -1,0 +1,237 @@
+//! `cothread.dns` (also `cothread.socket.dns`): LuaSocket's name resolution.
+//!
+//! Each lookup is a job on the thread pool (`work::call`): in a cothread,
+//! only that cothread waits for it; elsewhere it blocks the caller, as
+//! LuaSocket does. Results have LuaSocket's shapes; failures are `nil,
+//! message`.
+
+use std::ffi::{CStr, CString, c_int};
+
+use crate::io::{Job, JobResult};
+use crate::raw::{self, L, ffi};
+use crate::sys::{self, Addr, Query, ResolveError};
+use crate::work;
+
+/// Registry field caching the module table.
+const MODULE: &CStr = c"cothread.dns";
+
+/// What a lookup found: a name (canonical, or the host of an address) and
+/// addresses.
+struct Answer {
+    name: Option<CString>,
+    addrs: Vec<Addr>,
+}
+
+type Lookup = Result<Answer, ResolveError>;
+
+/// The job looking up `name`: numeric addresses as they are; `reverse`
+/// also asks the host name of a numeric address.
+fn lookup_job(name: &CStr, reverse: bool) -> Job {
+    let name = name.to_owned();
+    Box::new(move || -> JobResult {
+        let numeric = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: libc::AI_NUMERICHOST };
+        let r: Lookup = match sys::lookup(Some(&name), None, numeric) {
+            Ok(f) if reverse => match f.addrs.first().map(sys::reverse) {
+                Some(Ok(host)) => Ok(Answer { name: Some(host), addrs: f.addrs }),
+                Some(Err(e)) => Err(e),
+                None => Err(ResolveError::Gai(libc::EAI_NONAME)),
+            },
+            Ok(f) => Ok(Answer { name: Some(name), addrs: f.addrs }),
+            Err(_) => {
+                let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: libc::AI_CANONNAME };
+                sys::lookup(Some(&name), None, q).map(|f| Answer { name: f.canon.or(Some(name)), addrs: f.addrs })
+            }
+        };
+        Box::new(r)
+    })
+}
+
+/// The lookup in a job's result.
+fn answer<'a>(r: Result<&'a mut JobResult, &'static CStr>) -> Result<&'a Answer, &'static CStr> {
+    match r?.downcast_ref::<Lookup>() {
+        Some(Ok(a)) if !a.addrs.is_empty() => Ok(a),
+        Some(Ok(_)) | Some(Err(ResolveError::Gai(libc::EAI_NONAME | libc::EAI_NODATA))) => Err(c"host not found"),
+        Some(Err(e)) => Err(sys::resolve_strerror(*e)),
+        None => Err(c"cancelled"),
+    }
+}
+
+/// `[-0, +2, m]` Pushes `nil, msg`; returns 2.
+unsafe fn fail(l: L, msg: &CStr) -> c_int {
+    // SAFETY: valid state with two free slots (every caller is a C function).
+    unsafe {
+        ffi::lua_pushnil(l);
+        ffi::lua_pushstring(l, msg.as_ptr());
+    }
+    2
+}
+
+/// `[-0, +1, m]` Pushes the numeric host of `a`.
+unsafe fn push_ip(l: L, a: &Addr) {
+    let (host, _) = a.host_port();
+    // SAFETY: valid state; `host` is dropped right after (a memory error
+    // here would leak it, as in `socket::push_addr`).
+    unsafe { ffi::lua_pushlstring(l, host.as_ptr().cast(), host.len()) };
+}
+
+/// `[-0, +1, m]` Pushes LuaSocket's resolved table `{name, alias = {}, ip =
+/// {...}}`, IPv4 addresses first, without repeats.
+unsafe fn push_resolved(l: L, a: &Answer) {
+    // SAFETY: valid state; pushes are balanced as the comments show.
+    unsafe {
+        raw::check_stack(l, 4);
+        ffi::lua_createtable(l, 0, 3);
+        match &a.name {
+            Some(n) => drop(ffi::lua_pushstring(l, n.as_ptr())),
+            None => ffi::lua_pushliteral(l, c""),
+        }
+        ffi::lua_setfield(l, -2, c"name".as_ptr());
+        ffi::lua_newtable(l);
+        ffi::lua_setfield(l, -2, c"alias".as_ptr());
+        ffi::lua_newtable(l); // resolved ips
+        let mut n = 0;
+        for fam in [libc::AF_INET, libc::AF_INET6] {
+            for (i, addr) in a.addrs.iter().enumerate() {
+                let repeated = a.addrs[..i].iter().any(|b| b.host_port().0 == addr.host_port().0);
+                if addr.family() == fam && !repeated {
+                    push_ip(l, addr);
+                    n += 1;
+                    ffi::lua_rawseti(l, -2, n);
+                }
+            }
+        }
+        ffi::lua_setfield(l, -2, c"ip".as_ptr());
+    }
+}
+
+unsafe fn toip_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
+    // SAFETY: the finish of a call (a C function's frame).
+    unsafe {
+        match answer(r) {
+            Ok(a) => {
+                push_resolved(l, a); // resolved
+                ffi::lua_getfield(l, -1, c"ip".as_ptr()); // resolved ips
+                ffi::lua_rawgeti(l, -1, 1); // resolved ips ip
+                ffi::lua_replace(l, -2); // resolved ip
+                ffi::lua_rotate(l, -2, 1); // ip resolved
+                2
+            }
+            Err(m) => fail(l, m),
+        }
+    }
+}
+
+/// `dns.toip(name)`: the first address of `name` (IPv4 if it has one) and
+/// the resolved table `{name = canonical, alias = {}, ip = {...}}`.
+unsafe extern "C-unwind" fn toip(l: L) -> c_int {
+    // SAFETY: a function of the module; the name stays at index 1.
+    unsafe {
+        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
+        work::call(l, || lookup_job(name, false), toip_done)
+    }
+}
+
+unsafe fn tohostname_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
+    // SAFETY: the finish of a call (a C function's frame).
+    unsafe {
+        match answer(r) {
+            Ok(a) => {
+                push_resolved(l, a);
+                ffi::lua_getfield(l, -1, c"name".as_ptr());
+                ffi::lua_rotate(l, -2, 1); // name resolved
+                2
+            }
+            Err(m) => fail(l, m),
+        }
+    }
+}
+
+/// `dns.tohostname(address)`: the host name of an address (or the canonical
+/// name of a name) and the resolved table.
+unsafe extern "C-unwind" fn tohostname(l: L) -> c_int {
+    // SAFETY: a function of the module; the address stays at index 1.
+    unsafe {
+        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
+        work::call(l, || lookup_job(name, true), tohostname_done)
+    }
+}
+
+unsafe fn getaddrinfo_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
+    // SAFETY: the finish of a call (a C function's frame).
+    unsafe {
+        let a = match r.map(|r| r.downcast_ref::<Result<sys::Found, ResolveError>>()) {
+            Ok(Some(Ok(f))) => f,
+            Ok(Some(Err(e))) => return fail(l, sys::resolve_strerror(*e)),
+            Ok(None) => return fail(l, c"cancelled"),
+            Err(m) => return fail(l, m),
+        };
+        raw::check_stack(l, 4);
+        ffi::lua_createtable(l, a.addrs.len() as c_int, 0);
+        for (i, addr) in a.addrs.iter().enumerate() {
+            ffi::lua_createtable(l, 0, 2);
+            let fam = if addr.family() == libc::AF_INET6 { c"inet6" } else { c"inet" };
+            ffi::lua_pushstring(l, fam.as_ptr());
+            ffi::lua_setfield(l, -2, c"family".as_ptr());
+            push_ip(l, addr);
+            ffi::lua_setfield(l, -2, c"addr".as_ptr());
+            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
+        }
+        1
+    }
+}
+
+/// `dns.getaddrinfo(name)`: the addresses of `name`, a list of `{family =
+/// "inet" | "inet6", addr = ip}`.
+unsafe extern "C-unwind" fn getaddrinfo(l: L) -> c_int {
+    // SAFETY: a function of the module; the name stays at index 1.
+    unsafe {
+        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
+        let make = || -> Job {
+            let name = name.to_owned();
+            Box::new(move || -> JobResult {
+                let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
+                Box::new(sys::lookup(Some(&name), None, q))
+            })
+        };
+        work::call(l, make, getaddrinfo_done)
+    }
+}
+
+/// `dns.gethostname()`: this machine's host name.
+unsafe extern "C-unwind" fn gethostname(l: L) -> c_int {
+    // SAFETY: a function of the module; the name is copied by Lua, then dropped.
+    unsafe {
+        match sys::hostname() {
+            Ok(name) => {
+                ffi::lua_pushstring(l, name.as_ptr());
+                1
+            }
+            Err(e) => fail(l, sys::strerror(e)),
+        }
+    }
+}
+
+const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] =
+    &[(c"toip", toip), (c"tohostname", tohostname), (c"getaddrinfo", getaddrinfo), (c"gethostname", gethostname)];
+
+/// `[-0, +1, m]` Pushes the module table, made once per Lua state.
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_module(l: L) {
+    // SAFETY: valid state; pushes are balanced.
+    unsafe {
+        raw::check_stack(l, 3);
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int);
+        for (name, f) in FUNCTIONS {
+            ffi::lua_pushcfunction(l, *f);
+            ffi::lua_setfield(l, -2, name.as_ptr());
+        }
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
+    }
+}

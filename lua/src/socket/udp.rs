@@ -1,0 +1,365 @@
+//! UDP objects (`socket.udp()`), LuaSocket's datagram interface.
+//!
+//! A UDP object is the same `Tcp` record as a TCP object, with its own
+//! metatable (`cothread.udp`) and two classes: *unconnected* (`sendto`,
+//! `receivefrom`, `setsockname`) and *connected* (`send`, `getpeername`),
+//! switched by `setpeername`. Its blocking calls (`send`, `sendto`,
+//! `receive`, `receivefrom`) are operations of the socket layer (`Op::UdpSend`,
+//! `Op::UdpReceive`), driven as the TCP ones are: they suspend the calling
+//! cothread on the event loop, or block outside cothreads. Name resolution,
+//! binding, timeouts, options, `close` and `select` are the TCP code's.
+
+use std::ffi::{CStr, c_int};
+
+use super::{
+    Kind, Op, Started, Step, Tcp, Why, bind_to, check_host_port, check_tcp, close_tcp, drive, ensure_fd, fail, ok,
+    options, push_addr, push_deadline, push_tcp, start_connect, wait_deadline,
+};
+use crate::raw::{self, L, ffi};
+use crate::sys;
+
+/// Metatable name of a UDP object.
+pub(super) const UDP: &CStr = c"cothread.udp";
+/// Bytes `receive` and `receivefrom` take by default (LuaSocket's).
+const DEFAULT_SIZE: ffi::lua_Integer = 8192;
+/// The largest datagram (an IPv4 or IPv6 UDP payload is smaller).
+const MAX_SIZE: ffi::lua_Integer = 65535;
+
+const UDP_ANY: &[Kind] = &[Kind::Unconnected, Kind::Connected];
+
+/// Methods every socket object shares with TCP, checked as UDP first (for
+/// LuaSocket's `udp{any} expected` message).
+macro_rules! shared {
+    ($($name:ident => $f:path),* $(,)?) => {$(
+        unsafe extern "C-unwind" fn $name(l: L) -> c_int {
+            // SAFETY: a method of the module; the shared one checks again.
+            unsafe {
+                check_tcp(l, 1, UDP_ANY);
+                $f(l)
+            }
+        }
+    )*};
+}
+
+shared! {
+    udp_close => super::tcp_close,
+    udp_tostring => super::tcp_tostring,
+    udp_getfd => super::tcp_getfd,
+    udp_dirty => super::tcp_dirty,
+    udp_settimeout => super::tcp_settimeout,
+    udp_gettimeout => super::tcp_gettimeout,
+    udp_getsockname => super::tcp_getsockname,
+}
+
+/// `udp:setoption(name, value)`: LuaSocket's UDP options.
+unsafe extern "C-unwind" fn udp_setoption(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe { options::set(l, check_tcp(l, 1, UDP_ANY), options::UDP) }
+}
+
+/// `udp:getoption(name)`.
+unsafe extern "C-unwind" fn udp_getoption(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe { options::get(l, check_tcp(l, 1, UDP_ANY), options::UDP) }
+}
+
+/// `connected:getpeername()`: `host, port, family` of the peer.
+unsafe extern "C-unwind" fn udp_getpeername(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, &[Kind::Connected]);
+        if (*t).fd < 0 {
+            return fail(l, c"closed");
+        }
+        match sys::name((*t).fd, true) {
+            Ok(a) => push_addr(l, &a),
+            Err(e) => fail(l, sys::strerror(e)),
+        }
+    }
+}
+
+/// `unconnected:setsockname(host, port)`: binds (`"*"`: any address).
+unsafe extern "C-unwind" fn udp_setsockname(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, &[Kind::Unconnected]);
+        let (host, port) = check_host_port(l, 2);
+        if (*t).closed {
+            return fail(l, c"closed");
+        }
+        match bind_to(t, host, port) {
+            None => ok(l),
+            Some(m) => fail(l, m),
+        }
+    }
+}
+
+/// `udp:setpeername(host, port)`: connects (the object becomes connected);
+/// `udp:setpeername("*")`: disconnects (it becomes unconnected).
+unsafe extern "C-unwind" fn udp_setpeername(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, UDP_ANY);
+        let host = CStr::from_ptr(ffi::luaL_checklstring(l, 2, std::ptr::null_mut()));
+        if host.to_bytes() == b"*" {
+            if (*t).closed {
+                return fail(l, c"closed");
+            }
+            if (*t).fd >= 0 {
+                if let Err(e) = sys::disconnect((*t).fd) {
+                    return fail(l, sys::strerror(e));
+                }
+            }
+            (*t).kind = Kind::Unconnected;
+            return ok(l);
+        }
+        let (host, port) = check_host_port(l, 2);
+        if (*t).closed {
+            return fail(l, c"closed");
+        }
+        match start_connect(t, host, port) {
+            Started::Connected | Started::InProgress => {
+                (*t).kind = Kind::Connected;
+                ok(l)
+            }
+            Started::Failed(m) => fail(l, m),
+        }
+    }
+}
+
+// ----- receive -----
+
+/// Starts `receive` (`from` false) or `receivefrom`.
+unsafe fn start_receive(l: L, from: bool) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = if from { check_tcp(l, 1, &[Kind::Unconnected]) } else { check_tcp(l, 1, UDP_ANY) };
+        let size = if ffi::lua_isnoneornil(l, 2) != 0 {
+            DEFAULT_SIZE
+        } else {
+            let n = ffi::luaL_checknumber(l, 2);
+            if n.is_nan() || n < 0.0 {
+                raw::arg_error(l, 2, c"invalid receive size");
+            }
+            n.min(MAX_SIZE as f64) as ffi::lua_Integer
+        };
+        ffi::lua_settop(l, 1);
+        ffi::lua_pushinteger(l, size);
+        ffi::lua_pushboolean(l, from as c_int);
+        push_deadline(l, (*t).total); // socket size from deadline
+        drive(l, Op::UdpReceive, None)
+    }
+}
+
+/// `udp:receive([size])`: the next datagram (at most `size` bytes, default
+/// 8192; the rest of a longer one is dropped).
+unsafe extern "C-unwind" fn udp_receive(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe { start_receive(l, false) }
+}
+
+/// `unconnected:receivefrom([size])`: the next datagram and its sender's
+/// `ip, port`.
+unsafe extern "C-unwind" fn udp_receivefrom(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe { start_receive(l, true) }
+}
+
+pub(super) unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
+    // SAFETY: the frame of `Op::UdpReceive`; `t` stays a live object (slot
+    // 1); the datagram is copied into Lua before the buffer is emptied.
+    unsafe {
+        let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
+        if let Some(Why::Failed(m)) = why {
+            return Step::Done(fail(l, m));
+        }
+        if (*t).closed {
+            return Step::Done(fail(l, c"closed"));
+        }
+        // An unused `udp()` receives on an IPv4 descriptor (nothing comes
+        // before it is bound or sends).
+        if let Err(e) = ensure_fd(t, libc::AF_INET) {
+            return Step::Done(fail(l, sys::strerror(e)));
+        }
+        let size = ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as usize;
+        match sys::recvfrom((*t).fd, &mut (*t).buf, size) {
+            Ok(addr) => {
+                (*t).first = 0;
+                ffi::lua_pushlstring(l, (*t).buf.as_ptr().cast(), (*t).buf.len());
+                (*t).buf.clear();
+                if ffi::lua_toboolean(l, 3) == 0 {
+                    return Step::Done(1);
+                }
+                push_addr(l, &addr);
+                ffi::lua_pop(l, 1); // the family
+                Step::Done(3)
+            }
+            Err(libc::EAGAIN) => match wait_deadline(l, t, 4) {
+                Ok(d) => Step::Wait(d),
+                Err(()) => Step::Done(fail(l, c"timeout")),
+            },
+            Err(e) => Step::Done(fail(l, sys::strerror(e))),
+        }
+    }
+}
+
+// ----- send -----
+
+/// `connected:send(datagram)`: sends it to the peer; the number of bytes sent.
+unsafe extern "C-unwind" fn udp_send(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, &[Kind::Connected]);
+        ffi::luaL_checklstring(l, 2, std::ptr::null_mut());
+        ffi::lua_settop(l, 2);
+        ffi::lua_pushnil(l);
+        ffi::lua_pushnil(l);
+        push_deadline(l, (*t).total); // socket data nil nil deadline
+        drive(l, Op::UdpSend, None)
+    }
+}
+
+/// `unconnected:sendto(datagram, ip, port)`: sends it to a numeric address
+/// (no name resolution, as in LuaSocket); the number of bytes sent.
+unsafe extern "C-unwind" fn udp_sendto(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, &[Kind::Unconnected]);
+        ffi::luaL_checklstring(l, 2, std::ptr::null_mut());
+        ffi::luaL_checklstring(l, 3, std::ptr::null_mut());
+        ffi::luaL_checklstring(l, 4, std::ptr::null_mut()); // a number becomes a string
+        ffi::lua_settop(l, 4);
+        push_deadline(l, (*t).total); // socket data ip port deadline
+        drive(l, Op::UdpSend, None)
+    }
+}
+
+/// The destination of a `sendto` (None: the peer of `send`), making the
+/// descriptor of a `udp()` for its family; the message of a failure.
+unsafe fn destination(l: L, t: *mut Tcp) -> Result<Option<sys::Addr>, &'static CStr> {
+    // SAFETY: the frame of `Op::UdpSend`; the strings stay in their slots;
+    // only Rust code runs while the vector lives.
+    unsafe {
+        if ffi::lua_type(l, 3) == ffi::LUA_TNIL {
+            return Ok(None);
+        }
+        let ip = CStr::from_ptr(ffi::lua_tolstring(l, 3, std::ptr::null_mut()));
+        let port = CStr::from_ptr(ffi::lua_tolstring(l, 4, std::ptr::null_mut()));
+        let addr = match sys::resolve_numeric(ip, port, (*t).family) {
+            Ok(v) => v.first().copied().ok_or(c"host or service not provided, or not known")?,
+            Err(e) => return Err(sys::resolve_strerror(e)),
+        };
+        ensure_fd(t, addr.family()).map_err(sys::strerror)?;
+        Ok(Some(addr))
+    }
+}
+
+pub(super) unsafe fn send_step(l: L, why: Option<Why>) -> Step {
+    // SAFETY: the frame of `Op::UdpSend`; the data string stays in slot 2.
+    unsafe {
+        let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
+        if let Some(Why::Failed(m)) = why {
+            return Step::Done(fail(l, m));
+        }
+        if (*t).closed || (*t).fd < 0 && ffi::lua_type(l, 3) == ffi::LUA_TNIL {
+            return Step::Done(fail(l, c"closed"));
+        }
+        let dest = match destination(l, t) {
+            Ok(d) => d,
+            Err(m) => return Step::Done(fail(l, m)),
+        };
+        let mut len = 0;
+        let data = ffi::lua_tolstring(l, 2, &mut len) as *const u8;
+        match sys::sendto((*t).fd, std::slice::from_raw_parts(data, len), dest.as_ref()) {
+            Ok(n) => {
+                ffi::lua_pushinteger(l, n as ffi::lua_Integer);
+                Step::Done(1)
+            }
+            Err(libc::EAGAIN) => match wait_deadline(l, t, 5) {
+                Ok(d) => Step::Wait(d),
+                Err(()) => Step::Done(fail(l, c"timeout")),
+            },
+            Err(e) => Step::Done(fail(l, sys::strerror(e))),
+        }
+    }
+}
+
+// ===== constructors and the metatable =====
+
+unsafe fn new_udp(l: L, family: c_int) -> c_int {
+    // SAFETY: a function of the module.
+    unsafe {
+        let lazy = family == libc::AF_UNSPEC;
+        let t = push_tcp(l, -1, family, Kind::Unconnected, lazy);
+        ffi::luaL_setmetatable(l, UDP.as_ptr());
+        if !lazy {
+            if let Err(e) = ensure_fd(t, family) {
+                close_tcp(t);
+                return fail(l, sys::strerror(e));
+            }
+        }
+        1
+    }
+}
+
+/// `socket.udp()`: an unconnected object whose family follows its first
+/// `setsockname`, `setpeername` or `sendto`.
+unsafe extern "C-unwind" fn udp(l: L) -> c_int {
+    // SAFETY: a function of the module.
+    unsafe { new_udp(l, libc::AF_UNSPEC) }
+}
+
+/// `socket.udp4()`: an unconnected IPv4 object.
+unsafe extern "C-unwind" fn udp4(l: L) -> c_int {
+    // SAFETY: a function of the module.
+    unsafe { new_udp(l, libc::AF_INET) }
+}
+
+/// `socket.udp6()`: an unconnected IPv6-only object.
+unsafe extern "C-unwind" fn udp6(l: L) -> c_int {
+    // SAFETY: a function of the module.
+    unsafe { new_udp(l, libc::AF_INET6) }
+}
+
+const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"close", udp_close),
+    (c"dirty", udp_dirty),
+    (c"getfd", udp_getfd),
+    (c"getoption", udp_getoption),
+    (c"getpeername", udp_getpeername),
+    (c"getsockname", udp_getsockname),
+    (c"gettimeout", udp_gettimeout),
+    (c"receive", udp_receive),
+    (c"receivefrom", udp_receivefrom),
+    (c"send", udp_send),
+    (c"sendto", udp_sendto),
+    (c"setoption", udp_setoption),
+    (c"setpeername", udp_setpeername),
+    (c"setsockname", udp_setsockname),
+    (c"settimeout", udp_settimeout),
+];
+
+/// The module's UDP constructors.
+pub(super) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"udp", udp), (c"udp4", udp4), (c"udp6", udp6)];
+
+/// `[-0, +0, m]` Registers the metatable of UDP objects (once per Lua state).
+pub(super) unsafe fn new_metatable(l: L) {
+    // SAFETY: valid state with free slots (the caller checked the stack).
+    unsafe {
+        if ffi::luaL_newmetatable(l, UDP.as_ptr()) != 0 {
+            for (name, f) in
+                [(c"__gc", super::tcp_gc as ffi::lua_CFunction), (c"__close", udp_close), (c"__tostring", udp_tostring)]
+            {
+                ffi::lua_pushcfunction(l, f);
+                ffi::lua_setfield(l, -2, name.as_ptr());
+            }
+            ffi::lua_createtable(l, 0, METHODS.len() as c_int);
+            for (name, f) in METHODS {
+                ffi::lua_pushcfunction(l, *f);
+                ffi::lua_setfield(l, -2, name.as_ptr());
+            }
+            ffi::lua_setfield(l, -2, c"__index".as_ptr());
+        }
+        ffi::lua_pop(l, 1);
+    }
+}
