@@ -412,7 +412,7 @@ impl Io {
         let socks = std::mem::take(&mut w.socks);
         let timer = w.timer.take();
         if let Some(r) = w.job.take() {
-            let _ = self.lp.work_cancel(r); // Busy if it runs: its completion then finds no wait
+            let _ = self.lp.request_cancel(r); // Busy if it runs: its completion then finds no wait
         }
         for (s, _) in socks {
             self.unlist(s, id);
