@@ -27,14 +27,23 @@
 //! When the cothread runs again, its C continuation calls `end`, which takes
 //! the record and returns the outcome.
 //!
+//! A wait may also end by an *outside event* (`begin_external`): a loop
+//! callback (a child's exit, a signal) calls `Notifier::done`, or a job on
+//! the loop's thread pool completes (`begin_job`, whose job owns everything it
+//! touches and whose result is kept for `take_result`). Its `on_end` cleanup
+//! (closing the handles it made) runs however the wait ends, cancel included;
+//! a late event finds no record and resumes nobody.
+//!
 //! Poll handles stay registered after their waiter left (a re-wait for the
 //! same direction then costs no system call); one that fires with nobody
 //! waiting is narrowed or stopped then.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::os::fd::RawFd;
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, RunMode, WRITABLE};
 use cothread::{Task, When};
@@ -75,10 +84,30 @@ pub enum Outcome {
     Cancelled,
 }
 
+/// What a pool job gives back (it owns its resources: dropped unread if its
+/// cothread left the wait, it frees them).
+pub type JobResult = Box<dyn Any + Send>;
+
+/// A loop cleanup run when an external wait ends (however it ends).
+pub type OnEnd = Box<dyn FnOnce(&mut Loop)>;
+
 /// What the loop's callbacks report.
 enum Event {
     Poll(u64, u32),
     Timer(u64),
+    /// An outside event ended wait `id`, maybe with a result.
+    Done(u64, Option<JobResult>),
+}
+
+/// Ends external waits from the loop's callbacks (see `Io::begin_external`).
+#[derive(Clone)]
+pub struct Notifier(Rc<RefCell<Vec<Event>>>);
+
+impl Notifier {
+    /// Ends wait `id` (at the next `poll`; nothing if it is gone by then).
+    pub fn done(&self, id: u64) {
+        self.0.borrow_mut().push(Event::Done(id, None));
+    }
 }
 
 /// A socket attached to the loop.
@@ -95,6 +124,9 @@ struct Wait {
     task: Task,
     socks: Vec<(u64, u32)>,
     timer: Option<Handle>,
+    /// Ended by an outside event (see `begin_external`).
+    external: bool,
+    on_end: Option<OnEnd>,
     outcome: Option<Outcome>,
 }
 
@@ -105,6 +137,8 @@ pub struct Io {
     socks: HashMap<u64, Sock>,
     waits: HashMap<u64, Wait>,
     by_task: HashMap<u64, u64>,
+    /// Results of finished jobs, until `take_result`.
+    results: HashMap<u64, JobResult>,
     /// Pending waits that can end by themselves (a socket or a deadline).
     armed: usize,
     /// The private signal key waiting cothreads are parked on.
@@ -137,6 +171,7 @@ impl Io {
             socks: HashMap::new(),
             waits: HashMap::new(),
             by_task: HashMap::new(),
+            results: HashMap::new(),
             armed: 0,
             key,
             spare_timers: Vec::new(),
@@ -185,9 +220,65 @@ impl Io {
         if timer.is_some() || !socks.is_empty() {
             self.armed += 1;
         }
-        self.waits.insert(id, Wait { task, socks, timer, outcome: None });
+        self.waits.insert(id, Wait { task, socks, timer, external: false, on_end: None, outcome: None });
         self.by_task.insert(task.to_raw(), id);
         Ok(id)
+    }
+
+    /// Records a wait of `task` that ends when a loop callback calls
+    /// `notifier().done(id)`, or at `deadline` (monotonic ns). It keeps `run`
+    /// going. Handles made for it (with `lp()`) are closed by an `on_end`.
+    pub fn begin_external(&mut self, task: Task, deadline: Option<u64>) -> u64 {
+        let id = new_id();
+        let timer = deadline.map(|d| self.start_timer(id, d));
+        self.armed += 1;
+        self.waits.insert(id, Wait { task, socks: Vec::new(), timer, external: true, on_end: None, outcome: None });
+        self.by_task.insert(task.to_raw(), id);
+        id
+    }
+
+    /// Sets the cleanup of pending external wait `id`: it runs on the loop
+    /// once the wait ends, is cancelled or its cothread resumes.
+    pub fn on_end(&mut self, id: u64, f: OnEnd) {
+        match self.waits.get_mut(&id) {
+            Some(w) if w.outcome.is_none() => w.on_end = Some(f),
+            _ => f(&mut self.lp),
+        }
+    }
+
+    /// Runs `job` on the loop's thread pool for `task`: an external wait that
+    /// ends when the job completed (`take_result` then gives what it returned)
+    /// or the pool refused it (no result).
+    pub fn begin_job(&mut self, task: Task, job: impl FnOnce() -> JobResult + Send + 'static) -> u64 {
+        let id = self.begin_external(task, None);
+        let slot: Arc<Mutex<Option<JobResult>>> = Arc::new(Mutex::new(None));
+        let out = slot.clone();
+        let q = self.events.clone();
+        let work = Box::new(move || {
+            let r = job();
+            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+        });
+        let after = Box::new(move |_: &mut Loop, _, _| {
+            let r = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            q.borrow_mut().push(Event::Done(id, r));
+        });
+        self.lp.work_submit(work, after);
+        id
+    }
+
+    /// Takes the result of the job of wait `id` (after `end` said `Ready`).
+    pub fn take_result(&mut self, id: u64) -> Option<JobResult> {
+        self.results.remove(&id)
+    }
+
+    /// Ends external waits from the loop's callbacks.
+    pub fn notifier(&self) -> Notifier {
+        Notifier(self.events.clone())
+    }
+
+    /// The event loop, to make handles for an external wait.
+    pub fn lp(&mut self) -> &mut Loop {
+        &mut self.lp
     }
 
     /// Where the dispatch of `cothread.io` puts `task`: in the private queue
@@ -222,6 +313,7 @@ impl Io {
             self.disarm(id);
         }
         self.waits.remove(&id);
+        self.results.remove(&id);
     }
 
     /// Has any task a wait recorded?
@@ -277,6 +369,14 @@ impl Io {
                     }
                 }
                 Event::Poll(s, bits) => self.ready(s, bits, &mut ready),
+                Event::Done(id, r) => {
+                    if let Some(t) = self.finish(id, Outcome::Ready) {
+                        if let Some(r) = r {
+                            self.results.insert(id, r);
+                        }
+                        ready.push(t);
+                    }
+                }
             }
         }
         ready
@@ -335,8 +435,12 @@ impl Io {
         let Some(w) = self.waits.get_mut(&id) else { return };
         let socks = std::mem::take(&mut w.socks);
         let timer = w.timer.take();
-        if timer.is_some() || !socks.is_empty() {
+        let on_end = w.on_end.take();
+        if timer.is_some() || !socks.is_empty() || std::mem::take(&mut w.external) {
             self.armed -= 1;
+        }
+        if let Some(f) = on_end {
+            f(&mut self.lp);
         }
         for (s, _) in socks {
             self.unlist(s, id);
@@ -496,6 +600,79 @@ mod tests {
         assert_eq!(io.end(r), Outcome::Closed);
         assert_eq!(io.end(w), Outcome::Closed);
         close(a, b);
+    }
+
+    /// Polls until a task is ready (bounded).
+    fn poll_some(io: &mut Io) -> Vec<Task> {
+        for _ in 0..200 {
+            let v = io.poll(Block::Until(cothread::time::monotonic_ns() + 10_000_000));
+            if !v.is_empty() {
+                return v;
+            }
+        }
+        Vec::new()
+    }
+
+    #[test]
+    fn a_job_ends_its_wait_with_its_result() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let id = io.begin_job(task, || Box::new(42u32));
+        assert_eq!(io.armed(), 1);
+        assert_eq!(poll_some(&mut io), vec![task]);
+        assert_eq!(io.armed(), 0);
+        assert_eq!(io.end(id), Outcome::Ready);
+        assert_eq!(io.take_result(id).and_then(|r| r.downcast::<u32>().ok()).map(|b| *b), Some(42));
+    }
+
+    #[test]
+    fn a_cancelled_job_drops_its_result_and_resumes_nobody() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let owned = Arc::new(());
+        let mine = owned.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let id = io.begin_job(task, move || {
+            let _ = rx.recv();
+            Box::new(mine)
+        });
+        io.cancel(task);
+        assert_eq!(io.armed(), 0);
+        tx.send(()).unwrap();
+        for _ in 0..100 {
+            assert!(io.poll(Block::Until(cothread::time::monotonic_ns() + 5_000_000)).is_empty());
+            if Arc::strong_count(&owned) == 1 {
+                break;
+            }
+        }
+        assert_eq!(Arc::strong_count(&owned), 1, "the late result was dropped");
+        assert_eq!(io.end(id), Outcome::Cancelled);
+        assert!(io.take_result(id).is_none());
+    }
+
+    #[test]
+    fn an_external_wait_runs_its_cleanup_however_it_ends() {
+        let mut sched = cothread::Sched::new();
+        let (a, b) = (sched.task_new(0), sched.task_new(0));
+        let mut io = Io::new(1).unwrap();
+        let ran = Rc::new(Cell::new(0));
+        let id = io.begin_external(a, None);
+        let r = ran.clone();
+        io.on_end(id, Box::new(move |_| r.set(r.get() + 1)));
+        io.notifier().done(id);
+        assert_eq!(io.poll(Block::No), vec![a]);
+        assert_eq!(ran.get(), 1);
+        assert_eq!(io.end(id), Outcome::Ready);
+        let id = io.begin_external(b, Some(cothread::time::monotonic_ns() + 1_000_000_000));
+        let r = ran.clone();
+        io.on_end(id, Box::new(move |_| r.set(r.get() + 1)));
+        io.cancel(b);
+        assert_eq!(ran.get(), 2);
+        io.notifier().done(id);
+        assert!(io.poll(Block::No).is_empty(), "a late event resumes nobody");
+        assert_eq!(io.armed(), 0);
     }
 
     #[test]
