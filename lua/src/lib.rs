@@ -21,13 +21,17 @@ use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
+mod file;
 mod io;
 mod ops;
+mod park;
 mod raw;
+mod reader;
 mod sched;
 mod signal;
 mod socket;
 mod state;
+mod stream;
 mod sys;
 mod time;
 
@@ -109,6 +113,8 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"version".as_ptr());
         socket::push_module(l);
         ffi::lua_setfield(l, m, c"socket".as_ptr());
+        file::push_module(l);
+        ffi::lua_setfield(l, m, c"file".as_ptr());
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),
