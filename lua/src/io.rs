@@ -108,6 +108,12 @@ impl Notifier {
     pub fn done(&self, id: u64) {
         self.0.borrow_mut().push(Event::Done(id, None));
     }
+
+    /// Ends wait `id` with a result for `take_result` (dropped if the wait
+    /// is gone or ended already).
+    pub fn done_with(&self, id: u64, r: JobResult) {
+        self.0.borrow_mut().push(Event::Done(id, Some(r)));
+    }
 }
 
 /// A socket attached to the loop.

@@ -24,7 +24,9 @@ use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 mod file;
 mod io;
 mod ops;
+mod ossignal;
 mod park;
+mod process;
 mod raw;
 mod reader;
 mod sched;
@@ -115,6 +117,10 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"socket".as_ptr());
         file::push_module(l);
         ffi::lua_setfield(l, m, c"file".as_ptr());
+        process::push_module(l);
+        ffi::lua_setfield(l, m, c"process".as_ptr());
+        ossignal::push_module(l);
+        ffi::lua_setfield(l, m, c"signal".as_ptr());
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),
