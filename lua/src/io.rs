@@ -88,6 +88,14 @@ pub enum Outcome {
 /// cothread left the wait, it frees them).
 pub type JobResult = Box<dyn Any + Send>;
 
+/// Where a pool job leaves its result for the loop.
+#[derive(Default)]
+struct JobSlot {
+    result: Option<JobResult>,
+    /// The wait ended (its cothread left): the job drops its result itself.
+    left: bool,
+}
+
 /// A loop cleanup run when an external wait ends (however it ends).
 pub type OnEnd = Box<dyn FnOnce(&mut Loop)>;
 
@@ -257,18 +265,33 @@ impl Io {
     /// or the pool refused it (no result).
     pub fn begin_job(&mut self, task: Task, job: impl FnOnce() -> JobResult + Send + 'static) -> u64 {
         let id = self.begin_external(task, None);
-        let slot: Arc<Mutex<Option<JobResult>>> = Arc::new(Mutex::new(None));
-        let out = slot.clone();
+        let slot: Arc<Mutex<JobSlot>> = Arc::default();
+        let (out, left) = (slot.clone(), slot.clone());
         let q = self.events.clone();
         let work = Box::new(move || {
             let r = job();
-            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+            let mut s = out.lock().unwrap_or_else(|e| e.into_inner());
+            if !s.left {
+                s.result = Some(r);
+            } // else `r` is dropped here, in the pool thread, at once
         });
         let after = Box::new(move |_: &mut Loop, _, _| {
-            let r = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let r = slot.lock().unwrap_or_else(|e| e.into_inner()).result.take();
             q.borrow_mut().push(Event::Done(id, r));
         });
         self.lp.work_submit(work, after);
+        // A cothread that leaves the wait drops the result now, or makes the
+        // job drop it when it ends (the loop may not run again soon).
+        self.on_end(
+            id,
+            Box::new(move |_| {
+                let mut s = left.lock().unwrap_or_else(|e| e.into_inner());
+                s.left = true;
+                let r = s.result.take();
+                drop(s);
+                drop(r);
+            }),
+        );
         id
     }
 
