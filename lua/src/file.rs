@@ -29,7 +29,13 @@ fn open_flags(mode: &[u8]) -> Option<c_int> {
     if !rest.iter().all(|&c| c == b'b') {
         return None;
     }
-    let access = if plus { libc::O_RDWR } else if *first == b'r' { libc::O_RDONLY } else { libc::O_WRONLY };
+    let access = if plus {
+        libc::O_RDWR
+    } else if *first == b'r' {
+        libc::O_RDONLY
+    } else {
+        libc::O_WRONLY
+    };
     let extra = match first {
         b'r' => 0,
         b'w' => libc::O_CREAT | libc::O_TRUNC,
@@ -236,6 +242,9 @@ unsafe extern "C-unwind" fn file_type(l: L) -> c_int {
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"open", open), (c"stat", stat), (c"type", file_type)];
 
 /// `[-0, +1, m]` Pushes the `cothread.file` table (one per Lua state).
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {

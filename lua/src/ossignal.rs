@@ -52,6 +52,9 @@ const OP_WAIT: u8 = 1;
 
 /// `[-0, +0, e]` The signal at `idx` (a name as "SIGINT" or "INT", or a
 /// number 1..64), raising `bad argument #arg` for anything else.
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn check_signal(l: L, idx: c_int, arg: c_int) -> c_int {
     // SAFETY: valid state.
     unsafe {
@@ -255,6 +258,9 @@ unsafe extern "C-unwind" fn getpid(l: L) -> c_int {
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", wait), (c"raise", raise), (c"getpid", getpid)];
 
 /// `[-0, +1, m]` Pushes a new `cothread.signal` table.
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {

@@ -18,6 +18,9 @@ use crate::state::{self, State};
 
 /// The scheduler resuming the calling coroutine and its task, if the caller
 /// is a cothread that may yield.
+///
+/// # Safety
+/// `l` is the running thread of a C function.
 pub unsafe fn cothread_of(l: L) -> Option<(*mut State, cothread::Task)> {
     let p = io::CURRENT.get();
     // SAFETY: CURRENT is set only around a resume by a live state.
@@ -34,6 +37,9 @@ pub unsafe fn cothread_of(l: L) -> Option<(*mut State, cothread::Task)> {
 /// top (to store it where the wait needs it). Yields with continuation `k`
 /// and never returns, unless `begin` fails: then its message, with the stack
 /// as it was.
+///
+/// # Safety
+/// `l` is the running thread of a C function.
 pub unsafe fn park(
     l: L,
     p: *mut State,
@@ -66,6 +72,9 @@ pub unsafe fn park(
 
 /// In a continuation of `park`: restores the frame and returns the tag, how
 /// the wait ended and its job's result.
+///
+/// # Safety
+/// `l` is the running thread, in a continuation of `park` (its `ctx`).
 pub unsafe fn unpark(l: L, ctx: ffi::lua_KContext) -> (u8, Outcome, Option<JobResult>) {
     // SAFETY: the stack holds the frame, then the state and the id pushed by
     // `park`, then the values the cothread was resumed with.
@@ -87,6 +96,9 @@ pub unsafe fn unpark(l: L, ctx: ffi::lua_KContext) -> (u8, Outcome, Option<JobRe
 
 /// `[-0, +3, m]` Pushes `nil, message, errno` (Lua's `luaL_fileresult`
 /// failure); returns 3.
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn push_errno(l: L, errno: i32, prefix: Option<&CStr>) -> c_int {
     // SAFETY: valid state; three free slots (callers are C functions that
     // checked the stack).
@@ -106,6 +118,9 @@ pub unsafe fn push_errno(l: L, errno: i32, prefix: Option<&CStr>) -> c_int {
 }
 
 /// `[-0, +2, m]` Pushes `nil, message`; returns 2.
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
     // SAFETY: valid state.
     unsafe {

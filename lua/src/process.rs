@@ -122,7 +122,11 @@ unsafe fn check_std(l: L, name: &CStr) -> Std {
         let v = match ffi::lua_type(l, -1) {
             ffi::LUA_TNIL => Std::Inherit,
             ffi::LUA_TBOOLEAN => {
-                if ffi::lua_toboolean(l, -1) != 0 { Std::Pipe } else { Std::Inherit }
+                if ffi::lua_toboolean(l, -1) != 0 {
+                    Std::Pipe
+                } else {
+                    Std::Inherit
+                }
             }
             _ => match raw::to_str(l, -1).map(|s| CStr::from_ptr(s).to_bytes()) {
                 Some(b"pipe") => Std::Pipe,
@@ -321,7 +325,7 @@ fn posix_spawn(
         }
         let envp_ptr = match &envp {
             Some(e) => e.as_ptr(),
-            None => environ as *const *mut c_char,
+            None => environ,
         };
         let mut pid = 0;
         let r = libc::posix_spawnp(&mut pid, args[0], &fa, &attr, args.as_ptr(), envp_ptr);
@@ -357,7 +361,12 @@ unsafe extern "C-unwind" fn spawn(l: L) -> c_int {
                 drop(program);
                 let name = ffi::lua_gettop(l);
                 ffi::lua_pushnil(l);
-                ffi::lua_pushfstring(l, c"%s: %s".as_ptr(), ffi::lua_tolstring(l, name, std::ptr::null_mut()), libc::strerror(e));
+                ffi::lua_pushfstring(
+                    l,
+                    c"%s: %s".as_ptr(),
+                    ffi::lua_tolstring(l, name, std::ptr::null_mut()),
+                    libc::strerror(e),
+                );
                 ffi::lua_pushinteger(l, e as ffi::lua_Integer);
                 return 3;
             }
@@ -587,6 +596,9 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", proc_wait), (c"kill"
 
 /// `[-0, +1, m]` Pushes a new `cothread.process` table (and makes the
 /// metatables it needs, once per Lua state).
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {

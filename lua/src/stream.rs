@@ -66,6 +66,9 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 
 /// `[-0, +1, m]` Pushes a new stream over `fd` (which it owns from now on).
 /// A pipe's descriptor must be non-blocking.
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn push_stream(l: L, fd: RawFd, pipe: bool) -> *mut Stream {
     // SAFETY: valid state; the block is fresh, sized and aligned for a
     // `Stream`, written before the metatable makes `__gc` reach it. (Should
@@ -74,13 +77,22 @@ pub unsafe fn push_stream(l: L, fd: RawFd, pipe: bool) -> *mut Stream {
         raw::check_stack(l, 3);
         let s = ffi::lua_newuserdatauv(l, std::mem::size_of::<Stream>(), 1) as *mut Stream;
         let inner = Inner { fd, rd: Reader::default() };
-        s.write(Stream { core: Some(Arc::new(Mutex::new(inner))), pipe, out: Vec::new(), id: 0, owner: std::ptr::null_mut() });
+        s.write(Stream {
+            core: Some(Arc::new(Mutex::new(inner))),
+            pipe,
+            out: Vec::new(),
+            id: 0,
+            owner: std::ptr::null_mut(),
+        });
         ffi::luaL_setmetatable(l, STREAM.as_ptr());
         s
     }
 }
 
 /// Is the stream at `idx` (one, checked) open?
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn is_open(l: L, idx: c_int) -> bool {
     // SAFETY: the caller checked that `idx` holds a stream.
     unsafe { (*(ffi::lua_touserdata(l, idx) as *mut Stream)).core.is_some() }
@@ -758,6 +770,9 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
 ];
 
 /// `[-0, +0, m]` Makes the metatable of streams (once per Lua state).
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
 pub unsafe fn register(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {
@@ -772,11 +787,9 @@ pub unsafe fn register(l: L) {
             ffi::lua_setfield(l, -2, name.as_ptr());
         }
         ffi::lua_setfield(l, -2, c"__index".as_ptr());
-        for (name, f) in [
-            (c"__gc", stream_gc as ffi::lua_CFunction),
-            (c"__close", stream_gc),
-            (c"__tostring", stream_tostring),
-        ] {
+        for (name, f) in
+            [(c"__gc", stream_gc as ffi::lua_CFunction), (c"__close", stream_gc), (c"__tostring", stream_tostring)]
+        {
             ffi::lua_pushcfunction(l, f);
             ffi::lua_setfield(l, -2, name.as_ptr());
         }
