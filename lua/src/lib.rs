@@ -13,7 +13,10 @@
 //! `when`s, plugins), `signal` (combined signals), `time` (`time`, `idle`),
 //! `raw` (helpers over the C API), `io` (a scheduler's event loop and the
 //! cothreads waiting on it), `socket` (`cothread.socket`) and `sys` (the
-//! system calls under it).
+//! system calls under it); `file` (`cothread.file`), `process`
+//! (`cothread.process`) and `ossignal` (`cothread.signal`: OS signals), over
+//! `stream` (their file objects), `reader` (the read buffer and io's formats)
+//! and `park` (parking a cothread on the loop for them).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 

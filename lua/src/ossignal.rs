@@ -49,6 +49,8 @@ const NAMES: &[(&CStr, c_int)] = &[
 ];
 
 const OP_WAIT: u8 = 1;
+/// Registry field caching the module table.
+const MODULE: &CStr = c"cothread.signal.module";
 
 /// `[-0, +0, e]` The signal at `idx` (a name as "SIGINT" or "INT", or a
 /// number 1..64), raising `bad argument #arg` for anything else.
@@ -257,7 +259,7 @@ unsafe extern "C-unwind" fn getpid(l: L) -> c_int {
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", wait), (c"raise", raise), (c"getpid", getpid)];
 
-/// `[-0, +1, m]` Pushes a new `cothread.signal` table.
+/// `[-0, +1, m]` Pushes the `cothread.signal` table (one per Lua state).
 ///
 /// # Safety
 /// `l` is a valid state, in a C function.
@@ -265,10 +267,16 @@ pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {
         raw::check_stack(l, 3);
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
+            return;
+        }
+        ffi::lua_pop(l, 1);
         ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int);
         for (name, f) in FUNCTIONS {
             ffi::lua_pushcfunction(l, *f);
             ffi::lua_setfield(l, -2, name.as_ptr());
         }
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
     }
 }

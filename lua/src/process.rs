@@ -27,6 +27,8 @@ use crate::stream;
 
 /// Metatable name of a process object.
 const PROCESS: &CStr = c"cothread.process";
+/// Registry field caching the module table.
+const MODULE: &CStr = c"cothread.process.module";
 
 thread_local! {
     /// Children of collected process objects, not reaped yet.
@@ -594,7 +596,7 @@ unsafe extern "C-unwind" fn proc_gc(l: L) -> c_int {
 
 const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", proc_wait), (c"kill", proc_kill)];
 
-/// `[-0, +1, m]` Pushes a new `cothread.process` table (and makes the
+/// `[-0, +1, m]` Pushes the `cothread.process` table (made, with the
 /// metatables it needs, once per Lua state).
 ///
 /// # Safety
@@ -603,6 +605,10 @@ pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {
         raw::check_stack(l, 4);
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
+            return;
+        }
+        ffi::lua_pop(l, 1);
         stream::register(l);
         if ffi::luaL_newmetatable(l, PROCESS.as_ptr()) != 0 {
             ffi::lua_createtable(l, 0, METHODS.len() as c_int);
@@ -621,5 +627,7 @@ pub unsafe fn push_module(l: L) {
         ffi::lua_createtable(l, 0, 1);
         ffi::lua_pushcfunction(l, spawn);
         ffi::lua_setfield(l, -2, c"spawn".as_ptr());
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
     }
 }
