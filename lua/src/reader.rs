@@ -176,11 +176,7 @@ impl Reader {
                 None => self.unread().len(),
             },
             Format::All => self.unread().len(),
-            Format::Count(0) => return !self.unread().is_empty(),
-            Format::Count(n) if self.unread().is_empty() => {
-                let _ = n;
-                return false;
-            }
+            Format::Count(_) if self.unread().is_empty() => return false,
             Format::Count(n) => n.min(self.unread().len()),
             Format::Number => {
                 self.skip_space();

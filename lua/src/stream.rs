@@ -538,7 +538,7 @@ unsafe extern "C-unwind" fn lines_iter(l: L) -> c_int {
         while ffi::lua_type(l, ffi::lua_upvalueindex(k + 2)) != ffi::LUA_TNONE {
             k += 1;
         }
-        raw::check_stack(l, k + 10);
+        raw::check_stack(l, 2 * k + 10); // the frame, then a result per format
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         if k == 0 {
             ffi::lua_pushinteger(l, 1);
