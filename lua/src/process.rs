@@ -41,8 +41,9 @@ unsafe extern "C" {
 
 struct Proc {
     pid: i32,
-    /// How it ended, once reaped (also by a child handle's callback).
-    exit: Rc<Cell<Option<Exit>>>,
+    /// How it ended, once reaped (also by a child handle's callback);
+    /// `None` once collected (a finalizer may still reach the object).
+    exit: Option<Rc<Cell<Option<Exit>>>>,
 }
 
 /// How a standard stream of the child is set up.
@@ -375,7 +376,7 @@ unsafe extern "C-unwind" fn spawn(l: L) -> c_int {
         };
         drop(program);
         let p = ffi::lua_newuserdatauv(l, std::mem::size_of::<Proc>(), 3) as *mut Proc;
-        p.write(Proc { pid: sp.pid, exit: Rc::new(Cell::new(None)) });
+        p.write(Proc { pid: sp.pid, exit: Some(Rc::default()) });
         ffi::luaL_setmetatable(l, PROCESS.as_ptr());
         for (i, fd) in sp.parent.into_iter().enumerate() {
             if fd >= 0 {
@@ -389,19 +390,28 @@ unsafe extern "C-unwind" fn spawn(l: L) -> c_int {
 
 // ===== process objects =====
 
+/// `[-0, +0, e]` The process object at `idx`, raising unless it is one
+/// (and not collected already).
 unsafe fn check_proc(l: L, idx: c_int) -> *mut Proc {
     // SAFETY: valid state; a userdata with this metatable holds a `Proc`.
-    unsafe { ffi::luaL_checkudata(l, idx, PROCESS.as_ptr()) as *mut Proc }
+    unsafe {
+        let p = ffi::luaL_checkudata(l, idx, PROCESS.as_ptr()) as *mut Proc;
+        if (*p).exit.is_none() {
+            raw::error(l, c"attempt to use a collected process object");
+        }
+        p
+    }
 }
 
 /// The exit of `p`, reaping it now if it ended.
 unsafe fn exit_of(p: *mut Proc) -> Option<Exit> {
     // SAFETY: `p` is live.
     unsafe {
-        if (*p).exit.get().is_none() {
-            (*p).exit.set(reap((*p).pid));
+        let exit = (*p).exit.as_ref()?;
+        if exit.get().is_none() {
+            exit.set(reap((*p).pid));
         }
-        (*p).exit.get()
+        exit.get()
     }
 }
 
@@ -447,7 +457,7 @@ unsafe extern "C-unwind" fn proc_wait(l: L) -> c_int {
         }
         let Some((s, task)) = cothread_of(l) else { return wait_blocking(l, p, deadline) };
         state::io_of(l, s);
-        let (pid, exit) = ((*p).pid, (*p).exit.clone());
+        let (pid, exit) = ((*p).pid, (*p).exit.clone().expect("checked"));
         let m = park::park(l, s, OP_WAIT, continuation, move |io| {
             let h = io.lp().child_init(pid, 0).map_err(|e| e.c_message())?;
             let id = io.begin_external(task, deadline);
@@ -534,7 +544,7 @@ unsafe extern "C-unwind" fn proc_kill(l: L) -> c_int {
         let p = check_proc(l, 1);
         let sig = if ffi::lua_isnoneornil(l, 2) != 0 { libc::SIGTERM } else { ossignal::check_signal(l, 2, 2) };
         // Once reaped, the pid may belong to another process.
-        if (*p).exit.get().is_some() {
+        if exit_of(p).is_some() {
             return park::push_errno(l, libc::ESRCH, None);
         }
         if libc::kill((*p).pid, sig) < 0 {
@@ -585,11 +595,11 @@ unsafe extern "C-unwind" fn proc_gc(l: L) -> c_int {
     // SAFETY: called by Lua once on a `Proc`.
     unsafe {
         let p = ffi::lua_touserdata(l, 1) as *mut Proc;
-        if exit_of(p).is_none() {
+        if (*p).exit.is_some() && exit_of(p).is_none() {
             let pid = (*p).pid;
             ORPHANS.with(|o| o.borrow_mut().push(pid));
         }
-        std::ptr::drop_in_place(p);
+        (*p).exit = None;
     }
     0
 }
