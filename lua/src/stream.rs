@@ -228,8 +228,8 @@ enum Step {
 /// Runs operation `op` (its frame on the stack) until it is done.
 unsafe fn drive(l: L, op: u8, mut why: Option<Why>) -> c_int {
     // SAFETY: a C function whose frame is `op`'s; a job box is alive only
-    // between a step and its consumption by `park` or `run_inline`, with the
-    // loop made beforehand (`io_of` raises only when it makes it).
+    // between a step and its consumption (by `park`, or run here), and the
+    // loop is made beforehand (`io_of` raises only when it makes it).
     unsafe {
         if let Some((p, _)) = cothread_of(l) {
             state::io_of(l, p);
