@@ -13,25 +13,26 @@
 //! in the queue of the private signal `Io::key`: it is registered (it keeps
 //! `run` going, `scheduled` says true) but no `notify` can reach it.
 //!
-//! A wait may also be for a job on the loop's thread pool (`begin_work`:
-//! name resolution, file I/O): the job's completion ends it with `Ready`,
-//! and `end_work` hands its result over.
-//!
 //! The wait ends in exactly one way, and its record says which:
-//! - readiness of one of its sockets or the completion of its job
-//!   (`Outcome::Ready`), its deadline's timer
+//! - readiness of one of its sockets (`Outcome::Ready`), its deadline's timer
 //!   (`Timeout`), or the close of one of its sockets (`Closed`): the loop's
 //!   callbacks only queue events (`Io::events`); `poll` then drains them,
 //!   sets the outcome, takes the wait off every socket and timer, and makes
 //!   the task ready;
 //! - the cothread is unscheduled (or otherwise forgotten) while waiting:
 //!   `cancel` drops the record and its registrations at once, so a late
-//!   readiness (or job completion; a job not started yet is cancelled) finds
-//!   nothing and resumes nobody. If the cothread is scheduled
+//!   readiness finds nothing and resumes nobody. If the cothread is scheduled
 //!   again later, its call finds no record and returns `Cancelled`.
 //!
 //! When the cothread runs again, its C continuation calls `end`, which takes
 //! the record and returns the outcome.
+//!
+//! A wait may also end by an *outside event* (`begin_external`): a loop
+//! callback (a child's exit, a signal) calls `Notifier::done`, or a job on
+//! the loop's thread pool completes (`begin_job`, whose job owns everything it
+//! touches and whose result is kept for `take_result`). Its `on_end` cleanup
+//! (closing the handles it made) runs however the wait ends, cancel included;
+//! a late event finds no record and resumes nobody.
 //!
 //! Poll handles stay registered after their waiter left (a re-wait for the
 //! same direction then costs no system call); one that fires with nobody
@@ -44,7 +45,7 @@ use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, Request, RunMode, WRITABLE};
+use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, RunMode, WRITABLE};
 use cothread::{Task, When};
 
 use crate::state::State;
@@ -70,16 +71,10 @@ pub fn new_id() -> u64 {
     })
 }
 
-/// What a pool job returns, handed to its cothread by `end_work`.
-pub type JobResult = Box<dyn Any + Send>;
-/// Work for the thread pool (it must not touch Lua).
-pub type Job = Box<dyn FnOnce() -> JobResult + Send>;
-
 /// How a wait ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Outcome {
-    /// A socket it waited on is ready, its job is done (or a sleep without
-    /// sockets ended).
+    /// A socket it waited on is ready (or a sleep without sockets ended).
     Ready,
     /// Its deadline passed.
     Timeout,
@@ -89,12 +84,46 @@ pub enum Outcome {
     Cancelled,
 }
 
+/// What a pool job gives back (it owns its resources: dropped unread if its
+/// cothread left the wait, it frees them).
+pub type JobResult = Box<dyn Any + Send>;
+/// Work for the thread pool (it must not touch Lua).
+pub type Job = Box<dyn FnOnce() -> JobResult + Send>;
+
+/// Where a pool job leaves its result for the loop.
+#[derive(Default)]
+struct JobSlot {
+    result: Option<JobResult>,
+    /// The wait ended (its cothread left): the job drops its result itself.
+    left: bool,
+}
+
+/// A loop cleanup run when an external wait ends (however it ends).
+pub type OnEnd = Box<dyn FnOnce(&mut Loop)>;
+
 /// What the loop's callbacks report.
 enum Event {
     Poll(u64, u32),
     Timer(u64),
-    /// The job of wait `id` completed (None: cancelled before it ran).
-    Work(u64, Option<JobResult>),
+    /// An outside event ended wait `id`, maybe with a result.
+    Done(u64, Option<JobResult>),
+}
+
+/// Ends external waits from the loop's callbacks (see `Io::begin_external`).
+#[derive(Clone)]
+pub struct Notifier(Rc<RefCell<Vec<Event>>>);
+
+impl Notifier {
+    /// Ends wait `id` (at the next `poll`; nothing if it is gone by then).
+    pub fn done(&self, id: u64) {
+        self.0.borrow_mut().push(Event::Done(id, None));
+    }
+
+    /// Ends wait `id` with a result for `take_result` (dropped if the wait
+    /// is gone or ended already).
+    pub fn done_with(&self, id: u64, r: JobResult) {
+        self.0.borrow_mut().push(Event::Done(id, Some(r)));
+    }
 }
 
 /// A socket attached to the loop.
@@ -111,18 +140,10 @@ struct Wait {
     task: Task,
     socks: Vec<(u64, u32)>,
     timer: Option<Handle>,
-    /// The pool request of a job wait, while it runs.
-    job: Option<Request>,
-    /// The result of its job, once done.
-    result: Option<JobResult>,
+    /// Ended by an outside event (see `begin_external`).
+    external: bool,
+    on_end: Option<OnEnd>,
     outcome: Option<Outcome>,
-}
-
-impl Wait {
-    /// Can it end by itself?
-    fn armed(&self) -> bool {
-        self.timer.is_some() || !self.socks.is_empty() || self.job.is_some()
-    }
 }
 
 /// The I/O side of a scheduler.
@@ -132,6 +153,8 @@ pub struct Io {
     socks: HashMap<u64, Sock>,
     waits: HashMap<u64, Wait>,
     by_task: HashMap<u64, u64>,
+    /// Results of finished jobs, until `take_result`.
+    results: HashMap<u64, JobResult>,
     /// Pending waits that can end by themselves (a socket or a deadline).
     armed: usize,
     /// The private signal key waiting cothreads are parked on.
@@ -164,6 +187,7 @@ impl Io {
             socks: HashMap::new(),
             waits: HashMap::new(),
             by_task: HashMap::new(),
+            results: HashMap::new(),
             armed: 0,
             key,
             spare_timers: Vec::new(),
@@ -209,36 +233,86 @@ impl Io {
             if dir == READ { sock.readers.push(id) } else { sock.writers.push(id) }
         }
         let timer = deadline.map(|d| self.start_timer(id, d));
-        self.record(id, Wait { task, socks, timer, job: None, result: None, outcome: None });
+        if timer.is_some() || !socks.is_empty() {
+            self.armed += 1;
+        }
+        self.waits.insert(id, Wait { task, socks, timer, external: false, on_end: None, outcome: None });
+        self.by_task.insert(task.to_raw(), id);
         Ok(id)
     }
 
-    /// Records a wait of `task` for `job`, run now on the loop's thread pool;
-    /// its completion ends the wait (`end_work` then gives its result).
-    pub fn begin_work(&mut self, task: Task, job: Job) -> u64 {
+    /// Records a wait of `task` that ends when a loop callback calls
+    /// `notifier().done(id)`, or at `deadline` (monotonic ns). It keeps `run`
+    /// going. Handles made for it (with `lp()`) are closed by an `on_end`.
+    pub fn begin_external(&mut self, task: Task, deadline: Option<u64>) -> u64 {
         let id = new_id();
-        let slot: Arc<Mutex<Option<JobResult>>> = Arc::new(Mutex::new(None));
-        let out = slot.clone();
-        let work = Box::new(move || {
-            let r = job();
-            *out.lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
-        });
-        let q = self.events.clone();
-        let after = Box::new(move |_: &mut Loop, _, _| {
-            let r = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            q.borrow_mut().push(Event::Work(id, r));
-        });
-        let req = self.lp.work_submit(work, after);
-        self.record(id, Wait { task, socks: Vec::new(), timer: None, job: Some(req), result: None, outcome: None });
+        let timer = deadline.map(|d| self.start_timer(id, d));
+        self.armed += 1;
+        self.waits.insert(id, Wait { task, socks: Vec::new(), timer, external: true, on_end: None, outcome: None });
+        self.by_task.insert(task.to_raw(), id);
         id
     }
 
-    fn record(&mut self, id: u64, w: Wait) {
-        if w.armed() {
-            self.armed += 1;
+    /// Sets the cleanup of pending external wait `id`: it runs on the loop
+    /// once the wait ends, is cancelled or its cothread resumes.
+    pub fn on_end(&mut self, id: u64, f: OnEnd) {
+        match self.waits.get_mut(&id) {
+            Some(w) if w.outcome.is_none() => w.on_end = Some(f),
+            _ => f(&mut self.lp),
         }
-        self.by_task.insert(w.task.to_raw(), id);
-        self.waits.insert(id, w);
+    }
+
+    /// Runs `job` on the loop's thread pool for `task`: an external wait that
+    /// ends when the job completed (`take_result` then gives what it returned)
+    /// or the pool refused it (no result).
+    pub fn begin_job(&mut self, task: Task, job: impl FnOnce() -> JobResult + Send + 'static) -> u64 {
+        let id = self.begin_external(task, None);
+        let slot: Arc<Mutex<JobSlot>> = Arc::default();
+        let (out, left) = (slot.clone(), slot.clone());
+        let q = self.events.clone();
+        let work = Box::new(move || {
+            let r = job();
+            let mut s = out.lock().unwrap_or_else(|e| e.into_inner());
+            if !s.left {
+                s.result = Some(r);
+            } // else `r` is dropped here, in the pool thread, at once
+        });
+        let after = Box::new(move |_: &mut Loop, _, _| {
+            let r = slot.lock().unwrap_or_else(|e| e.into_inner()).result.take();
+            q.borrow_mut().push(Event::Done(id, r));
+        });
+        let req = self.lp.work_submit(work, after);
+        // A cothread that leaves the wait cancels the job if it has not
+        // started, drops the result now, or makes the job drop it when it
+        // ends (the loop may not run again soon).
+        self.on_end(
+            id,
+            Box::new(move |lp| {
+                let _ = lp.request_cancel(req); // done or running: nothing to cancel
+
+                let mut s = left.lock().unwrap_or_else(|e| e.into_inner());
+                s.left = true;
+                let r = s.result.take();
+                drop(s);
+                drop(r);
+            }),
+        );
+        id
+    }
+
+    /// Takes the result of the job of wait `id` (after `end` said `Ready`).
+    pub fn take_result(&mut self, id: u64) -> Option<JobResult> {
+        self.results.remove(&id)
+    }
+
+    /// Ends external waits from the loop's callbacks.
+    pub fn notifier(&self) -> Notifier {
+        Notifier(self.events.clone())
+    }
+
+    /// The event loop, to make handles for an external wait.
+    pub fn lp(&mut self) -> &mut Loop {
+        &mut self.lp
     }
 
     /// Where the dispatch of `cothread.io` puts `task`: in the private queue
@@ -273,17 +347,7 @@ impl Io {
             self.disarm(id);
         }
         self.waits.remove(&id);
-    }
-
-    /// Ends job wait `id` as its cothread resumes: the job's result, or how
-    /// the wait ended without one (`Cancelled` if it was left).
-    pub fn end_work(&mut self, id: u64) -> Result<JobResult, Outcome> {
-        let result = self.waits.get_mut(&id).and_then(|w| w.result.take());
-        match (self.end(id), result) {
-            (Outcome::Ready, Some(r)) => Ok(r),
-            (Outcome::Ready, None) => Err(Outcome::Cancelled),
-            (o, _) => Err(o),
-        }
+        self.results.remove(&id);
     }
 
     /// Has any task a wait recorded?
@@ -339,14 +403,11 @@ impl Io {
                     }
                 }
                 Event::Poll(s, bits) => self.ready(s, bits, &mut ready),
-                Event::Work(id, r) => {
-                    let Some(w) = self.waits.get_mut(&id).filter(|w| w.outcome.is_none()) else { continue };
-                    w.job = None; // done: nothing to cancel any more
-                    w.result = r;
-                    if !w.armed() {
-                        self.armed -= 1; // `finish` sees nothing armed left
-                    }
+                Event::Done(id, r) => {
                     if let Some(t) = self.finish(id, Outcome::Ready) {
+                        if let Some(r) = r {
+                            self.results.insert(id, r);
+                        }
                         ready.push(t);
                     }
                 }
@@ -406,13 +467,14 @@ impl Io {
     /// Takes pending wait `id` off its sockets and timer.
     fn disarm(&mut self, id: u64) {
         let Some(w) = self.waits.get_mut(&id) else { return };
-        if w.armed() {
-            self.armed -= 1;
-        }
         let socks = std::mem::take(&mut w.socks);
         let timer = w.timer.take();
-        if let Some(r) = w.job.take() {
-            let _ = self.lp.request_cancel(r); // Busy if it runs: its completion then finds no wait
+        let on_end = w.on_end.take();
+        if timer.is_some() || !socks.is_empty() || std::mem::take(&mut w.external) {
+            self.armed -= 1;
+        }
+        if let Some(f) = on_end {
+            f(&mut self.lp);
         }
         for (s, _) in socks {
             self.unlist(s, id);
@@ -574,50 +636,77 @@ mod tests {
         close(a, b);
     }
 
-    #[test]
-    fn a_job_wait_ends_with_its_result() {
-        let mut sched = cothread::Sched::new();
-        let task = sched.task_new(0);
-        let mut io = Io::new(1).unwrap();
-        let id = io.begin_work(task, Box::new(|| Box::new(6 * 7)));
-        assert_eq!(io.armed(), 1);
-        assert_eq!(io.placement(task), Some(When::Wait(1)));
-        let mut ready = Vec::new();
-        while ready.is_empty() {
-            ready = io.poll(Block::Forever);
+    /// Polls until a task is ready (bounded).
+    fn poll_some(io: &mut Io) -> Vec<Task> {
+        for _ in 0..200 {
+            let v = io.poll(Block::Until(cothread::time::monotonic_ns() + 10_000_000));
+            if !v.is_empty() {
+                return v;
+            }
         }
-        assert_eq!(ready, vec![task]);
-        assert_eq!(io.armed(), 0);
-        let r = io.end_work(id).unwrap();
-        assert_eq!(r.downcast_ref::<i32>(), Some(&42));
-        assert!(io.end_work(id).is_err(), "the record is gone");
+        Vec::new()
     }
 
     #[test]
-    fn a_cancelled_job_wait_is_never_resumed() {
+    fn a_job_ends_its_wait_with_its_result() {
         let mut sched = cothread::Sched::new();
         let task = sched.task_new(0);
         let mut io = Io::new(1).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let (started_tx, started) = std::sync::mpsc::channel::<()>();
-        let id = io.begin_work(
-            task,
-            Box::new(move || {
-                started_tx.send(()).unwrap();
-                let _ = rx.recv(); // runs on until the wait was cancelled
-                Box::new(())
-            }),
-        );
-        started.recv().unwrap();
-        io.cancel(task); // too late to cancel the job: its completion comes later
+        let id = io.begin_job(task, || Box::new(42u32));
+        assert_eq!(io.armed(), 1);
+        assert_eq!(poll_some(&mut io), vec![task]);
         assert_eq!(io.armed(), 0);
-        assert!(!io.has_wait());
+        assert_eq!(io.end(id), Outcome::Ready);
+        assert_eq!(io.take_result(id).and_then(|r| r.downcast::<u32>().ok()).map(|b| *b), Some(42));
+    }
+
+    #[test]
+    fn a_cancelled_job_drops_its_result_and_resumes_nobody() {
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::new(1).unwrap();
+        let owned = Arc::new(());
+        let mine = owned.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let id = io.begin_job(task, move || {
+            let _ = rx.recv();
+            Box::new(mine)
+        });
+        io.cancel(task);
+        assert_eq!(io.armed(), 0);
         tx.send(()).unwrap();
-        let t0 = cothread::time::monotonic_ns();
-        while cothread::time::monotonic_ns() - t0 < 50_000_000 {
+        for _ in 0..100 {
             assert!(io.poll(Block::Until(cothread::time::monotonic_ns() + 5_000_000)).is_empty());
+            if Arc::strong_count(&owned) == 1 {
+                break;
+            }
         }
-        assert_eq!(io.end_work(id).err(), Some(Outcome::Cancelled));
+        assert_eq!(Arc::strong_count(&owned), 1, "the late result was dropped");
+        assert_eq!(io.end(id), Outcome::Cancelled);
+        assert!(io.take_result(id).is_none());
+    }
+
+    #[test]
+    fn an_external_wait_runs_its_cleanup_however_it_ends() {
+        let mut sched = cothread::Sched::new();
+        let (a, b) = (sched.task_new(0), sched.task_new(0));
+        let mut io = Io::new(1).unwrap();
+        let ran = Rc::new(Cell::new(0));
+        let id = io.begin_external(a, None);
+        let r = ran.clone();
+        io.on_end(id, Box::new(move |_| r.set(r.get() + 1)));
+        io.notifier().done(id);
+        assert_eq!(io.poll(Block::No), vec![a]);
+        assert_eq!(ran.get(), 1);
+        assert_eq!(io.end(id), Outcome::Ready);
+        let id = io.begin_external(b, Some(cothread::time::monotonic_ns() + 1_000_000_000));
+        let r = ran.clone();
+        io.on_end(id, Box::new(move |_| r.set(r.get() + 1)));
+        io.cancel(b);
+        assert_eq!(ran.get(), 2);
+        io.notifier().done(id);
+        assert!(io.poll(Block::No).is_empty(), "a late event resumes nobody");
+        assert_eq!(io.armed(), 0);
     }
 
     #[test]

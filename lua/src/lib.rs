@@ -14,7 +14,10 @@
 //! `raw` (helpers over the C API), `io` (a scheduler's event loop and the
 //! cothreads waiting on it), `socket` (`cothread.socket`), `dns`
 //! (`cothread.dns`), `work` (jobs on the thread pool) and `sys` (the system
-//! calls under them).
+//! calls under them); `file` (`cothread.file`), `process`
+//! (`cothread.process`) and `ossignal` (`cothread.signal`: OS signals), over
+//! `stream` (their file objects), `reader` (the read buffer and io's formats)
+//! and `park` (parking a cothread on the loop for them).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -23,13 +26,19 @@ use std::ffi::{CStr, c_int};
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
 mod dns;
+mod file;
 mod io;
 mod ops;
+mod ossignal;
+mod park;
+mod process;
 mod raw;
+mod reader;
 mod sched;
 mod signal;
 mod socket;
 mod state;
+mod stream;
 mod sys;
 mod time;
 mod work;
@@ -126,6 +135,12 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"socket".as_ptr());
         dns::push_module(l);
         ffi::lua_setfield(l, m, c"dns".as_ptr());
+        file::push_module(l);
+        ffi::lua_setfield(l, m, c"file".as_ptr());
+        process::push_module(l);
+        ffi::lua_setfield(l, m, c"process".as_ptr());
+        ossignal::push_module(l);
+        ffi::lua_setfield(l, m, c"signal".as_ptr());
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),

@@ -3,7 +3,7 @@
 //!
 //! `call` runs a job and finishes the calling function with the job's
 //! result. In a cothread, the job runs on the thread pool of the cothread's
-//! scheduler while only that cothread waits (`io::Io::begin_work`, then the
+//! scheduler while only that cothread waits (`io::Io::begin_job`, then the
 //! hidden yield `cothread.io`, as a socket wait); elsewhere it runs in the
 //! calling thread. The job, then its result, is owned by a userdata on the
 //! stack (`Slot`), so nothing leaks when Lua raises or the cothread is
@@ -85,7 +85,7 @@ pub unsafe fn call(l: L, make: impl FnOnce() -> Job, finish: Finish) -> c_int {
         ffi::lua_pushlightuserdata(l, finish as usize as *mut c_void);
         state::push_state(l, p); // keeps `p` alive until the continuation
         let Slot::Job(job) = std::mem::replace(&mut *s, Slot::Empty) else { unreachable!() };
-        let id = (*io).begin_work(task, job);
+        let id = (*io).begin_job(task, job);
         ffi::lua_pushinteger(l, id as ffi::lua_Integer);
         ffi::lua_pushstring(l, c"cothread.io".as_ptr());
         ffi::lua_yieldk(l, 1, base as ffi::lua_KContext, Some(resume));
@@ -106,7 +106,10 @@ unsafe extern "C-unwind" fn resume(l: L, _status: c_int, ctx: ffi::lua_KContext)
         let id = ffi::lua_tointegerx(l, base + 3, std::ptr::null_mut()) as u64;
         ffi::lua_settop(l, base);
         let ended = match p.as_mut().filter(|p| !p.closed).and_then(|p| p.io.as_mut()) {
-            Some(io) => io.end_work(id),
+            Some(io) => match io.end(id) {
+                Outcome::Ready => io.take_result(id).ok_or(Outcome::Cancelled),
+                o => Err(o),
+            },
             None => Err(Outcome::Cancelled),
         };
         let ended = match ended {

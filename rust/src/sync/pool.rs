@@ -148,7 +148,13 @@ impl Pool {
             return Ok(ticket);
         }
         let worker = sh.clone();
-        let spawned = std::thread::Builder::new().name("cothread-pool".into()).spawn(move || worker.work());
+        let spawned = std::thread::Builder::new().name("cothread-pool".into()).spawn(move || {
+            // Signals go to the threads that want them: a loop watching one
+            // blocks it in its own thread only, so a pool thread that did
+            // not block it would receive it (and die of it).
+            crate::util::os::block_all_signals();
+            worker.work()
+        });
         match spawned {
             Ok(h) => {
                 q.threads += 1;

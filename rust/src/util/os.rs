@@ -1,4 +1,4 @@
-//! The operating system's clock.
+//! The operating system's clock, and the signal mask of helper threads.
 
 /// `CLOCK_MONOTONIC` in nanoseconds: the clock of every time in the C ABI, so
 /// that C code may compute wake times with `clock_gettime` itself.
@@ -8,4 +8,15 @@ pub(crate) fn monotonic_ns() -> u64 {
     // on Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Blocks every signal in the calling thread (a helper thread that must never
+/// receive one).
+pub(crate) fn block_all_signals() {
+    // SAFETY: `set` is a valid sigset_t, filled by sigfillset before use.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut set);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
 }
