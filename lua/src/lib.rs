@@ -12,8 +12,9 @@
 //! onto the core), `sched` (the scheduler functions), `ops` (yield operations,
 //! `when`s, plugins), `signal` (combined signals), `time` (`time`, `idle`),
 //! `raw` (helpers over the C API), `io` (a scheduler's event loop and the
-//! cothreads waiting on it), `socket` (`cothread.socket`) and `sys` (the
-//! system calls under it).
+//! cothreads waiting on it), `socket` (`cothread.socket`), `sys` (the
+//! system calls under it), `channel` (`cothread.channel`) and `cosock`
+//! (cosock's `spawn`, `get_thread_metadata`, `asyncify`).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -21,6 +22,8 @@ use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
+mod channel;
+mod cosock;
 mod io;
 mod ops;
 mod raw;
@@ -76,6 +79,18 @@ pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
     1
 }
 
+/// Entry point of `require "cothread.channel"`: the channel module, the same
+/// table as the `channel` field of every scheduler.
+///
+/// # Safety
+/// Called by Lua 5.4 with a valid state.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn luaopen_cothread_channel(l: L) -> c_int {
+    // SAFETY: Lua calls this with a valid state.
+    unsafe { channel::push_module(l) };
+    1
+}
+
 /// `cothread.new()`: a new, independent scheduler table.
 unsafe extern "C-unwind" fn new(l: L) -> c_int {
     // SAFETY: valid state; pushes are balanced as the comments show.
@@ -109,6 +124,9 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"version".as_ptr());
         socket::push_module(l);
         ffi::lua_setfield(l, m, c"socket".as_ptr());
+        channel::push_module(l);
+        ffi::lua_setfield(l, m, c"channel".as_ptr());
+        cosock::install(l, m, s);
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),

@@ -28,6 +28,7 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
+use crate::channel;
 use crate::io::{self, Outcome, READ, WRITE};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, State};
@@ -692,9 +693,10 @@ fn now_ns() -> u64 {
     cothread::time::monotonic_ns()
 }
 
-/// Nanoseconds from seconds (negative or NaN: None; huge: None too).
+/// Nanoseconds from seconds (negative or NaN: None; huge, `math.huge`
+/// included: `u64::MAX`, a deadline that never comes).
 fn ns_of(secs: f64) -> Option<u64> {
-    (0.0..1.0e9).contains(&secs).then(|| (secs * 1e9).ceil() as u64)
+    (secs >= 0.0).then(|| (secs * 1e9).ceil() as u64)
 }
 
 /// `[-0, +1, -]` Pushes the deadline of a call with total timeout `total`.
@@ -730,7 +732,7 @@ unsafe fn wait_deadline(l: L, t: *mut Tcp, slot: c_int) -> Result<Option<u64>, (
 
 /// The scheduler resuming the calling coroutine and its task, if the caller
 /// is a cothread that may yield.
-unsafe fn cothread_of(l: L) -> Option<(*mut State, cothread::Task)> {
+pub(crate) unsafe fn cothread_of(l: L) -> Option<(*mut State, cothread::Task)> {
     let p = io::CURRENT.get();
     // SAFETY: CURRENT is set only around a resume by a live state.
     unsafe {
@@ -834,6 +836,12 @@ unsafe fn park(l: L, op: Op, p: *mut State, task: cothread::Task, deadline: Opti
                 return Why::Failed(m);
             }
             regs.push(((*t).id, dir));
+        }
+        if op == Op::Select {
+            if let Err(m) = channel::select_waits(l, 1, p, &mut *io, &mut regs) {
+                ffi::lua_pop(l, 1);
+                return Why::Failed(m);
+            }
         }
         let id = match (*io).begin(task, regs, deadline) {
             Ok(id) => id,
@@ -1334,7 +1342,7 @@ unsafe fn connect_step(l: L, why: Option<Why>) -> Step {
 /// writable, as lists that also map each socket to its index; with none
 /// ready after `timeout` seconds (nil or negative: no limit),
 /// `{}, {}, "timeout"`.
-unsafe extern "C-unwind" fn select(l: L) -> c_int {
+pub(crate) unsafe extern "C-unwind" fn select(l: L) -> c_int {
     // SAFETY: a function of the module.
     unsafe {
         for idx in [1, 2] {
@@ -1344,7 +1352,9 @@ unsafe extern "C-unwind" fn select(l: L) -> c_int {
             ffi::luaL_checktype(l, idx, ffi::LUA_TTABLE);
             let mut i = 1;
             while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-                if ffi::luaL_testudata(l, -1, TCP.as_ptr()).is_null() {
+                // Channel receivers may be selected for reading.
+                let receiver = idx == 1 && channel::is_receiver(l, -1);
+                if ffi::luaL_testudata(l, -1, TCP.as_ptr()).is_null() && !receiver {
                     let msg = ffi::lua_pushfstring(
                         l,
                         c"socket expected at index %d, got %s".as_ptr(),
@@ -1388,7 +1398,7 @@ unsafe fn select_poll(l: L) -> bool {
                 any = true;
             }
         }
-        any
+        channel::select_poll(l, 1) || any
     }
 }
 
@@ -1404,8 +1414,9 @@ unsafe fn push_selected(l: L, idx: c_int, dir: u32) {
         }
         let mut i = 1;
         while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-            let t = ffi::lua_touserdata(l, -1) as *mut Tcp;
-            if !t.is_null() && (*t).fd >= 0 && (*t).sel & dir as u8 != 0 {
+            let t = ffi::luaL_testudata(l, -1, TCP.as_ptr()) as *mut Tcp;
+            let ready = if t.is_null() { channel::selected(l, -1) } else { (*t).fd >= 0 && (*t).sel & dir as u8 != 0 };
+            if ready {
                 n += 1;
                 ffi::lua_pushvalue(l, -1);
                 ffi::lua_rawseti(l, out, n);
