@@ -1462,16 +1462,17 @@ unsafe fn select_step(l: L, why: Option<Why>) -> Step {
 }
 
 /// `socket.sleep(seconds)`: suspends the calling cothread (blocks outside
-/// cothreads) for `seconds`.
+/// cothreads) for `seconds`. `seconds <= 0` in a cothread yields once
+/// through the event loop (cosock's `sleep(0)`).
 unsafe extern "C-unwind" fn sleep(l: L) -> c_int {
     // SAFETY: a function of the module.
     unsafe {
         let s = ffi::luaL_checknumber(l, 1);
         ffi::lua_settop(l, 1);
-        if s.is_nan() || s <= 0.0 {
+        if s.is_nan() || (s <= 0.0 && cothread_of(l).is_none()) {
             return 0;
         }
-        push_deadline(l, s);
+        push_deadline(l, s.max(0.0));
         drive(l, Op::Sleep, None)
     }
 }
@@ -1574,6 +1575,7 @@ unsafe extern "C-unwind" fn connect(l: L) -> c_int {
             b"inet6" => libc::AF_INET6,
             _ => raw::arg_error(l, 5, c"invalid family"),
         };
+        ffi::lua_settop(l, 5); // the object goes above the arguments, missing ones nil
         let t = push_tcp(l, -1, family, Kind::Master, family == libc::AF_UNSPEC);
         if family != libc::AF_UNSPEC {
             if let Err(e) = ensure_fd(t, family) {

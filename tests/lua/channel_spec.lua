@@ -272,7 +272,8 @@ describe("in select", function()
 
   it("takes math.maxinteger and math.huge timeouts without overflow", function()
     local S = cothread.new()
-    local s = assert(socket.connect("127.0.0.1", (select(2, assert(socket.bind("127.0.0.1", 0)):getsockname()))))
+    local server = assert(socket.bind("127.0.0.1", 0))
+    local s = assert(socket.connect("127.0.0.1", (select(2, server:getsockname()))))
     local tx, rx = channel.new()
     local results = {}
     S.spawn(function()
