@@ -564,6 +564,31 @@ mod tests {
     }
 
     #[test]
+    fn a_virtual_source_is_fired_and_forgets_cancelled_waits() {
+        let mut sched = cothread::Sched::new();
+        let (a, b) = (sched.task_new(0), sched.task_new(0));
+        let mut io = Io::new(1).unwrap();
+        io.attach_virtual(9);
+        let wa = io.begin(a, vec![(9, READ)], None).unwrap();
+        assert_eq!(io.armed(), 0, "only a send can end it: it does not keep run going");
+        assert_eq!(io.wait_info(a), Some(WaitInfo { readers: 1, writers: 0, deadline: None }));
+        let wb = io.begin(b, vec![(9, READ)], Some(u64::MAX)).unwrap();
+        assert_eq!(io.armed(), 1, "a deadline, even one that never comes, keeps run going");
+        io.cancel(b);
+        assert_eq!(io.armed(), 0);
+        assert_eq!(io.fire(9), vec![a], "the cancelled wait is not resumed");
+        assert!(io.fire(9).is_empty(), "a wait ends once");
+        assert!(io.wait_info(a).is_none());
+        assert!(io.last_wake(a).is_some());
+        assert_eq!(io.end(wa), Outcome::Ready);
+        assert_eq!(io.end(wb), Outcome::Cancelled);
+        io.forget(a);
+        assert!(io.last_wake(a).is_none());
+        assert!(io.detach(9).is_empty());
+        assert!(!io.attached(9));
+    }
+
+    #[test]
     fn poll_until_sleeps_without_events() {
         let mut io = Io::new(1).unwrap();
         let t0 = cothread::time::monotonic_ns();
