@@ -37,6 +37,13 @@
 //! Poll handles stay registered after their waiter left (a re-wait for the
 //! same direction then costs no system call); one that fires with nobody
 //! waiting is narrowed or stopped then.
+//!
+//! # Virtual sources
+//! A channel's receiver is attached like a socket but without a descriptor
+//! (`attach_virtual`): waits register on it the same way, and `fire` ends
+//! them when a value is sent or the channel closes. A wait on virtual
+//! sources only, without a deadline, does not keep `run` going (only another
+//! cothread could end it, as with a signal).
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
@@ -126,9 +133,9 @@ impl Notifier {
     }
 }
 
-/// A socket attached to the loop.
+/// A socket attached to the loop (or a virtual source: no poll handle).
 struct Sock {
-    poll: Handle,
+    poll: Option<Handle>,
     /// Waits for reading and for writing (usually one or none).
     readers: Vec<u64>,
     writers: Vec<u64>,
@@ -140,10 +147,22 @@ struct Wait {
     task: Task,
     socks: Vec<(u64, u32)>,
     timer: Option<Handle>,
-    /// Ended by an outside event (see `begin_external`).
-    external: bool,
+    /// Counted in `Io::armed` while pending (an external wait always is).
+    armed: bool,
+    /// Its deadline (monotonic ns), for `wait_info`.
+    deadline: Option<u64>,
     on_end: Option<OnEnd>,
     outcome: Option<Outcome>,
+}
+
+/// What a pending wait waits for (`Io::wait_info`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub struct WaitInfo {
+    /// Sources waited on for reading, and for writing.
+    pub readers: usize,
+    pub writers: usize,
+    /// The deadline, monotonic ns.
+    pub deadline: Option<u64>,
 }
 
 /// The I/O side of a scheduler.
@@ -163,6 +182,9 @@ pub struct Io {
     spare_timers: Vec<Handle>,
     /// Bounds the loop's blocking wait in `poll(Until)`.
     idle_timer: Handle,
+    /// Wall-clock seconds of each task's last wake by this loop (kept for
+    /// `get_thread_metadata`; dropped by `forget`).
+    wakes: HashMap<u64, i64>,
 }
 
 /// How long `poll` may block.
@@ -192,6 +214,7 @@ impl Io {
             key,
             spare_timers: Vec::new(),
             idle_timer,
+            wakes: HashMap::new(),
         })
     }
 
@@ -213,8 +236,43 @@ impl Io {
     /// Attaches socket `id` (descriptor `fd`).
     pub fn attach(&mut self, id: u64, fd: RawFd) -> cothread::error::Result<()> {
         let poll = self.lp.poll_init(fd, id as usize)?;
-        self.socks.insert(id, Sock { poll, readers: Vec::new(), writers: Vec::new(), watching: 0 });
+        self.socks.insert(id, Sock { poll: Some(poll), readers: Vec::new(), writers: Vec::new(), watching: 0 });
         Ok(())
+    }
+
+    /// Attaches the virtual source `id` (a channel: no descriptor).
+    pub fn attach_virtual(&mut self, id: u64) {
+        self.socks.insert(id, Sock { poll: None, readers: Vec::new(), writers: Vec::new(), watching: 0 });
+    }
+
+    /// Ends the waits for reading on virtual source `id` with `Ready` (a value
+    /// was sent, or the channel closed); returns their tasks, to make ready.
+    pub fn fire(&mut self, id: u64) -> Vec<Task> {
+        let Some(sock) = self.socks.get(&id) else { return Vec::new() };
+        let waiters = sock.readers.clone();
+        waiters.into_iter().filter_map(|w| self.finish(w, Outcome::Ready)).collect()
+    }
+
+    /// What the pending wait of `task` waits for, if it has one.
+    pub fn wait_info(&self, task: Task) -> Option<WaitInfo> {
+        let w = self.waits.get(self.by_task.get(&task.to_raw())?)?;
+        if w.outcome.is_some() {
+            return None;
+        }
+        let readers = w.socks.iter().filter(|s| s.1 == READ).count();
+        Some(WaitInfo { readers, writers: w.socks.len() - readers, deadline: w.deadline })
+    }
+
+    /// Wall-clock seconds of the last wake of `task` by this loop.
+    pub fn last_wake(&self, task: Task) -> Option<i64> {
+        self.wakes.get(&task.to_raw()).copied()
+    }
+
+    /// Forgets what is kept about `task` (it ended or was unregistered).
+    pub fn forget(&mut self, task: Task) {
+        if !self.wakes.is_empty() {
+            self.wakes.remove(&task.to_raw());
+        }
     }
 
     /// Records a wait of `task` on `socks` (id, `READ`/`WRITE`) until
@@ -233,10 +291,12 @@ impl Io {
             if dir == READ { sock.readers.push(id) } else { sock.writers.push(id) }
         }
         let timer = deadline.map(|d| self.start_timer(id, d));
-        if timer.is_some() || !socks.is_empty() {
+        let real = socks.iter().any(|(s, _)| self.socks.get(s).is_some_and(|s| s.poll.is_some()));
+        let armed = timer.is_some() || real;
+        if armed {
             self.armed += 1;
         }
-        self.waits.insert(id, Wait { task, socks, timer, external: false, on_end: None, outcome: None });
+        self.waits.insert(id, Wait { task, socks, timer, armed, deadline, on_end: None, outcome: None });
         self.by_task.insert(task.to_raw(), id);
         Ok(id)
     }
@@ -248,7 +308,7 @@ impl Io {
         let id = new_id();
         let timer = deadline.map(|d| self.start_timer(id, d));
         self.armed += 1;
-        self.waits.insert(id, Wait { task, socks: Vec::new(), timer, external: true, on_end: None, outcome: None });
+        self.waits.insert(id, Wait { task, socks: Vec::new(), timer, armed: true, deadline, on_end: None, outcome: None });
         self.by_task.insert(task.to_raw(), id);
         id
     }
@@ -367,8 +427,8 @@ impl Io {
                 tasks.push(t);
             }
         }
-        if let Some(sock) = self.socks.remove(&id) {
-            let _ = self.lp.close(sock.poll, None);
+        if let Some(poll) = self.socks.remove(&id).and_then(|s| s.poll) {
+            let _ = self.lp.close(poll, None);
         }
         tasks
     }
@@ -442,8 +502,8 @@ impl Io {
             }
         }
         let Some(sock) = self.socks.get_mut(&s) else { return };
-        if stale & sock.watching != 0 {
-            let (poll, wanted) = (sock.poll, sock.watching & !stale);
+        if let (true, Some(poll)) = (stale & sock.watching != 0, sock.poll) {
+            let wanted = sock.watching & !stale;
             sock.watching = 0;
             if wanted == 0 {
                 let _ = self.lp.poll_stop(poll);
@@ -461,7 +521,10 @@ impl Io {
         self.disarm(id);
         let w = self.waits.get_mut(&id)?;
         w.outcome = Some(outcome);
-        Some(w.task)
+        let task = w.task;
+        // SAFETY: `time` with a null argument only returns the time.
+        self.wakes.insert(task.to_raw(), unsafe { libc::time(std::ptr::null_mut()) });
+        Some(task)
     }
 
     /// Takes pending wait `id` off its sockets and timer.
@@ -470,7 +533,7 @@ impl Io {
         let socks = std::mem::take(&mut w.socks);
         let timer = w.timer.take();
         let on_end = w.on_end.take();
-        if timer.is_some() || !socks.is_empty() || std::mem::take(&mut w.external) {
+        if std::mem::take(&mut w.armed) {
             self.armed -= 1;
         }
         if let Some(f) = on_end {
@@ -495,7 +558,7 @@ impl Io {
     /// Makes socket `s`'s poll handle watch `dir` too.
     fn watch(&mut self, s: u64, dir: u32) -> cothread::error::Result<()> {
         let sock = self.socks.get(&s).ok_or(cothread::Error::Inval)?;
-        if sock.watching & dir == dir {
+        if sock.watching & dir == dir || sock.poll.is_none() {
             return Ok(());
         }
         let events = sock.watching | dir;
@@ -504,7 +567,7 @@ impl Io {
 
     fn start_poll(&mut self, s: u64, events: u32) -> cothread::error::Result<()> {
         let sock = self.socks.get_mut(&s).ok_or(cothread::Error::Inval)?;
-        let poll = sock.poll;
+        let poll = sock.poll.ok_or(cothread::Error::Inval)?;
         let q = self.events.clone();
         let cb = Box::new(move |_: &mut Loop, _, bits| q.borrow_mut().push(Event::Poll(s, bits)));
         self.lp.poll_start(poll, events, cb)?;
@@ -707,6 +770,31 @@ mod tests {
         io.notifier().done(id);
         assert!(io.poll(Block::No).is_empty(), "a late event resumes nobody");
         assert_eq!(io.armed(), 0);
+    }
+
+    #[test]
+    fn a_virtual_source_is_fired_and_forgets_cancelled_waits() {
+        let mut sched = cothread::Sched::new();
+        let (a, b) = (sched.task_new(0), sched.task_new(0));
+        let mut io = Io::new(1).unwrap();
+        io.attach_virtual(9);
+        let wa = io.begin(a, vec![(9, READ)], None).unwrap();
+        assert_eq!(io.armed(), 0, "only a send can end it: it does not keep run going");
+        assert_eq!(io.wait_info(a), Some(WaitInfo { readers: 1, writers: 0, deadline: None }));
+        let wb = io.begin(b, vec![(9, READ)], Some(u64::MAX)).unwrap();
+        assert_eq!(io.armed(), 1, "a deadline, even one that never comes, keeps run going");
+        io.cancel(b);
+        assert_eq!(io.armed(), 0);
+        assert_eq!(io.fire(9), vec![a], "the cancelled wait is not resumed");
+        assert!(io.fire(9).is_empty(), "a wait ends once");
+        assert!(io.wait_info(a).is_none());
+        assert!(io.last_wake(a).is_some());
+        assert_eq!(io.end(wa), Outcome::Ready);
+        assert_eq!(io.end(wb), Outcome::Cancelled);
+        io.forget(a);
+        assert!(io.last_wake(a).is_none());
+        assert!(io.detach(9).is_empty());
+        assert!(!io.attached(9));
     }
 
     #[test]

@@ -17,7 +17,9 @@
 //! calls under them); `file` (`cothread.file`), `process`
 //! (`cothread.process`) and `ossignal` (`cothread.signal`: OS signals), over
 //! `stream` (their file objects), `reader` (the read buffer and io's formats)
-//! and `park` (parking a cothread on the loop for them).
+//! and `park` (parking a cothread on the loop for them); `channel`
+//! (`cothread.channel`) and `cosock` (cosock's `spawn`,
+//! `get_thread_metadata`, `asyncify`).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -25,6 +27,8 @@ use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
+mod channel;
+mod cosock;
 mod dns;
 mod file;
 mod io;
@@ -100,6 +104,18 @@ pub unsafe extern "C-unwind" fn luaopen_cothread_dns(l: L) -> c_int {
     1
 }
 
+/// Entry point of `require "cothread.channel"`: the channel module, the same
+/// table as the `channel` field of every scheduler.
+///
+/// # Safety
+/// Called by Lua 5.4 with a valid state.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn luaopen_cothread_channel(l: L) -> c_int {
+    // SAFETY: Lua calls this with a valid state.
+    unsafe { channel::push_module(l) };
+    1
+}
+
 /// `cothread.new()`: a new, independent scheduler table.
 unsafe extern "C-unwind" fn new(l: L) -> c_int {
     // SAFETY: valid state; pushes are balanced as the comments show.
@@ -141,6 +157,9 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"process".as_ptr());
         ossignal::push_module(l);
         ffi::lua_setfield(l, m, c"signal".as_ptr());
+        channel::push_module(l);
+        ffi::lua_setfield(l, m, c"channel".as_ptr());
+        cosock::install(l, m, s);
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),

@@ -35,6 +35,7 @@ mod options;
 mod protect;
 mod udp;
 
+use crate::channel;
 use crate::io::{self, Outcome, READ, WRITE};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, State};
@@ -624,9 +625,10 @@ fn now_ns() -> u64 {
     cothread::time::monotonic_ns()
 }
 
-/// Nanoseconds from seconds (negative or NaN: None; huge: None too).
+/// Nanoseconds from seconds (negative or NaN: None; huge, `math.huge`
+/// included: `u64::MAX`, a deadline that never comes).
 fn ns_of(secs: f64) -> Option<u64> {
-    (0.0..1.0e9).contains(&secs).then(|| (secs * 1e9).ceil() as u64)
+    (secs >= 0.0).then(|| (secs * 1e9).ceil() as u64)
 }
 
 /// `[-0, +1, -]` Pushes the deadline of a call with total timeout `total`.
@@ -768,6 +770,12 @@ unsafe fn park(l: L, op: Op, p: *mut State, task: cothread::Task, deadline: Opti
                 return Why::Failed(m);
             }
             regs.push(((*t).id, dir));
+        }
+        if op == Op::Select {
+            if let Err(m) = channel::select_waits(l, 1, p, &mut *io, &mut regs) {
+                ffi::lua_pop(l, 1);
+                return Why::Failed(m);
+            }
         }
         let id = match (*io).begin(task, regs, deadline) {
             Ok(id) => id,
@@ -1268,7 +1276,7 @@ unsafe fn connect_step(l: L, why: Option<Why>) -> Step {
 /// writable, as lists that also map each socket to its index; with none
 /// ready after `timeout` seconds (nil or negative: no limit),
 /// `{}, {}, "timeout"`.
-unsafe extern "C-unwind" fn select(l: L) -> c_int {
+pub(crate) unsafe extern "C-unwind" fn select(l: L) -> c_int {
     // SAFETY: a function of the module.
     unsafe {
         for idx in [1, 2] {
@@ -1278,7 +1286,9 @@ unsafe extern "C-unwind" fn select(l: L) -> c_int {
             ffi::luaL_checktype(l, idx, ffi::LUA_TTABLE);
             let mut i = 1;
             while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-                if to_sock(l, -1).is_null() {
+                // Channel receivers may be selected for reading.
+                let receiver = idx == 1 && channel::is_receiver(l, -1);
+                if to_sock(l, -1).is_null() && !receiver {
                     let msg = ffi::lua_pushfstring(
                         l,
                         c"socket expected at index %d, got %s".as_ptr(),
@@ -1322,7 +1332,7 @@ unsafe fn select_poll(l: L) -> bool {
                 any = true;
             }
         }
-        any
+        channel::select_poll(l, 1) || any
     }
 }
 
@@ -1338,8 +1348,9 @@ unsafe fn push_selected(l: L, idx: c_int, dir: u32) {
         }
         let mut i = 1;
         while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-            let t = ffi::lua_touserdata(l, -1) as *mut Tcp;
-            if !t.is_null() && (*t).fd >= 0 && (*t).sel & dir as u8 != 0 {
+            let t = to_sock(l, -1);
+            let ready = if t.is_null() { channel::selected(l, -1) } else { (*t).fd >= 0 && (*t).sel & dir as u8 != 0 };
+            if ready {
                 n += 1;
                 ffi::lua_pushvalue(l, -1);
                 ffi::lua_rawseti(l, out, n);
@@ -1385,16 +1396,17 @@ unsafe fn select_step(l: L, why: Option<Why>) -> Step {
 }
 
 /// `socket.sleep(seconds)`: suspends the calling cothread (blocks outside
-/// cothreads) for `seconds`.
+/// cothreads) for `seconds`. `seconds <= 0` in a cothread yields once
+/// through the event loop (cosock's `sleep(0)`).
 unsafe extern "C-unwind" fn sleep(l: L) -> c_int {
     // SAFETY: a function of the module.
     unsafe {
         let s = ffi::luaL_checknumber(l, 1);
         ffi::lua_settop(l, 1);
-        if s.is_nan() || s <= 0.0 {
+        if s.is_nan() || (s <= 0.0 && cothread_of(l).is_none()) {
             return 0;
         }
-        push_deadline(l, s);
+        push_deadline(l, s.max(0.0));
         drive(l, Op::Sleep, None)
     }
 }
@@ -1497,6 +1509,7 @@ unsafe extern "C-unwind" fn connect(l: L) -> c_int {
             b"inet6" => libc::AF_INET6,
             _ => raw::arg_error(l, 5, c"invalid family"),
         };
+        ffi::lua_settop(l, 5); // the object goes above the arguments, missing ones nil
         let t = push_tcp(l, -1, family, Kind::Master, family == libc::AF_UNSPEC);
         if family != libc::AF_UNSPEC {
             if let Err(e) = ensure_fd(t, family) {

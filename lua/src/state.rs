@@ -369,6 +369,7 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
             if io.has_wait() {
                 io.cancel(task); // left while waiting for I/O: nothing resumes it later
             }
+            io.forget(task);
         }
         if (*p).core.task_free(task).is_err() {
             return;

@@ -1,0 +1,171 @@
+-- cosock compatibility for one scheduler: spawn and its handles,
+-- get_thread_metadata, asyncify. Run by cosock.rs with the scheduler table
+-- and `waitinfo(thread)` (what the thread waits for on the event loop).
+local M, waitinfo = ...
+
+local create, status, close = coroutine.create, coroutine.status, coroutine.close
+local running = coroutine.running
+local traceback = debug and debug.traceback
+local socket = M.socket
+
+local function typename(v)
+  local mt = getmetatable(v)
+  return type(mt) == "table" and type(rawget(mt, "__name")) == "string" and mt.__name or type(v)
+end
+
+local function argerror(n, fname, msg)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3)
+end
+
+-- ===== spawn and handles =====
+
+local thread_of = setmetatable({}, { __mode = "k" }) -- handle -> thread
+local handle_of = setmetatable({}, { __mode = "k" }) -- thread -> handle
+local spawned = setmetatable({}, { __mode = "k" })   -- thread -> {serial, time}
+local serial = 0
+
+local Handle = { __name = "cothread.handle" }
+Handle.__index = Handle
+
+local function check_handle(h, fname)
+  local co = thread_of[h]
+  if not co then argerror(1, fname, "spawn handle expected, got " .. typename(h)) end
+  return co
+end
+
+-- handle:cancel(): stops the cothread for good. Its pending operation is
+-- dropped (a late readiness, timeout or channel value resumes nothing) and
+-- its pending to-be-closed variables are closed.
+function Handle.cancel(h)
+  local co = check_handle(h, "cancel")
+  local st = status(co)
+  if st == "dead" then return end
+  if st ~= "suspended" then
+    error("cannot cancel a running cothread (a cothread cannot cancel itself)", 2)
+  end
+  M.unschedule(co)
+  local ok, err = close(co)
+  if not ok then error(err, 0) end
+end
+
+-- handle:is_alive(): has the cothread neither ended, failed nor been cancelled?
+function Handle.is_alive(h)
+  return status(check_handle(h, "is_alive")) ~= "dead"
+end
+
+function Handle.__tostring(h)
+  local name = rawget(h, "name")
+  if name ~= nil then return tostring(name) end
+  local co = thread_of[h]
+  if co and status(co) ~= "dead" then return tostring(co) end
+  return "dead-thread"
+end
+
+-- spawn(fn [, name]): a new cothread running fn(), at the end of the ready
+-- queue; returns its handle.
+function M.spawn(fn, name)
+  if type(fn) ~= "function" then argerror(1, "spawn", "function expected, got " .. typename(fn)) end
+  local co = create(fn)
+  serial = serial + 1
+  local h = setmetatable({ name = name }, Handle)
+  thread_of[h], handle_of[co] = co, h
+  spawned[co] = { serial, os.time() }
+  M.schedule(co)
+  return h
+end
+
+-- ===== get_thread_metadata =====
+
+local function metadata(co)
+  local recvt, sendt, timeout, woke = waitinfo(co)
+  local h, born = handle_of[co], spawned[co]
+  if co == running() then
+    woke = os.time()
+  elseif woke == nil or (born and born[2] > woke) then
+    woke = born and born[2]
+  end
+  return {
+    name = h and rawget(h, "name"),
+    traceback = traceback and traceback(co) or nil,
+    recvt = recvt,
+    sendt = sendt,
+    timeout = timeout,
+    last_wake = woke or "unknown",
+    status = status(co),
+  }
+end
+
+-- get_thread_metadata(): a list with the metadata of every spawned cothread
+-- not dead yet, in spawn order. get_thread_metadata(handle or thread): that
+-- cothread's.
+function M.get_thread_metadata(which)
+  if which ~= nil then
+    local co = thread_of[which] or (type(which) == "thread" and which)
+    if not co then
+      argerror(1, "get_thread_metadata", "spawn handle or thread expected, got " .. typename(which))
+    end
+    return metadata(co)
+  end
+  local list = {}
+  for co in pairs(spawned) do
+    if status(co) ~= "dead" then list[#list + 1] = co end
+  end
+  table.sort(list, function(a, b) return spawned[a][1] < spawned[b][1] end)
+  for i, co in ipairs(list) do list[i] = metadata(co) end
+  return list
+end
+
+-- ===== asyncify =====
+
+local asyncified = {} -- name -> module
+local asyncify
+
+-- What `require` is inside an asyncified module.
+local function redirected_require(name)
+  if type(name) ~= "string" then argerror(1, "require", "string expected, got " .. typename(name)) end
+  return asyncify(name)
+end
+
+-- The environment of asyncified modules: the globals, but `require` redirects.
+local env = setmetatable({ require = redirected_require }, { __index = _G, __newindex = _G })
+
+local SOCKET = { socket = true, ["cosock.socket"] = true, ["cothread.socket"] = true }
+
+-- asyncify(name): loads module `name` (as `require` finds it) so that its
+-- `require "socket"`, and those of the modules it requires in turn, give
+-- cothread.socket. Loaded once per scheduler.
+function asyncify(name)
+  if SOCKET[name] then return socket end
+  local m = asyncified[name]
+  if m ~= nil then return m end
+  local loader, extra
+  local msg = {}
+  for _, searcher in ipairs(package.searchers) do
+    loader, extra = searcher(name)
+    if type(loader) == "function" then break end
+    if type(loader) == "string" then msg[#msg + 1] = loader end
+    loader = nil
+  end
+  if not loader then
+    m = package.loaded[name] -- a standard library, loaded without a searcher
+    if m == nil then error(("module '%s' not found:%s"):format(name, table.concat(msg)), 3) end
+  else
+    for i = 1, math.huge do
+      local uv = debug.getupvalue(loader, i)
+      if uv == nil then break end
+      if uv == "_ENV" then
+        debug.setupvalue(loader, i, env)
+        break
+      end
+    end
+    m = loader(name, extra)
+    if m == nil then m = true end
+  end
+  asyncified[name] = m
+  return m
+end
+
+function M.asyncify(name)
+  if type(name) ~= "string" then argerror(1, "asyncify", "string expected, got " .. typename(name)) end
+  return asyncify(name)
+end
