@@ -221,9 +221,22 @@ impl Pool {
 }
 
 impl Drop for Pool {
+    /// Lets the threads finish the queued jobs, then waits for them to end
+    /// (unless dropped by a job on one of them): nothing of the pool runs
+    /// after its last handle is gone, so thread-local state is freed before,
+    /// say, the process exits.
     fn drop(&mut self) {
-        self.shared.lock().closed = true;
+        let handles = {
+            let mut q = self.shared.lock();
+            q.closed = true;
+            std::mem::take(&mut q.handles)
+        };
         self.shared.ready.notify_all();
+        if !self.shared.is_current() {
+            for h in handles {
+                let _ = h.join(); // a panicking job ended its thread: nothing to do
+            }
+        }
     }
 }
 
