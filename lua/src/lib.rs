@@ -19,7 +19,8 @@
 //! `stream` (their file objects), `reader` (the read buffer and io's formats)
 //! and `park` (parking a cothread on the loop for them); `channel`
 //! (`cothread.channel`) and `cosock` (cosock's `spawn`,
-//! `get_thread_metadata`, `asyncify`).
+//! `get_thread_metadata`, `asyncify`); `future` (`cothread.promise`: the
+//! core's futures, shared with C and C++).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -31,6 +32,7 @@ mod channel;
 mod cosock;
 mod dns;
 mod file;
+mod future;
 mod io;
 mod ops;
 mod ossignal;
@@ -160,6 +162,9 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         channel::push_module(l);
         ffi::lua_setfield(l, m, c"channel".as_ptr());
         cosock::install(l, m, s);
+        ffi::lua_pushvalue(l, m);
+        future::add_functions(l);
+        ffi::lua_pop(l, 1);
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),
             (c"version_minor", COT_VERSION_MINOR),

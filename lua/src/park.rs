@@ -131,6 +131,20 @@ pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
     2
 }
 
+/// `[-0, +2, m]` Pushes `false, message` (a `pcall`-style failure); returns 2.
+///
+/// # Safety
+/// `l` is a valid state, in a C function.
+pub unsafe fn push_fail_false(l: L, msg: &CStr) -> c_int {
+    // SAFETY: valid state.
+    unsafe {
+        raw::check_stack(l, 2);
+        ffi::lua_pushboolean(l, 0);
+        ffi::lua_pushstring(l, msg.as_ptr());
+    }
+    2
+}
+
 /// Nanoseconds from seconds (negative or NaN: None; huge: None too).
 pub fn ns_of(secs: f64) -> Option<u64> {
     (0.0..1.0e9).contains(&secs).then(|| (secs * 1e9).ceil() as u64)

@@ -29,6 +29,40 @@ pub struct cot_future {
     pub(crate) future: Future,
 }
 
+impl cot_promise {
+    /// A new C handle of `promise` (freed by `cot_promise_free`), for faces
+    /// written in Rust that hand promises to C.
+    pub fn into_raw(promise: Promise) -> *mut cot_promise {
+        Box::into_raw(Box::new(cot_promise { promise }))
+    }
+
+    /// The promise behind a C handle; `None` for NULL.
+    ///
+    /// # Safety
+    /// `p` is NULL or a live promise handle, which outlives the reference.
+    pub unsafe fn get<'a>(p: *const cot_promise) -> Option<&'a Promise> {
+        // SAFETY: forwarded caller contract.
+        unsafe { promise(p) }.ok()
+    }
+}
+
+impl cot_future {
+    /// A new C handle of `future` (freed by `cot_future_free`), for faces
+    /// written in Rust that hand futures to C.
+    pub fn into_raw(future: Future) -> *mut cot_future {
+        new_future(future)
+    }
+
+    /// The future behind a C handle; `None` for NULL.
+    ///
+    /// # Safety
+    /// `f` is NULL or a live future handle, which outlives the reference.
+    pub unsafe fn get<'a>(f: *const cot_future) -> Option<&'a Future> {
+        // SAFETY: forwarded caller contract.
+        unsafe { future(f) }.ok()
+    }
+}
+
 /// `cot_future_state`: not settled yet.
 pub const COT_FUTURE_PENDING: c_int = 0;
 /// `cot_future_state`: settled with a value (`cot_promise_set`).
@@ -67,6 +101,9 @@ unsafe impl Sync for CValue {}
 impl Payload for CValue {
     fn as_ptr(&self) -> *mut c_void {
         self.ptr
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 
@@ -259,7 +296,7 @@ pub unsafe extern "C" fn cot_future_result(
     let (code, v, m) = match f.outcome() {
         None => return Error::Busy.code(),
         Some(Outcome::Value(v)) => (0, v.as_ptr(), std::ptr::null()),
-        Some(Outcome::Error { code, message }) => (*code, std::ptr::null_mut(), message.as_ptr()),
+        Some(Outcome::Error { code, message, .. }) => (*code, std::ptr::null_mut(), message.as_ptr()),
         Some(Outcome::Dropped) => (Error::Dropped.code(), std::ptr::null_mut(), Error::Dropped.c_message().as_ptr()),
     };
     // SAFETY: NULL or writable (caller's contract).

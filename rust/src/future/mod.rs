@@ -24,6 +24,7 @@
 //! (and a value's destructor) is dropped with the last handle of either kind,
 //! on whichever thread drops it.
 
+use std::any::Any;
 use std::collections::BTreeMap;
 use std::ffi::{CStr, CString, c_void};
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -37,22 +38,28 @@ use crate::time::monotonic_ns;
 mod tests;
 
 /// A value a promise carries: anything that can cross threads and show itself
-/// as a pointer (what a C reader gets back).
-pub trait Payload: Send + Sync {
+/// as a pointer (what a C reader gets back). A face that made it finds its
+/// own type again through `as_any` (the Lua module reads its values back).
+pub trait Payload: Send + Sync + Any {
     /// The pointer readers get.
     fn as_ptr(&self) -> *mut c_void;
+    /// Itself, to downcast.
+    fn as_any(&self) -> &dyn Any;
 }
 
 /// The result of a settled future.
 pub enum Outcome {
     /// A value.
     Value(Box<dyn Payload>),
-    /// An error: a negative code and a message.
+    /// An error: a negative code and a message, and what the face that
+    /// failed it attached (the Lua module: the error value itself).
     Error {
         /// The code (negative by convention, as the C ABI's).
         code: i32,
         /// What went wrong.
         message: CString,
+        /// The failing face's own error value, if any.
+        detail: Option<Box<dyn Payload>>,
     },
     /// Every promise handle was dropped before one settled it.
     Dropped,
@@ -176,7 +183,13 @@ impl Promise {
 
     /// Settles with an error. `Error::Already` if a result came first.
     pub fn fail(&self, code: i32, message: &CStr) -> Result<()> {
-        self.0.settle(|| Outcome::Error { code, message: message.to_owned() })
+        self.fail_with(code, message, || None)
+    }
+
+    /// Settles with an error and the detail `make` gives (made only if it
+    /// will be taken). `Error::Already` if a result came first.
+    pub fn fail_with(&self, code: i32, message: &CStr, make: impl FnOnce() -> Option<Box<dyn Payload>>) -> Result<()> {
+        self.0.settle(|| Outcome::Error { code, message: message.to_owned(), detail: make() })
     }
 
     /// Is the future settled?

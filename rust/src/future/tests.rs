@@ -14,6 +14,9 @@ impl Payload for Counted {
     fn as_ptr(&self) -> *mut c_void {
         self.0 as *mut c_void
     }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
 }
 
 impl Drop for Counted {
@@ -56,7 +59,7 @@ fn an_error_keeps_its_code_and_message() {
     let (p, f) = Promise::new();
     p.fail(-71, c"it broke").unwrap();
     match f.outcome() {
-        Some(Outcome::Error { code, message }) => {
+        Some(Outcome::Error { code, message, .. }) => {
             assert_eq!(*code, -71);
             assert_eq!(message.as_c_str(), c"it broke");
         }
