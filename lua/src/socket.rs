@@ -87,6 +87,11 @@ struct Tcp {
     buf: Vec<u8>,
     first: usize,
     scanned: usize,
+    /// The last `recv` came back short: the socket is most likely empty, so
+    /// a read that needs more data waits for readiness before trying again
+    /// (as libuv reads only on readiness). Cleared when a wait or `select`
+    /// finds it readable.
+    drained: bool,
     pending: Vec<PendingOpt>,
     /// Identifier on the event loop of `owner` (0: never attached).
     id: u64,
@@ -136,6 +141,7 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
             buf: Vec::new(),
             first: 0,
             scanned: 0,
+            drained: false,
             pending: Vec::new(),
             id: 0,
             owner: std::ptr::null_mut(),
@@ -1038,8 +1044,10 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
     // SAFETY: the frame of `Op::Receive`; `t` stays a live `Tcp` (slot 1).
     unsafe {
         let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
-        if let Some(Why::Failed(m)) = why {
-            return receive_failed(l, t, m);
+        match why {
+            Some(Why::Failed(m)) => return receive_failed(l, t, m),
+            Some(Why::Ready) => (*t).drained = false,
+            None => {}
         }
         let pattern = ffi::lua_tointegerx(l, 2, std::ptr::null_mut());
         let mut prefix_len = 0;
@@ -1072,6 +1080,13 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
             if (*t).fd < 0 {
                 return receive_failed(l, t, c"closed");
             }
+            if (*t).drained {
+                // Skip a recv that would most likely fail with EAGAIN; with
+                // no time left to wait, try it all the same.
+                if let Ok(d) = wait_deadline(l, t, 4) {
+                    return Step::Wait(d);
+                }
+            }
             match sys::recv((*t).fd, &mut (*t).buf, CHUNK) {
                 Ok(0) => {
                     if pattern == ALL && unread > 0 {
@@ -1082,7 +1097,7 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
                     }
                     return receive_failed(l, t, c"closed");
                 }
-                Ok(_) => {}
+                Ok(n) => (*t).drained = n < CHUNK,
                 Err(libc::EAGAIN) => match wait_deadline(l, t, 4) {
                     Ok(d) => return Step::Wait(d),
                     Err(()) => return receive_failed(l, t, c"timeout"),
@@ -1385,6 +1400,9 @@ unsafe fn select_poll(l: L) -> bool {
             let ready = failed || fd.revents & fd.events != 0 || (dir == READ && !(*t).unread().is_empty());
             if ready {
                 (*t).sel |= dir as u8;
+                if dir == READ {
+                    (*t).drained = false;
+                }
                 any = true;
             }
         }
