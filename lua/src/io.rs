@@ -33,6 +33,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
@@ -61,6 +62,34 @@ pub fn new_id() -> u64 {
         id
     })
 }
+
+/// Hashes the maps' keys, identifiers and raw task handles: unique
+/// integers that need no protection against chosen collisions, so one
+/// multiplication spreads them instead of SipHash, several times dearer on
+/// every wait.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Both halves of the full product: the low bits (the bucket) then
+        // depend on every bit of `n`.
+        let m = (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = m as u64 ^ (m >> 64) as u64;
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 /// How a wait ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -102,9 +131,9 @@ struct Wait {
 pub struct Io {
     lp: Loop,
     events: Rc<RefCell<Vec<Event>>>,
-    socks: HashMap<u64, Sock>,
-    waits: HashMap<u64, Wait>,
-    by_task: HashMap<u64, u64>,
+    socks: IdMap<Sock>,
+    waits: IdMap<Wait>,
+    by_task: IdMap<u64>,
     /// Pending waits that can end by themselves (a socket or a deadline).
     armed: usize,
     /// The private signal key waiting cothreads are parked on.
@@ -134,9 +163,9 @@ impl Io {
         Ok(Io {
             lp,
             events: Rc::new(RefCell::new(Vec::new())),
-            socks: HashMap::new(),
-            waits: HashMap::new(),
-            by_task: HashMap::new(),
+            socks: IdMap::default(),
+            waits: IdMap::default(),
+            by_task: IdMap::default(),
             armed: 0,
             key,
             spare_timers: Vec::new(),
