@@ -21,6 +21,7 @@ check_servers() {
 
 # start_server NAME CPATH_DIR SIZE: sets server_pid and server_port.
 start_server() {
+    rm -f "$tmp/port"
     lua5.4 "$here/echo_$1.lua" "$2" "$3" > "$tmp/port" &
     server_pid=$!
     server_port=
@@ -32,7 +33,7 @@ start_server() {
             exit 1
         fi
         sleep 0.05
-        server_port=$(head -n 1 "$tmp/port")
+        server_port=$(head -n 1 "$tmp/port" 2>/dev/null || true)
     done
 }
 

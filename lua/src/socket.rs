@@ -721,8 +721,12 @@ unsafe fn wait_deadline(l: L, t: *mut Tcp, slot: c_int) -> Result<Option<u64>, (
     unsafe {
         let call = (ffi::lua_type(l, slot) == ffi::LUA_TNUMBER)
             .then(|| ffi::lua_tointegerx(l, slot, std::ptr::null_mut()) as u64);
+        let block = ns_of((*t).block);
+        if call.is_none() && block.is_none() {
+            return Ok(None); // no timeout: no need to read the clock
+        }
         let now = now_ns();
-        let each = ns_of((*t).block).map(|ns| now.saturating_add(ns));
+        let each = block.map(|ns| now.saturating_add(ns));
         let d = match (call, each) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
