@@ -142,6 +142,10 @@ pub struct Io {
     spare_timers: Vec<Handle>,
     /// Bounds the loop's blocking wait in `poll(Until)`.
     idle_timer: Handle,
+    /// Emptied vectors kept for reuse (no allocation per event): the event
+    /// queue's other half, and the waits a readiness ends.
+    spare_events: Vec<Event>,
+    woken: Vec<u64>,
 }
 
 /// How long `poll` may block.
@@ -170,6 +174,8 @@ impl Io {
             key,
             spare_timers: Vec::new(),
             idle_timer,
+            spare_events: Vec::new(),
+            woken: Vec::new(),
         })
     }
 
@@ -296,9 +302,10 @@ impl Io {
         };
         let _ = self.lp.run(mode);
         let _ = self.lp.timer_stop(self.idle_timer);
-        let events = std::mem::take(&mut *self.events.borrow_mut());
+        let spare = std::mem::take(&mut self.spare_events);
+        let mut events = std::mem::replace(&mut *self.events.borrow_mut(), spare);
         let mut ready = Vec::new();
-        for e in events {
+        for e in events.drain(..) {
             match e {
                 Event::Timer(id) => {
                     if let Some(t) = self.finish(id, Outcome::Timeout) {
@@ -308,6 +315,7 @@ impl Io {
                 Event::Poll(s, bits) => self.ready(s, bits, &mut ready),
             }
         }
+        self.spare_events = events;
         ready
     }
 
@@ -317,7 +325,8 @@ impl Io {
     /// again soon, and then no system call is needed).
     fn ready(&mut self, s: u64, bits: u32, out: &mut Vec<Task>) {
         let Some(sock) = self.socks.get(&s) else { return };
-        let mut woken = Vec::new();
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
         let mut stale = 0;
         if bits & (READABLE | DISCONNECT) != 0 {
             if sock.readers.is_empty() {
@@ -331,11 +340,12 @@ impl Io {
             }
             woken.extend_from_slice(&sock.writers);
         }
-        for w in woken {
+        for &w in &woken {
             if let Some(t) = self.finish(w, Outcome::Ready) {
                 out.push(t);
             }
         }
+        self.woken = woken;
         let Some(sock) = self.socks.get_mut(&s) else { return };
         if stale & sock.watching != 0 {
             let (poll, wanted) = (sock.poll, sock.watching & !stale);
