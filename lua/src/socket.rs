@@ -1011,23 +1011,70 @@ unsafe fn push_taken(l: L, t: *mut Tcp, n: usize, skip: usize, line: bool) {
     // is copied by Lua before the buffer changes.
     unsafe {
         let first = (*t).first;
-        let mut len = n;
-        if line {
-            // Drop the CRs in place (those bytes are consumed anyway).
-            let data = &mut (&mut (*t).buf)[first..first + n];
-            let mut w = 0;
-            for r in 0..n {
-                if data[r] != b'\r' {
-                    data[w] = data[r];
-                    w += 1;
-                }
-            }
-            len = w;
-        }
-        ffi::lua_pushvalue(l, 3);
-        ffi::lua_pushlstring(l, (*t).buf.as_ptr().add(first).cast(), len);
-        ffi::lua_concat(l, 2);
+        push_data(l, &mut (&mut (*t).buf)[first..first + n], line);
         (*t).consume(skip);
+    }
+}
+
+/// `[-0, +1, m]` Pushes the prefix (slot 3) followed by `data` (for a line,
+/// its CRs are dropped in place: those bytes are consumed anyway).
+unsafe fn push_data(l: L, data: &mut [u8], line: bool) {
+    let mut len = data.len();
+    if line {
+        let mut w = 0;
+        for r in 0..len {
+            if data[r] != b'\r' {
+                data[w] = data[r];
+                w += 1;
+            }
+        }
+        len = w;
+    }
+    // SAFETY: valid state with two free slots; Lua copies the bytes.
+    unsafe {
+        ffi::lua_pushvalue(l, 3);
+        ffi::lua_pushlstring(l, data.as_ptr().cast(), len);
+        ffi::lua_concat(l, 2);
+    }
+}
+
+thread_local! {
+    /// Where a receive reads when its object's buffer is empty: data taken
+    /// as it comes (the usual case) then never goes through the object's
+    /// buffer, so an idle connection holds no read buffer.
+    static SCRATCH: std::cell::UnsafeCell<Vec<u8>> = const { std::cell::UnsafeCell::new(Vec::new()) };
+}
+
+/// Reads once from `t` into its buffer, through the thread's scratch buffer
+/// if the object's is empty; a read that satisfies the pattern by itself is
+/// pushed from there (the rest, if any, is kept in the object): then
+/// `Ok(None)`. Otherwise what `recv` returned.
+unsafe fn recv_step(l: L, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: usize) -> sys::SysResult<Option<usize>> {
+    // SAFETY: `t` is live; the scratch vector is only touched here, never
+    // while Lua runs (the rest is stored before the string is pushed, since
+    // a finalizer run by that push may receive too); `data` is a plain slice.
+    unsafe {
+        if !(*t).unread().is_empty() {
+            return sys::recv((*t).fd, &mut (*t).buf, CHUNK).map(Some);
+        }
+        let scratch = SCRATCH.with(|s| s.get());
+        (*scratch).clear();
+        let n = sys::recv((*t).fd, &mut *scratch, CHUNK)?;
+        let data: &mut [u8] = std::slice::from_raw_parts_mut((*scratch).as_mut_ptr(), n);
+        let taken = match pattern {
+            _ if n == 0 => None,
+            LINE => data.iter().position(|&b| b == b'\n').map(|i| (i, i + 1)),
+            ALL => None,
+            _ => (n >= wanted).then_some((wanted, wanted)),
+        };
+        let Some((len, skip)) = taken else {
+            (*t).buf.extend_from_slice(data);
+            return Ok(Some(n));
+        };
+        (*t).buf.extend_from_slice(&data[skip..]);
+        (*t).drained = n < CHUNK;
+        push_data(l, &mut data[..len], pattern == LINE);
+        Ok(None)
     }
 }
 
@@ -1091,8 +1138,13 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
                     return Step::Wait(d);
                 }
             }
-            match sys::recv((*t).fd, &mut (*t).buf, CHUNK) {
-                Ok(0) => {
+            match recv_step(l, t, pattern, wanted) {
+                Ok(None) => {
+                    ffi::lua_pushnil(l);
+                    ffi::lua_pushnil(l);
+                    return Step::Done(3);
+                }
+                Ok(Some(0)) => {
                     if pattern == ALL && unread > 0 {
                         push_taken(l, t, unread, unread, false);
                         ffi::lua_pushnil(l);
@@ -1101,7 +1153,7 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
                     }
                     return receive_failed(l, t, c"closed");
                 }
-                Ok(n) => (*t).drained = n < CHUNK,
+                Ok(Some(n)) => (*t).drained = n < CHUNK,
                 Err(libc::EAGAIN) => match wait_deadline(l, t, 4) {
                     Ok(d) => return Step::Wait(d),
                     Err(()) => return receive_failed(l, t, c"timeout"),

@@ -81,6 +81,61 @@ describe("a receive after a short read", function()
   end)
 end)
 
+-- A receive on an empty buffer reads into a buffer shared by the thread and
+-- keeps only what the pattern leaves over in the object.
+describe("a receive into an empty buffer", function()
+  it("keeps what the pattern leaves over for the next call", function()
+    local c, a = pair()
+    a:settimeout(5)
+    assert(c:send("line one\r\nline two\n12345"))
+    c:close()
+    socket.sleep(0.05)
+    assert.equal("line one", a:receive())
+    assert.equal("lin", a:receive(3))
+    assert.equal("e two", a:receive("*l"))
+    assert.equal("12345", a:receive("*a"))
+    a:close()
+  end)
+
+  it("puts the prefix first and returns partial data on timeout", function()
+    local c, a = pair()
+    a:settimeout(0.05)
+    assert(c:send("xyz"))
+    socket.sleep(0.05)
+    assert.equal("abxyz", a:receive(5, "ab"))
+    assert(c:send("123"))
+    socket.sleep(0.05)
+    assert.same({ nil, "timeout", "p123" }, { a:receive(10, "p") })
+    assert.is_false(a:dirty())
+    c:close()
+    a:close()
+  end)
+
+  it("never mixes the data of two sockets", function()
+    local S = cothread.new()
+    local c1, a1 = pair()
+    local c2, a2 = pair()
+    local got = { {}, {} }
+    for i, a in ipairs { a1, a2 } do
+      S.schedule(coroutine.create(function()
+        a:settimeout(5)
+        for _ = 1, 3 do got[i][#got[i] + 1] = a:receive() end
+      end))
+    end
+    S.schedule(coroutine.create(function()
+      for n = 1, 3 do
+        assert(c1:send(("A%d\nA"):format(n)))
+        assert(c2:send(("B%d\nB"):format(n)))
+        socket.sleep(0.01)
+      end
+    end))
+    S.run()
+    assert.same({ "A1", "AA2", "AA3" }, got[1])
+    assert.same({ "B1", "BB2", "BB3" }, got[2])
+    for _, s in ipairs { c1, a1, c2, a2 } do s:close() end
+  end)
+end)
+
 describe("a server with idle connections", function()
   it("uses no CPU while they wait (a child process, 2000 connections, 1 s)", function()
     local lua = os.getenv("COTHREAD_LUA") or "lua5.4"
