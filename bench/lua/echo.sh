@@ -6,9 +6,9 @@
 # (echo_client.c: CONNS connections each keeping one SIZE-byte message in
 # flight, every echoed byte checked).
 #
-#   bench/lua/echo.sh [seconds]      # seconds per server and round (default 4)
+#   bench/lua/echo.sh [seconds]      # seconds per server and round (default 2)
 #
-# Environment: COT_BENCH_ROUNDS (rounds, the servers alternating; default 2),
+# Environment: COT_BENCH_ROUNDS (rounds, the servers alternating; default 4),
 # COT_BENCH_CONNS (64), COT_BENCH_SIZE (4096), COT_BENCH_DEPTH (messages in
 # flight per connection, 1), COTHREAD_LUA_DIR (the directory holding
 # cothread.so; default build/lua). Prints each measurement, then per server the
@@ -17,8 +17,8 @@
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
-seconds=${1:-${COT_BENCH_SECONDS:-4}}
-rounds=${COT_BENCH_ROUNDS:-2}
+seconds=${1:-${COT_BENCH_SECONDS:-2}}
+rounds=${COT_BENCH_ROUNDS:-4}
 conns=${COT_BENCH_CONNS:-64}
 size=${COT_BENCH_SIZE:-4096}
 depth=${COT_BENCH_DEPTH:-1}
