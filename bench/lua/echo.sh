@@ -13,7 +13,8 @@
 # flight per connection, 1), COTHREAD_LUA_DIR (the directory holding
 # cothread.so; default build/lua). Prints each measurement, then per server the
 # best throughput and the lowest server CPU per message of the rounds, and the
-# ratios cothread / luv and cothread / cqueues (throughput: the target is >= 1).
+# ratios cothread / luv and cothread / cqueues of throughput and of messages
+# per second of server CPU (the target is >= 1).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,16 +43,18 @@ while [ "$round" -le "$rounds" ]; do
     round=$((round + 1))
 done
 
-# Best throughput (field 2) and lowest server CPU per message of each server.
+# Best throughput (field 2) and lowest server CPU per message of each server;
+# messages per second of server CPU (1 / CPU per message) is the figure a busy
+# shared machine disturbs least.
 awk -v rounds="$rounds" '
     { mib[$1] = ($2 > mib[$1]) ? $2 : mib[$1]
       for (i = 1; i < NF; i++) if ($i == "CPU") { c = $(i + 1); if (!($1 in cpu) || c < cpu[$1]) cpu[$1] = c } }
     END {
-        printf "best of %d round(s):", rounds
-        printf " cothread %.1f MiB/s (%.2f us/msg), luv %.1f MiB/s (%.2f us/msg), cqueues %.1f MiB/s (%.2f us/msg)\n",
-            mib["cothread"], cpu["cothread"], mib["luv"], cpu["luv"], mib["cqueues"], cpu["cqueues"]
-        printf "throughput  cothread / luv: %.2f   cothread / cqueues: %.2f   (target >= 1)\n",
-            mib["cothread"] / mib["luv"], mib["cothread"] / mib["cqueues"]
-        printf "server CPU per message  cothread / luv: %.2f   cothread / cqueues: %.2f   (below 1: cheaper)\n",
-            cpu["cothread"] / cpu["luv"], cpu["cothread"] / cpu["cqueues"]
+        printf "best of %d round(s):\n", rounds
+        split("cothread luv cqueues", names, " ")
+        for (k = 1; k <= 3; k++)
+            printf "  %-9s %8.1f MiB/s  %6.2f us of server CPU per message\n", names[k], mib[names[k]], cpu[names[k]]
+        for (k = 2; k <= 3; k++)
+            printf "cothread / %-8s throughput %.2f, per server CPU second %.2f   (target >= 1)\n", names[k] ":",
+                mib["cothread"] / mib[names[k]], cpu[names[k]] / cpu["cothread"]
     }' "$results"
