@@ -17,7 +17,8 @@
  * Idle (-i): opens `conns` connections (default 10000), echoes one message of
  * `size` bytes on each (so the server has accepted every one and waits in a
  * receive on it), waits 0.5 s, then measures the server's CPU time over
- * `seconds` while nothing happens.
+ * `seconds` while nothing happens, and how often it woke up (context
+ * switches of all its threads, from /proc/<pid>/task/<tid>/status).
  *
  * `pid` is the server process: its CPU time (utime + stime from
  * /proc/<pid>/stat) over the measurement is reported. Output: one line,
@@ -33,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -73,6 +75,31 @@ static double proc_cpu(int pid) {
         exit(1);
     }
     return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
+}
+
+/* Context switches (voluntary + not) of every thread of process `pid` so far:
+ * how often it went to sleep or was preempted, so over an idle window how
+ * often anything woke it. */
+static long proc_switches(int pid) {
+    char path[64], line[256];
+    long total = 0, n;
+    snprintf(path, sizeof path, "/proc/%d/task", pid);
+    DIR *d = opendir(path);
+    if (!d) die(path);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.16s/status", pid, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* a thread that just ended */
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1 ||
+                sscanf(line, "nonvoluntary_ctxt_switches: %ld", &n) == 1)
+                total += n;
+        fclose(f);
+    }
+    closedir(d);
+    return total;
 }
 
 /* Resident memory of process `pid` in KiB (VmRSS), or 0. */
@@ -242,11 +269,14 @@ static int idle(const struct settings *s, int port) {
     struct timespec settle = {0, 500000000};
     nanosleep(&settle, NULL);
     double cpu0 = proc_cpu(s->pid), t0 = now_s(CLOCK_MONOTONIC);
+    long sw0 = s->pid > 0 ? proc_switches(s->pid) : 0;
     struct timespec wait = {(time_t)s->seconds, (long)((s->seconds - (time_t)s->seconds) * 1e9)};
     while (nanosleep(&wait, &wait) < 0 && errno == EINTR) {}
     double secs = now_s(CLOCK_MONOTONIC) - t0, cpu = proc_cpu(s->pid) - cpu0;
-    printf("%-9s %d idle connections: server CPU %.1f ms over %.2f s (%.2f %%), server RSS %.1f MiB\n", s->name,
-           s->conns, cpu * 1e3, secs, 100 * cpu / secs, s->pid > 0 ? proc_rss_kib(s->pid) / 1024.0 : 0.0);
+    long wakeups = s->pid > 0 ? proc_switches(s->pid) - sw0 : 0;
+    printf("%-9s %d idle connections: server CPU %.0f ms over %.2f s (in %ld ms ticks), %ld wakeups, RSS %.1f MiB\n",
+           s->name, s->conns, cpu * 1e3, secs, 1000 / sysconf(_SC_CLK_TCK), wakeups,
+           s->pid > 0 ? proc_rss_kib(s->pid) / 1024.0 : 0.0);
     for (int i = 0; i < s->conns; i++) close(fds[i]);
     free(fds);
     free(in);

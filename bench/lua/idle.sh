@@ -1,9 +1,10 @@
 #!/bin/sh
 # Idle cost: each echo server of bench/lua (cothread, luv, cqueues) with
 # CONNS open connections that are all waiting (each echoed one message, so
-# the server accepted it and waits in a receive on it), and the server
-# process's CPU time over SECONDS of that idleness (utime + stime from
-# /proc/<pid>/stat, measured by echo_client -i, a separate process).
+# the server accepted it and waits in a receive on it): the server process's
+# CPU time over SECONDS of that idleness (utime + stime from /proc/<pid>/stat,
+# in clock ticks), how often it woke up (context switches of its threads) and
+# its resident memory, measured by echo_client -i, a separate process.
 #
 #   bench/lua/idle.sh [conns [seconds]]     # default 10000 connections, 3 s
 #
