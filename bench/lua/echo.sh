@@ -37,7 +37,9 @@ while [ "$round" -le "$rounds" ]; do
     for s in $servers; do
         start_server "$s" "$lua_dir" "$size"
         "$here/echo-client" -c "$conns" -s "$size" -d "$depth" -t "$seconds" -p "$server_pid" -n "$s" \
-            "$server_port" | tee -a "$results"
+            "$server_port" > "$tmp/line"
+        cat "$tmp/line"
+        cat "$tmp/line" >> "$results"
         stop_server
     done
     round=$((round + 1))
