@@ -153,11 +153,32 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
     }
 }
 
+/// `[-0, +0, -]` The TCP object at `idx`, or null: `luaL_testudata`, but
+/// the methods hold the metatable as upvalue 1, which spares the registry
+/// lookup by name on every call (one found elsewhere is looked up).
+unsafe fn test_tcp(l: L, idx: c_int) -> *mut Tcp {
+    // SAFETY: valid state with two free slots (every caller is a C function);
+    // an upvalue index past a function's upvalues is acceptable (not equal).
+    unsafe {
+        if ffi::lua_type(l, idx) != ffi::LUA_TUSERDATA || ffi::lua_getmetatable(l, idx) == 0 {
+            return std::ptr::null_mut();
+        }
+        let mut same = ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(1)) != 0;
+        if !same {
+            ffi::luaL_getmetatable(l, TCP.as_ptr());
+            same = ffi::lua_rawequal(l, -1, -2) != 0;
+            ffi::lua_pop(l, 1);
+        }
+        ffi::lua_pop(l, 1);
+        if same { ffi::lua_touserdata(l, idx) as *mut Tcp } else { std::ptr::null_mut() }
+    }
+}
+
 /// `[-0, +0, e]` The TCP object at `idx`, raising unless it is one of `kinds`.
 unsafe fn check_tcp(l: L, idx: c_int, kinds: &[Kind]) -> *mut Tcp {
     // SAFETY: valid state; a userdata with this metatable holds a `Tcp`.
     unsafe {
-        let t = ffi::luaL_testudata(l, idx, TCP.as_ptr()) as *mut Tcp;
+        let t = test_tcp(l, idx);
         let expected = match kinds {
             [k] => k.name(),
             _ => c"tcp{any}",
@@ -1715,15 +1736,18 @@ pub unsafe fn push_module(l: L) {
         }
         ffi::lua_pop(l, 1);
         if ffi::luaL_newmetatable(l, TCP.as_ptr()) != 0 {
+            // Methods and metamethods get the metatable as upvalue 1 (`test_tcp`).
             for (name, f) in
                 [(c"__gc", tcp_gc as ffi::lua_CFunction), (c"__close", tcp_close), (c"__tostring", tcp_tostring)]
             {
-                ffi::lua_pushcfunction(l, f);
+                ffi::lua_pushvalue(l, -1);
+                ffi::lua_pushcclosure(l, f, 1);
                 ffi::lua_setfield(l, -2, name.as_ptr());
             }
             ffi::lua_createtable(l, 0, METHODS.len() as c_int);
             for (name, f) in METHODS {
-                ffi::lua_pushcfunction(l, *f);
+                ffi::lua_pushvalue(l, -2);
+                ffi::lua_pushcclosure(l, *f, 1);
                 ffi::lua_setfield(l, -2, name.as_ptr());
             }
             ffi::lua_setfield(l, -2, c"__index".as_ptr());
