@@ -48,6 +48,7 @@
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
@@ -77,6 +78,34 @@ pub fn new_id() -> u64 {
         id
     })
 }
+
+/// Hashes the maps' keys, identifiers and raw task handles: unique
+/// integers that need no protection against chosen collisions, so one
+/// multiplication spreads them instead of SipHash, several times dearer on
+/// every wait.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ b as u64);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        // Both halves of the full product: the low bits (the bucket) then
+        // depend on every bit of `n`.
+        let m = (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = m as u64 ^ (m >> 64) as u64;
+    }
+}
+
+type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 /// How a wait ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -169,11 +198,11 @@ pub struct WaitInfo {
 pub struct Io {
     lp: Loop,
     events: Rc<RefCell<Vec<Event>>>,
-    socks: HashMap<u64, Sock>,
-    waits: HashMap<u64, Wait>,
-    by_task: HashMap<u64, u64>,
+    socks: IdMap<Sock>,
+    waits: IdMap<Wait>,
+    by_task: IdMap<u64>,
     /// Results of finished jobs, until `take_result`.
-    results: HashMap<u64, JobResult>,
+    results: IdMap<JobResult>,
     /// Pending waits that can end by themselves (a socket or a deadline).
     armed: usize,
     /// The private signal key waiting cothreads are parked on.
@@ -184,7 +213,11 @@ pub struct Io {
     idle_timer: Handle,
     /// Wall-clock seconds of each task's last wake by this loop (kept for
     /// `get_thread_metadata`; dropped by `forget`).
-    wakes: HashMap<u64, i64>,
+    wakes: IdMap<i64>,
+    /// Emptied vectors kept for reuse (no allocation per event): the event
+    /// queue's other half, and the waits a readiness ends.
+    spare_events: Vec<Event>,
+    woken: Vec<u64>,
 }
 
 /// How long `poll` may block.
@@ -206,15 +239,17 @@ impl Io {
         Ok(Io {
             lp,
             events: Rc::new(RefCell::new(Vec::new())),
-            socks: HashMap::new(),
-            waits: HashMap::new(),
-            by_task: HashMap::new(),
-            results: HashMap::new(),
+            socks: IdMap::default(),
+            waits: IdMap::default(),
+            by_task: IdMap::default(),
+            results: IdMap::default(),
             armed: 0,
             key,
             spare_timers: Vec::new(),
             idle_timer,
-            wakes: HashMap::new(),
+            wakes: IdMap::default(),
+            spare_events: Vec::new(),
+            woken: Vec::new(),
         })
     }
 
@@ -453,9 +488,10 @@ impl Io {
         };
         let _ = self.lp.run(mode);
         let _ = self.lp.timer_stop(self.idle_timer);
-        let events = std::mem::take(&mut *self.events.borrow_mut());
+        let spare = std::mem::take(&mut self.spare_events);
+        let mut events = std::mem::replace(&mut *self.events.borrow_mut(), spare);
         let mut ready = Vec::new();
-        for e in events {
+        for e in events.drain(..) {
             match e {
                 Event::Timer(id) => {
                     if let Some(t) = self.finish(id, Outcome::Timeout) {
@@ -473,6 +509,7 @@ impl Io {
                 }
             }
         }
+        self.spare_events = events;
         ready
     }
 
@@ -482,7 +519,8 @@ impl Io {
     /// again soon, and then no system call is needed).
     fn ready(&mut self, s: u64, bits: u32, out: &mut Vec<Task>) {
         let Some(sock) = self.socks.get(&s) else { return };
-        let mut woken = Vec::new();
+        let mut woken = std::mem::take(&mut self.woken);
+        woken.clear();
         let mut stale = 0;
         if bits & (READABLE | DISCONNECT) != 0 {
             if sock.readers.is_empty() {
@@ -496,11 +534,12 @@ impl Io {
             }
             woken.extend_from_slice(&sock.writers);
         }
-        for w in woken {
+        for &w in &woken {
             if let Some(t) = self.finish(w, Outcome::Ready) {
                 out.push(t);
             }
         }
+        self.woken = woken;
         let Some(sock) = self.socks.get_mut(&s) else { return };
         if let (true, Some(poll)) = (stale & sock.watching != 0, sock.poll) {
             let wanted = sock.watching & !stale;

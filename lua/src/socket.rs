@@ -111,6 +111,11 @@ struct Tcp {
     buf: Vec<u8>,
     first: usize,
     scanned: usize,
+    /// The last `recv` came back short: the socket is most likely empty, so
+    /// a read that needs more data waits for readiness before trying again
+    /// (as libuv reads only on readiness). Cleared when a wait or `select`
+    /// finds it readable.
+    drained: bool,
     pending: Vec<PendingOpt>,
     /// Identifier on the event loop of `owner` (0: never attached).
     id: u64,
@@ -160,6 +165,7 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
             buf: Vec::new(),
             first: 0,
             scanned: 0,
+            drained: false,
             pending: Vec::new(),
             id: 0,
             owner: std::ptr::null_mut(),
@@ -168,6 +174,27 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
         });
         ffi::luaL_setmetatable(l, TCP.as_ptr());
         t
+    }
+}
+
+/// `[-0, +0, -]` The TCP object at `idx`, or null: `luaL_testudata`, but
+/// the methods hold the metatable as upvalue 1, which spares the registry
+/// lookup by name on every call (one found elsewhere is looked up).
+unsafe fn test_tcp(l: L, idx: c_int) -> *mut Tcp {
+    // SAFETY: valid state with two free slots (every caller is a C function);
+    // an upvalue index past a function's upvalues is acceptable (not equal).
+    unsafe {
+        if ffi::lua_type(l, idx) != ffi::LUA_TUSERDATA || ffi::lua_getmetatable(l, idx) == 0 {
+            return std::ptr::null_mut();
+        }
+        let mut same = ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(1)) != 0;
+        if !same {
+            ffi::luaL_getmetatable(l, TCP.as_ptr());
+            same = ffi::lua_rawequal(l, -1, -2) != 0;
+            ffi::lua_pop(l, 1);
+        }
+        ffi::lua_pop(l, 1);
+        if same { ffi::lua_touserdata(l, idx) as *mut Tcp } else { std::ptr::null_mut() }
     }
 }
 
@@ -202,7 +229,7 @@ const ANY: &[Kind] = &[Kind::Master, Kind::Client, Kind::Server, Kind::Unconnect
 unsafe fn to_sock(l: L, idx: c_int) -> *mut Tcp {
     // SAFETY: valid state; a userdata with either metatable holds a `Tcp`.
     unsafe {
-        let t = ffi::luaL_testudata(l, idx, TCP.as_ptr()) as *mut Tcp;
+        let t = test_tcp(l, idx);
         if t.is_null() { ffi::luaL_testudata(l, idx, udp::UDP.as_ptr()) as *mut Tcp } else { t }
     }
 }
@@ -649,8 +676,12 @@ unsafe fn wait_deadline(l: L, t: *mut Tcp, slot: c_int) -> Result<Option<u64>, (
     unsafe {
         let call = (ffi::lua_type(l, slot) == ffi::LUA_TNUMBER)
             .then(|| ffi::lua_tointegerx(l, slot, std::ptr::null_mut()) as u64);
+        let block = ns_of((*t).block);
+        if call.is_none() && block.is_none() {
+            return Ok(None); // no timeout: no need to read the clock
+        }
         let now = now_ns();
-        let each = ns_of((*t).block).map(|ns| now.saturating_add(ns));
+        let each = block.map(|ns| now.saturating_add(ns));
         let d = match (call, each) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -943,23 +974,70 @@ unsafe fn push_taken(l: L, t: *mut Tcp, n: usize, skip: usize, line: bool) {
     // is copied by Lua before the buffer changes.
     unsafe {
         let first = (*t).first;
-        let mut len = n;
-        if line {
-            // Drop the CRs in place (those bytes are consumed anyway).
-            let data = &mut (&mut (*t).buf)[first..first + n];
-            let mut w = 0;
-            for r in 0..n {
-                if data[r] != b'\r' {
-                    data[w] = data[r];
-                    w += 1;
-                }
-            }
-            len = w;
-        }
-        ffi::lua_pushvalue(l, 3);
-        ffi::lua_pushlstring(l, (*t).buf.as_ptr().add(first).cast(), len);
-        ffi::lua_concat(l, 2);
+        push_data(l, &mut (&mut (*t).buf)[first..first + n], line);
         (*t).consume(skip);
+    }
+}
+
+/// `[-0, +1, m]` Pushes the prefix (slot 3) followed by `data` (for a line,
+/// its CRs are dropped in place: those bytes are consumed anyway).
+unsafe fn push_data(l: L, data: &mut [u8], line: bool) {
+    let mut len = data.len();
+    if line {
+        let mut w = 0;
+        for r in 0..len {
+            if data[r] != b'\r' {
+                data[w] = data[r];
+                w += 1;
+            }
+        }
+        len = w;
+    }
+    // SAFETY: valid state with two free slots; Lua copies the bytes.
+    unsafe {
+        ffi::lua_pushvalue(l, 3);
+        ffi::lua_pushlstring(l, data.as_ptr().cast(), len);
+        ffi::lua_concat(l, 2);
+    }
+}
+
+thread_local! {
+    /// Where a receive reads when its object's buffer is empty: data taken
+    /// as it comes (the usual case) then never goes through the object's
+    /// buffer, so an idle connection holds no read buffer.
+    static SCRATCH: std::cell::UnsafeCell<Vec<u8>> = const { std::cell::UnsafeCell::new(Vec::new()) };
+}
+
+/// Reads once from `t` into its buffer, through the thread's scratch buffer
+/// if the object's is empty; a read that satisfies the pattern by itself is
+/// pushed from there (the rest, if any, is kept in the object): then
+/// `Ok(None)`. Otherwise what `recv` returned.
+unsafe fn recv_step(l: L, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: usize) -> sys::SysResult<Option<usize>> {
+    // SAFETY: `t` is live; the scratch vector is only touched here, never
+    // while Lua runs (the rest is stored before the string is pushed, since
+    // a finalizer run by that push may receive too); `data` is a plain slice.
+    unsafe {
+        if !(*t).unread().is_empty() {
+            return sys::recv((*t).fd, &mut (*t).buf, CHUNK).map(Some);
+        }
+        let scratch = SCRATCH.with(|s| s.get());
+        (*scratch).clear();
+        let n = sys::recv((*t).fd, &mut *scratch, CHUNK)?;
+        let data: &mut [u8] = std::slice::from_raw_parts_mut((*scratch).as_mut_ptr(), n);
+        let taken = match pattern {
+            _ if n == 0 => None,
+            LINE => data.iter().position(|&b| b == b'\n').map(|i| (i, i + 1)),
+            ALL => None,
+            _ => (n >= wanted).then_some((wanted, wanted)),
+        };
+        let Some((len, skip)) = taken else {
+            (*t).buf.extend_from_slice(data);
+            return Ok(Some(n));
+        };
+        (*t).buf.extend_from_slice(&data[skip..]);
+        (*t).drained = n < CHUNK;
+        push_data(l, &mut data[..len], pattern == LINE);
+        Ok(None)
     }
 }
 
@@ -980,8 +1058,10 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
     // SAFETY: the frame of `Op::Receive`; `t` stays a live `Tcp` (slot 1).
     unsafe {
         let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
-        if let Some(Why::Failed(m)) = why {
-            return receive_failed(l, t, m);
+        match why {
+            Some(Why::Failed(m)) => return receive_failed(l, t, m),
+            Some(Why::Ready) => (*t).drained = false,
+            None => {}
         }
         let pattern = ffi::lua_tointegerx(l, 2, std::ptr::null_mut());
         let mut prefix_len = 0;
@@ -1014,8 +1094,20 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
             if (*t).fd < 0 {
                 return receive_failed(l, t, c"closed");
             }
-            match sys::recv((*t).fd, &mut (*t).buf, CHUNK) {
-                Ok(0) => {
+            if (*t).drained {
+                // Skip a recv that would most likely fail with EAGAIN; with
+                // no time left to wait, try it all the same.
+                if let Ok(d) = wait_deadline(l, t, 4) {
+                    return Step::Wait(d);
+                }
+            }
+            match recv_step(l, t, pattern, wanted) {
+                Ok(None) => {
+                    ffi::lua_pushnil(l);
+                    ffi::lua_pushnil(l);
+                    return Step::Done(3);
+                }
+                Ok(Some(0)) => {
                     if pattern == ALL && unread > 0 {
                         push_taken(l, t, unread, unread, false);
                         ffi::lua_pushnil(l);
@@ -1024,7 +1116,7 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
                     }
                     return receive_failed(l, t, c"closed");
                 }
-                Ok(_) => {}
+                Ok(Some(n)) => (*t).drained = n < CHUNK,
                 Err(libc::EAGAIN) => match wait_deadline(l, t, 4) {
                     Ok(d) => return Step::Wait(d),
                     Err(()) => return receive_failed(l, t, c"timeout"),
@@ -1329,6 +1421,9 @@ unsafe fn select_poll(l: L) -> bool {
             let ready = failed || fd.revents & fd.events != 0 || (dir == READ && !(*t).unread().is_empty());
             if ready {
                 (*t).sel |= dir as u8;
+                if dir == READ {
+                    (*t).drained = false;
+                }
                 any = true;
             }
         }
@@ -1588,15 +1683,18 @@ pub unsafe fn push_module(l: L) {
         }
         ffi::lua_pop(l, 1);
         if ffi::luaL_newmetatable(l, TCP.as_ptr()) != 0 {
+            // Methods and metamethods get the metatable as upvalue 1 (`test_tcp`).
             for (name, f) in
                 [(c"__gc", tcp_gc as ffi::lua_CFunction), (c"__close", tcp_close), (c"__tostring", tcp_tostring)]
             {
-                ffi::lua_pushcfunction(l, f);
+                ffi::lua_pushvalue(l, -1);
+                ffi::lua_pushcclosure(l, f, 1);
                 ffi::lua_setfield(l, -2, name.as_ptr());
             }
             ffi::lua_createtable(l, 0, METHODS.len() as c_int);
             for (name, f) in METHODS {
-                ffi::lua_pushcfunction(l, *f);
+                ffi::lua_pushvalue(l, -2);
+                ffi::lua_pushcclosure(l, *f, 1);
                 ffi::lua_setfield(l, -2, name.as_ptr());
             }
             ffi::lua_setfield(l, -2, c"__index".as_ptr());

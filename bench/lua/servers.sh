@@ -1,0 +1,46 @@
+# Starting and stopping the echo servers of bench/lua (sourced by echo.sh and
+# idle.sh). Each server is `lua5.4 echo_<name>.lua CPATH_DIR SIZE`, prints its
+# port on its first line and runs until killed.
+
+tmp=$(mktemp -d)
+server_pid=
+trap 'stop_server; rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+# Fails unless lua5.4 loads cothread (from $1), luv and cqueues.
+check_servers() {
+    if ! lua5.4 -e "package.cpath = '$1/?.so;' .. package.cpath; require 'cothread'" 2>/dev/null; then
+        echo "bench: cannot load cothread.so from $1 (build it: cmake -S . -B build && cmake --build build)" >&2
+        exit 1
+    fi
+    if ! lua5.4 -e 'require "luv"; require "cqueues"' 2>/dev/null; then
+        echo "bench: lua5.4 cannot load luv and cqueues (Debian: apt-get install lua-luv lua-cqueues)" >&2
+        exit 1
+    fi
+}
+
+# start_server NAME CPATH_DIR SIZE: sets server_pid and server_port.
+start_server() {
+    rm -f "$tmp/port"
+    lua5.4 "$here/echo_$1.lua" "$2" "$3" > "$tmp/port" &
+    server_pid=$!
+    server_port=
+    i=0
+    while [ -z "$server_port" ]; do
+        i=$((i + 1))
+        if [ "$i" -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
+            echo "bench: the $1 server did not start" >&2
+            exit 1
+        fi
+        sleep 0.05
+        server_port=$(head -n 1 "$tmp/port" 2>/dev/null || true)
+    done
+}
+
+stop_server() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+        server_pid=
+    fi
+}
