@@ -457,11 +457,7 @@ pub unsafe fn push_module(l: L) {
                     ffi::lua_pushcfunction(l, receiver_gc);
                     ffi::lua_setfield(l, -2, c"__gc".as_ptr());
                 }
-                ffi::lua_createtable(l, 0, methods.len() as c_int);
-                for (name, f) in methods {
-                    ffi::lua_pushcfunction(l, *f);
-                    ffi::lua_setfield(l, -2, name.as_ptr());
-                }
+                raw::push_functions(l, methods);
                 ffi::lua_setfield(l, -2, c"__index".as_ptr());
             }
             ffi::lua_pop(l, 1);

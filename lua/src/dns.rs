@@ -219,19 +219,6 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] =
 /// # Safety
 /// `l` is a valid state.
 pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state; pushes are balanced.
-    unsafe {
-        raw::check_stack(l, 3);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
-            return;
-        }
-        ffi::lua_pop(l, 1);
-        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int);
-        for (name, f) in FUNCTIONS {
-            ffi::lua_pushcfunction(l, *f);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
-    }
+    // SAFETY: valid state.
+    unsafe { raw::push_module_once(l, MODULE, FUNCTIONS, |_| {}) }
 }

@@ -474,8 +474,7 @@ pub unsafe fn add_functions(l: L) {
     // SAFETY: valid state; pushes are balanced as the comments show.
     unsafe {
         raw::check_stack(l, 4);
-        type Methods = &'static [(&'static CStr, ffi::lua_CFunction)];
-        let kinds: [(&CStr, ffi::lua_CFunction, Methods); 2] = [
+        let kinds: [(&CStr, ffi::lua_CFunction, &[raw::Reg]); 2] = [
             (
                 PROMISE,
                 promise_gc,
@@ -491,11 +490,7 @@ pub unsafe fn add_functions(l: L) {
             if ffi::luaL_newmetatable(l, name.as_ptr()) != 0 {
                 ffi::lua_pushcfunction(l, gc);
                 ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-                ffi::lua_createtable(l, 0, methods.len() as c_int);
-                for (m, f) in methods {
-                    ffi::lua_pushcfunction(l, *f);
-                    ffi::lua_setfield(l, -2, m.as_ptr());
-                }
+                raw::push_functions(l, methods);
                 ffi::lua_setfield(l, -2, c"__index".as_ptr());
             }
             ffi::lua_pop(l, 1);

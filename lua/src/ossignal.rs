@@ -264,19 +264,6 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", wait), (c"raise", 
 /// # Safety
 /// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state; balanced pushes.
-    unsafe {
-        raw::check_stack(l, 3);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
-            return;
-        }
-        ffi::lua_pop(l, 1);
-        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int);
-        for (name, f) in FUNCTIONS {
-            ffi::lua_pushcfunction(l, *f);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
-    }
+    // SAFETY: valid state.
+    unsafe { raw::push_module_once(l, MODULE, FUNCTIONS, |_| {}) }
 }

@@ -612,20 +612,18 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", proc_wait), (c"kill"
 /// # Safety
 /// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
+    // SAFETY: valid state; `init` leaves the stack as it found it.
+    unsafe { raw::push_module_once(l, MODULE, &[(c"spawn", spawn)], |l| register(l)) }
+}
+
+/// `[-0, +0, m]` Registers the metatables of process objects and their pipes.
+unsafe fn register(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {
-        raw::check_stack(l, 4);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
-            return;
-        }
-        ffi::lua_pop(l, 1);
+        raw::check_stack(l, 3);
         stream::register(l);
         if ffi::luaL_newmetatable(l, PROCESS.as_ptr()) != 0 {
-            ffi::lua_createtable(l, 0, METHODS.len() as c_int);
-            for (name, f) in METHODS {
-                ffi::lua_pushcfunction(l, *f);
-                ffi::lua_setfield(l, -2, name.as_ptr());
-            }
+            raw::push_functions(l, METHODS);
             ffi::lua_pushcclosure(l, proc_index, 1);
             ffi::lua_setfield(l, -2, c"__index".as_ptr());
             ffi::lua_pushcfunction(l, proc_tostring);
@@ -634,10 +632,5 @@ pub unsafe fn push_module(l: L) {
             ffi::lua_setfield(l, -2, c"__gc".as_ptr());
         }
         ffi::lua_pop(l, 1);
-        ffi::lua_createtable(l, 0, 1);
-        ffi::lua_pushcfunction(l, spawn);
-        ffi::lua_setfield(l, -2, c"spawn".as_ptr());
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
     }
 }

@@ -147,3 +147,44 @@ pub unsafe fn status(l: L, co: L) -> Status {
         }
     }
 }
+
+/// A C function and the name it is set under.
+pub type Reg = (&'static CStr, ffi::lua_CFunction);
+
+/// `[-0, +1, m]` Pushes a new table holding `functions`.
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_functions(l: L, functions: &[Reg]) {
+    // SAFETY: valid state; each push is set into the table at once.
+    unsafe {
+        check_stack(l, 2);
+        ffi::lua_createtable(l, 0, functions.len() as c_int);
+        for (name, f) in functions {
+            ffi::lua_pushcfunction(l, *f);
+            ffi::lua_setfield(l, -2, name.as_ptr());
+        }
+    }
+}
+
+/// `[-0, +1, m]` Pushes the module table kept in the registry under `key`;
+/// the first time, makes it: `init` runs first (to register the metatables
+/// the module needs), then a table of `functions`.
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_module_once(l: L, key: &CStr, functions: &[Reg], init: impl FnOnce(L)) {
+    // SAFETY: valid state; the pushes are balanced (`init` must leave the stack
+    // as it found it).
+    unsafe {
+        check_stack(l, 3);
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, key.as_ptr()) == ffi::LUA_TTABLE {
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        init(l);
+        push_functions(l, functions);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, key.as_ptr());
+    }
+}
