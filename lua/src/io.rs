@@ -194,9 +194,40 @@ pub struct WaitInfo {
     pub deadline: Option<u64>,
 }
 
+/// The event loop of a scheduler: its own, or one a host made and handed
+/// over (`cothread.attach`), which the host keeps alive while the scheduler
+/// lives and uses on the same thread.
+pub enum LoopRef {
+    Own(Box<Loop>),
+    Host(*mut cothread::ffi::cot_loop),
+}
+
+impl std::ops::Deref for LoopRef {
+    type Target = Loop;
+    fn deref(&self) -> &Loop {
+        match self {
+            LoopRef::Own(l) => l,
+            // SAFETY: the host's loop outlives the scheduler and is used on
+            // this thread (the contract of `cothread.attach`); its API is
+            // only called from the callbacks this loop runs.
+            LoopRef::Host(p) => unsafe { cothread::ffi::cot_loop::loop_mut(*p) },
+        }
+    }
+}
+
+impl std::ops::DerefMut for LoopRef {
+    fn deref_mut(&mut self) -> &mut Loop {
+        match self {
+            LoopRef::Own(l) => l,
+            // SAFETY: as in `deref`.
+            LoopRef::Host(p) => unsafe { cothread::ffi::cot_loop::loop_mut(*p) },
+        }
+    }
+}
+
 /// The I/O side of a scheduler.
 pub struct Io {
-    lp: Loop,
+    lp: LoopRef,
     events: Rc<RefCell<Vec<Event>>>,
     socks: IdMap<Sock>,
     waits: IdMap<Wait>,
@@ -220,6 +251,26 @@ pub struct Io {
     woken: Vec<u64>,
 }
 
+impl Drop for Io {
+    /// On a host's loop, which lives on, leaves it: every wait ends (its
+    /// cleanup cancels what it started), every handle made here closes. An
+    /// own loop goes with everything on it.
+    fn drop(&mut self) {
+        if let LoopRef::Own(_) = self.lp {
+            return;
+        }
+        let ids: Vec<u64> = self.waits.keys().copied().collect();
+        for id in ids {
+            self.disarm(id);
+        }
+        let polls: Vec<Handle> = self.socks.drain().filter_map(|(_, s)| s.poll).collect();
+        let timers = std::mem::take(&mut self.spare_timers);
+        for h in polls.into_iter().chain(timers).chain([self.idle_timer]) {
+            let _ = self.lp.close(h, None);
+        }
+    }
+}
+
 /// How long `poll` may block.
 #[derive(Clone, Copy, Debug)]
 pub enum Block {
@@ -234,9 +285,13 @@ pub enum Block {
 impl Io {
     /// A new loop; `key` is the private signal waiting cothreads are parked on.
     pub fn new(key: usize) -> std::io::Result<Io> {
-        let mut lp = Loop::new()?;
+        Ok(Io::on(key, LoopRef::Own(Box::new(Loop::new()?))))
+    }
+
+    /// The I/O side on loop `lp`.
+    pub fn on(key: usize, mut lp: LoopRef) -> Io {
         let idle_timer = lp.timer_init(0);
-        Ok(Io {
+        Io {
             lp,
             events: Rc::new(RefCell::new(Vec::new())),
             socks: IdMap::default(),
@@ -250,7 +305,7 @@ impl Io {
             wakes: IdMap::default(),
             spare_events: Vec::new(),
             woken: Vec::new(),
-        })
+        }
     }
 
     /// Waits that can end by themselves: they keep `run` going.
@@ -481,7 +536,8 @@ impl Io {
                     RunMode::NoWait
                 } else {
                     let cb = || -> cothread::reactor::Callback { Box::new(|_, _| {}) };
-                    let _ = self.lp.timer_start_with(self.idle_timer, t - self.lp.now(), 0, 1, cb);
+                    let ns = t - self.lp.now();
+                    let _ = self.lp.timer_start_with(self.idle_timer, ns, 0, 1, cb);
                     RunMode::Once
                 }
             }
@@ -843,4 +899,42 @@ mod tests {
         assert!(io.poll(Block::Until(t0 + 15_000_000)).is_empty());
         assert!(cothread::time::monotonic_ns() - t0 >= 15_000_000);
     }
+
+    #[test]
+    fn on_a_host_loop_the_host_handles_run_and_a_dropped_io_leaves_nothing_behind() {
+        use cothread::ffi::*;
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static FIRED: AtomicUsize = AtomicUsize::new(0);
+        unsafe extern "C" fn fired(_: *mut cot_loop, _: cot_handle, _: *mut std::ffi::c_void) {
+            FIRED.fetch_add(1, Ordering::SeqCst);
+        }
+        let host = cot_loop_new();
+        assert!(!host.is_null());
+        let mut timer: cot_handle = 0;
+        // SAFETY: a live loop, used on this thread only; `timer` is writable.
+        unsafe {
+            assert_eq!(cot_timer_init(host, std::ptr::null_mut(), &mut timer), 0);
+            assert_eq!(cot_timer_start(host, timer, Some(fired), 1, 0), 0);
+        }
+        let mut sched = cothread::Sched::new();
+        let task = sched.task_new(0);
+        let mut io = Io::on(1, LoopRef::Host(host));
+        let (a, b) = socketpair();
+        io.attach(7, a).unwrap();
+        let deadline = cothread::time::monotonic_ns() + 5_000_000_000;
+        io.begin(task, vec![(7, READ)], Some(deadline)).unwrap();
+        // The scheduler's poll runs the host's loop: the host's timer fires there.
+        while FIRED.load(Ordering::SeqCst) == 0 {
+            assert!(io.poll(Block::Until(cothread::time::monotonic_ns() + 10_000_000)).is_empty());
+        }
+        drop(io); // pending wait, poll handle, timers: all left on the host's loop
+        // SAFETY: the loop is live and no reference into it is held.
+        unsafe {
+            assert_eq!(cot_close(host, timer, None), 0);
+            assert_eq!(cot_loop_run(host, COT_RUN_DEFAULT), 0, "nothing of the scheduler keeps it alive");
+            assert_eq!(cot_loop_close(host), 0, "every handle closed");
+        }
+        close(a, b);
+    }
+
 }

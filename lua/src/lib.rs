@@ -68,6 +68,7 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"onany", signal::onany),
     (c"plugin", ops::plugin),
     (c"idle", time::idle_default),
+    (c"attach", state::attach),
     (c"new", new),
 ];
 

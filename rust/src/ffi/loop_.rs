@@ -25,6 +25,26 @@ pub struct cot_loop {
     inner: UnsafeCell<Loop>,
 }
 
+impl cot_loop {
+    /// The loop behind a live handle, for a face written in Rust that drives
+    /// it itself (the Lua module attached to a host's loop): the loop lent to
+    /// a callback in progress, or the loop itself. Callbacks registered
+    /// through the C API are lent the loop as under `cot_loop_run`.
+    ///
+    /// # Safety
+    /// `p` is a live loop, used on its own thread; the reference is the only
+    /// one in use until dropped (no `cot_loop_*` call on `p` meanwhile, except
+    /// from the callbacks it runs, which reborrow it).
+    pub unsafe fn loop_mut<'a>(p: *mut cot_loop) -> &'a mut Loop {
+        // SAFETY: live (caller's contract); only its cells are read.
+        let s = unsafe { &*p };
+        let lent = s.current.get();
+        // SAFETY: the lent loop of a callback in progress, or the inner loop
+        // when none runs; the caller holds no other reference to it.
+        unsafe { if lent.is_null() { &mut *s.inner.get() } else { &mut *lent } }
+    }
+}
+
 /// `cot_loop_run` mode: until nothing is alive or `cot_loop_stop`.
 pub const COT_RUN_DEFAULT: c_int = 0;
 /// `cot_loop_run` mode: one iteration, blocking for I/O if nothing is due.
