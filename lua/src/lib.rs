@@ -20,7 +20,8 @@
 //! and `park` (parking a cothread on the loop for them); `channel`
 //! (`cothread.channel`) and `cosock` (cosock's `spawn`,
 //! `get_thread_metadata`, `asyncify`); `future` (`cothread.promise`: the
-//! core's futures, shared with C and C++).
+//! core's futures, shared with C and C++) and `host` (`attach`,
+//! `loop_wait`: for hosts that embed Lua).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -33,6 +34,7 @@ mod cosock;
 mod dns;
 mod file;
 mod future;
+mod host;
 mod io;
 mod ops;
 mod ossignal;
@@ -68,7 +70,8 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"onany", signal::onany),
     (c"plugin", ops::plugin),
     (c"idle", time::idle_default),
-    (c"attach", state::attach),
+    (c"attach", host::attach),
+    (c"loop_wait", host::loop_wait),
     (c"new", new),
 ];
 

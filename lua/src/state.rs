@@ -103,7 +103,7 @@ impl State {
     }
 
     /// A key for a new signal value: odd, so never a combined signal's address.
-    fn new_key(&mut self) -> usize {
+    pub fn new_key(&mut self) -> usize {
         let k = self.next_key;
         self.next_key += 2;
         self.made += 1;
@@ -208,33 +208,6 @@ pub unsafe fn io_of(l: L, p: *mut State) -> *mut crate::io::Io {
             }
         }
         &mut **(*p).io.as_mut().expect("made above")
-    }
-}
-
-/// `true = cothread.attach(loop)`: this scheduler's I/O, timers and waits use
-/// `loop`, a `cot_loop*` (light userdata) the host made, instead of a loop of
-/// its own; `run` then drives the host's loop, so what the host placed on it
-/// (handles, loop tasks, stackful coroutines) runs meanwhile. Only before the
-/// scheduler first needs its loop. The host keeps the loop alive, and uses
-/// it on this thread, until the scheduler is collected (its handles are
-/// closed on the loop then).
-pub unsafe extern "C-unwind" fn attach(l: L) -> c_int {
-    // SAFETY: a closure of the module (upvalue 1: the state); the light
-    // userdata is a live `cot_loop*` (the documented contract).
-    unsafe {
-        let p = this(l);
-        ffi::luaL_checktype(l, 1, ffi::LUA_TLIGHTUSERDATA);
-        let lp = ffi::lua_touserdata(l, 1) as *mut cothread::ffi::cot_loop;
-        if lp.is_null() {
-            raw::arg_error(l, 1, c"NULL loop");
-        }
-        if (*p).io.is_some() {
-            raw::error(l, c"cothread.attach: this scheduler uses its event loop already");
-        }
-        let key = (*p).new_key();
-        (*p).io = Some(Box::new(crate::io::Io::on(key, crate::io::LoopRef::Host(lp))));
-        ffi::lua_pushboolean(l, 1);
-        1
     }
 }
 
