@@ -133,7 +133,7 @@ const char *const lua_awaits_cpp = R"lua(
     while not done do ticks = ticks + 1; cothread.delay(0.001) end
   end))
   cothread.schedule(coroutine.create(function()
-    local f = host.pool_square(12, 60)
+    local f = host.pool_square(12, 100)
     assert(not f:ready() and f:state() == "pending")
     local ok, v = f:await(10)
     assert(ok == true, v)
@@ -269,13 +269,13 @@ int host_dropped_cocls(lua_State *L) {
 
 const char *const dropped_on_cpp = R"lua(
   cothread.schedule(coroutine.create(function()
-    local f = host.dropped_raw(20)
+    local f = host.dropped_raw(100)
     assert(f:state() == "pending")
     local r = table.pack(f:await(10))
     assert(r.n == 2 and r[1] == false and r[2] == "dropped", tostring(r[2]))
     assert(f:state() == "dropped")
 
-    local g = host.dropped_cocls(20)
+    local g = host.dropped_cocls(100)
     r = table.pack(g:await(10))
     assert(r.n == 2 and r[1] == false and r[2] == "dropped", tostring(r[2]))
 
