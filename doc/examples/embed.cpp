@@ -13,7 +13,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <string>
 #include <thread>
 
 extern "C" int luaopen_cothread(lua_State *L);  // libcothread_lua
