@@ -8,7 +8,11 @@
 //   c. promises dropped on the C++ side (cot_promise_free, a cocls promise
 //      through to_core) end the Lua await with false, "dropped";
 //   d. a Lua future collected while C holds a handle of it stays valid;
-//   e. stress: 100 000 futures settled by 4 threads, awaited by 1 000 cothreads.
+//   e. stress: 100 000 futures settled by 4 threads, awaited by 1 000 cothreads;
+//   f. one loop: a scheduler attached to a cot_loop the host made, on which a C
+//      stackful coroutine awaits a future a Lua cothread settles, then notifies
+//      a loop signal that the Lua cothread waits on (cothread.loop_wait); the
+//      scheduler collected leaves nothing on the host's loop.
 // The Lua side runs in cothread.run() called from here; every await has a
 // time limit, so a lost wakeup fails instead of hanging.
 #include <lua.hpp>
@@ -454,6 +458,69 @@ const char *const stress = R"lua(
   stress_pending = pending
 )lua";
 
+// ===== f. one loop: Lua attached to the host's loop, with a C coroutine =====
+
+cot_loop *g_loop;
+cot_promise *g_coro_promise;  // settled by Lua
+cot_future *g_coro_future;    // awaited by the C coroutine
+const char g_signal = 0;      // its address is the loop signal
+std::string g_coro_got;
+bool g_coro_notified;
+
+void *c_coroutine(void *) {
+    CHECK_EQ(cot_coro_await(g_coro_future, 5'000'000'000), 0);
+    void *v = nullptr;
+    CHECK_EQ(cot_future_result(g_coro_future, &v, nullptr), 0);
+    g_coro_got = static_cast<const char *>(v);  // a Lua string, as C sees it
+    CHECK_EQ(cot_coro_sleep(1'000'000), 0);
+    CHECK(cot_loop_notify(cot_coro_loop(cot_coro_current()), &g_signal, COT_LATER) >= 0);
+    g_coro_notified = true;
+    return nullptr;
+}
+
+int host_loop(lua_State *L) {
+    lua_pushlightuserdata(L, g_loop);
+    lua_pushlightuserdata(L, const_cast<char *>(&g_signal));
+    lua_pushlightuserdata(L, g_coro_promise);
+    return 3;
+}
+
+const char *one_loop = R"lua(
+  local loop, signal, promise = host.loop()
+  local S = cothread.new()
+  assert(S.attach(loop) == true)
+  assert(not pcall(S.attach, loop), "a second attach raises")
+  local p = S.promise_of(promise)
+  local got
+  S.schedule(coroutine.create(function()
+    assert(p:set("from lua"))
+    got = table.pack(S.loop_wait(signal, 5))
+  end))
+  S.run()
+  assert(got and got[1] == true, "loop_wait: " .. tostring(got and got[2]))
+  assert(not pcall(S.loop_wait, signal), "outside a cothread it raises")
+)lua";
+
+void one_loop_scenario(lua_State *L) {
+    g_loop = cot_loop_new();
+    CHECK(g_loop != nullptr);
+    CHECK_EQ(cot_promise_new(&g_coro_promise, &g_coro_future), 0);
+    cot_coro *co = nullptr;
+    CHECK_EQ(cot_coro_new(g_loop, c_coroutine, nullptr, 0, &co), 0);
+    CHECK_EQ(cot_coro_start(co), 0);
+    run_lua(L, "f: one loop", one_loop);  // Lua's run drives the host's loop
+    CHECK(g_coro_got == "from lua");
+    CHECK(g_coro_notified);
+    CHECK_EQ(cot_coro_status(co), COT_CORO_FINISHED);
+    CHECK_EQ(cot_coro_free(co), 0);
+    lua_gc(L, LUA_GCCOLLECT);  // the scheduler goes: its handles close on the loop
+    lua_gc(L, LUA_GCCOLLECT);
+    CHECK_EQ(cot_loop_run(g_loop, COT_RUN_DEFAULT), 0);
+    CHECK_EQ(cot_loop_close(g_loop), 0);
+    cot_promise_free(g_coro_promise);
+    cot_future_free(g_coro_future);
+}
+
 void register_host(lua_State *L) {
     static const luaL_Reg fns[] = {
         {"pool_square", host_pool_square},
@@ -472,6 +539,7 @@ void register_host(lua_State *L) {
         {"stress_future", host_stress_future},
         {"stress_go", host_stress_go},
         {"stress_take", host_stress_take},
+        {"loop", host_loop},
         {nullptr, nullptr},
     };
     luaL_newlib(L, fns);
@@ -499,6 +567,7 @@ int main() {
     run_lua(L, "c: dropped on the C++ side", dropped_on_cpp);
     run_lua(L, "d: collected while C holds it", collected_while_held);
     CHECK(g_held == nullptr);
+    one_loop_scenario(L);
 
     auto t1 = std::chrono::steady_clock::now();
     run_lua(L, "e: stress", stress);
