@@ -7,6 +7,7 @@ local cothread = require "cothread"
 local socket = require "cothread.socket"
 
 local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
+local support = dofile(here .. "support.lua")
 
 -- A connected pair (blocking calls, outside cothreads): client, accepted.
 local function pair()
@@ -138,14 +139,8 @@ end)
 
 describe("a server with idle connections", function()
   it("uses no CPU while they wait (a child process, 2000 connections, 1 s)", function()
-    local lua = os.getenv("COTHREAD_LUA") or "lua5.4"
-    local dir = os.getenv("COTHREAD_LUA_DIR") or "build/lua"
-    local cmd = string.format("ulimit -n 4500 2>/dev/null || exit 77; exec %q %q %q 2000 1 2>&1",
-      lua, here .. "socket_idle.lua", dir)
-    local f = assert(io.popen(cmd))
-    local out = f:read("a")
-    local ok, how, code = f:close()
-    if how == "exit" and code == 77 then
+    local out, ok = support.child("socket_idle.lua", 4500, 2000, 1)
+    if not out then
       pending("the descriptor limit cannot be raised to 4500 here")
       return
     end

@@ -7,6 +7,7 @@ local cothread = require "cothread"
 local socket = require "cothread.socket"
 
 local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
+local support = dofile(here .. "support.lua")
 
 -- Runs f in a new cothread of S.
 local function go(S, f, ...)
@@ -687,14 +688,8 @@ end)
 
 describe("descriptors above 1024", function()
   it("work (in a child process with a raised descriptor limit)", function()
-    local lua = os.getenv("COTHREAD_LUA") or "lua5.4"
-    local dir = os.getenv("COTHREAD_LUA_DIR") or "build/lua"
-    local cmd = string.format("ulimit -n 4096 2>/dev/null || exit 77; exec %q %q %q 2>&1",
-      lua, here .. "socket_fds.lua", dir)
-    local f = assert(io.popen(cmd))
-    local out = f:read("a")
-    local ok, how, code = f:close()
-    if how == "exit" and code == 77 then
+    local out, ok = support.child("socket_fds.lua", 4096)
+    if not out then
       pending("the descriptor limit cannot be raised to 4096 here")
       return
     end

@@ -24,4 +24,22 @@ function support.clocked(start)
   return S, clock
 end
 
+-- Runs tests/lua/<script> (with the module's directory and `...` as arguments)
+-- in a child lua5.4 whose descriptor limit is raised to `limit`. Returns its
+-- output and whether it succeeded; nil if the limit cannot be raised here.
+function support.child(script, limit, ...)
+  local here = debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./"
+  local lua = os.getenv("COTHREAD_LUA") or "lua5.4"
+  local dir = os.getenv("COTHREAD_LUA_DIR") or "build/lua"
+  local args = {}
+  for i = 1, select("#", ...) do args[i] = string.format("%q", tostring(select(i, ...))) end
+  local cmd = string.format("ulimit -n %d 2>/dev/null || exit 77; exec %q %q %q %s 2>&1",
+    limit, lua, here .. script, dir, table.concat(args, " "))
+  local f = assert(io.popen(cmd))
+  local out = f:read("a")
+  local ok, how, code = f:close()
+  if how == "exit" and code == 77 then return nil end
+  return out, ok
+end
+
 return support
