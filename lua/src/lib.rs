@@ -29,6 +29,7 @@ use std::ffi::{CStr, c_int};
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
+mod buffer;
 mod channel;
 mod cosock;
 mod dns;

@@ -8,10 +8,10 @@
 
 use std::os::fd::RawFd;
 
+use crate::buffer::Buffer;
+
 /// Bytes asked of `read(2)` at a time.
 const CHUNK: usize = 64 * 1024;
-/// A consumed prefix of the buffer larger than this is dropped.
-const COMPACT: usize = 256 * 1024;
 /// The longest numeral "n" reads (Lua's `L_MAXLENNUM`).
 const MAX_NUMERAL: usize = 200;
 
@@ -30,10 +30,7 @@ pub enum Format {
 
 #[derive(Default)]
 pub struct Reader {
-    /// Unread data is `buf[first..]`; `scanned` bytes of it hold no newline.
-    buf: Vec<u8>,
-    first: usize,
-    scanned: usize,
+    b: Buffer,
     /// The end of the stream was read.
     pub eof: bool,
 }
@@ -102,20 +99,11 @@ fn numeral(s: &[u8], eof: bool) -> Option<usize> {
 
 impl Reader {
     pub fn unread(&self) -> &[u8] {
-        &self.buf[self.first..]
+        self.b.unread()
     }
 
-    /// Consumes `n` unread bytes.
     fn consume(&mut self, n: usize) {
-        self.first += n;
-        self.scanned = 0;
-        if self.first >= self.buf.len() {
-            self.buf.clear();
-            self.first = 0;
-        } else if self.first > COMPACT {
-            self.buf.drain(..self.first);
-            self.first = 0;
-        }
+        self.b.consume(n)
     }
 
     /// Drops the unread data (a seek or a write moves the position); returns
@@ -127,17 +115,8 @@ impl Reader {
         n
     }
 
-    /// Where the first newline is in the unread data (remembering how far
-    /// it looked).
     fn newline(&mut self) -> Option<usize> {
-        let u = &self.buf[self.first..];
-        match u[self.scanned..].iter().position(|&c| c == b'\n') {
-            Some(i) => Some(self.scanned + i),
-            None => {
-                self.scanned = u.len();
-                None
-            }
-        }
+        self.b.newline()
     }
 
     /// Leading white space before a numeral: consumed (Lua skips it too).
@@ -192,20 +171,20 @@ impl Reader {
     /// of the stream, `eof` is set), or the errno (`EAGAIN` for a
     /// non-blocking descriptor with nothing to read).
     pub fn fill(&mut self, fd: RawFd) -> Result<usize, i32> {
-        if self.first > 0 && self.first == self.buf.len() {
-            self.buf.clear();
-            self.first = 0;
+        if self.b.first > 0 && self.b.first == self.b.buf.len() {
+            self.b.buf.clear();
+            self.b.first = 0;
         }
-        self.buf.reserve(CHUNK);
-        let len = self.buf.len();
+        self.b.buf.reserve(CHUNK);
+        let len = self.b.buf.len();
         loop {
             // SAFETY: the spare capacity holds at least CHUNK writable bytes;
             // `read` writes at most that many, and the length is set only to
             // what it wrote.
-            let r = unsafe { libc::read(fd, self.buf.as_mut_ptr().add(len).cast(), CHUNK) };
+            let r = unsafe { libc::read(fd, self.b.buf.as_mut_ptr().add(len).cast(), CHUNK) };
             if r >= 0 {
                 // SAFETY: `read` initialised `r` bytes past `len`.
-                unsafe { self.buf.set_len(len + r as usize) };
+                unsafe { self.b.buf.set_len(len + r as usize) };
                 if r == 0 {
                     self.eof = true;
                 }
@@ -232,7 +211,7 @@ mod tests {
     use super::*;
 
     fn reader(data: &[u8], eof: bool) -> Reader {
-        Reader { buf: data.to_vec(), first: 0, scanned: 0, eof }
+        Reader { b: Buffer::with(data), eof }
     }
 
     fn take(r: &mut Reader, f: Format) -> Option<Vec<u8>> {

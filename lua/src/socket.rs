@@ -35,6 +35,7 @@ mod options;
 mod protect;
 mod udp;
 
+use crate::buffer::Buffer;
 use crate::channel;
 use crate::io::{self, Outcome, READ, WRITE};
 use crate::raw::{self, L, ffi};
@@ -48,7 +49,6 @@ const MODULE: &CStr = c"cothread.socket";
 /// Bytes asked of `recv` at a time.
 const CHUNK: usize = 64 * 1024;
 /// A consumed prefix of the read buffer larger than this is dropped.
-const COMPACT: usize = 256 * 1024;
 
 // ===== objects =====
 
@@ -106,11 +106,8 @@ struct Tcp {
     /// LuaSocket's timeouts (seconds; negative: none): per wait, per call.
     block: f64,
     total: f64,
-    /// Read buffer: unread data is `buf[first..]`; `scanned` bytes of it hold
-    /// no newline.
-    buf: Vec<u8>,
-    first: usize,
-    scanned: usize,
+    /// Read buffer.
+    rb: Buffer,
     /// The last `recv` came back short: the socket is most likely empty, so
     /// a read that needs more data waits for readiness before trying again
     /// (as libuv reads only on readiness). Cleared when a wait or `select`
@@ -129,20 +126,11 @@ struct Tcp {
 
 impl Tcp {
     fn unread(&self) -> &[u8] {
-        &self.buf[self.first..]
+        self.rb.unread()
     }
 
-    /// Consumes `n` unread bytes.
     fn consume(&mut self, n: usize) {
-        self.first += n;
-        self.scanned = 0;
-        if self.first >= self.buf.len() {
-            self.buf.clear();
-            self.first = 0;
-        } else if self.first > COMPACT {
-            self.buf.drain(..self.first);
-            self.first = 0;
-        }
+        self.rb.consume(n)
     }
 }
 
@@ -162,9 +150,7 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
             kind,
             block: -1.0,
             total: -1.0,
-            buf: Vec::new(),
-            first: 0,
-            scanned: 0,
+            rb: Buffer::default(),
             drained: false,
             pending: Vec::new(),
             id: 0,
@@ -312,9 +298,7 @@ unsafe fn close_tcp(t: *mut Tcp) {
             (*t).fd = -1;
         }
         (*t).closed = true;
-        (*t).buf = Vec::new();
-        (*t).first = 0;
-        (*t).scanned = 0;
+        (*t).rb.release();
     }
 }
 
@@ -973,8 +957,8 @@ unsafe fn push_taken(l: L, t: *mut Tcp, n: usize, skip: usize, line: bool) {
     // SAFETY: valid state; `t` is live and `n <= skip <= unread`; the string
     // is copied by Lua before the buffer changes.
     unsafe {
-        let first = (*t).first;
-        push_data(l, &mut (&mut (*t).buf)[first..first + n], line);
+        let first = (*t).rb.first;
+        push_data(l, &mut (&mut (*t).rb.buf)[first..first + n], line);
         (*t).consume(skip);
     }
 }
@@ -1018,7 +1002,7 @@ unsafe fn recv_step(l: L, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: usize)
     // a finalizer run by that push may receive too); `data` is a plain slice.
     unsafe {
         if !(*t).unread().is_empty() {
-            return sys::recv((*t).fd, &mut (*t).buf, CHUNK).map(Some);
+            return sys::recv((*t).fd, &mut (*t).rb.buf, CHUNK).map(Some);
         }
         let scratch = SCRATCH.with(|s| s.get());
         (*scratch).clear();
@@ -1031,10 +1015,10 @@ unsafe fn recv_step(l: L, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: usize)
             _ => (n >= wanted).then_some((wanted, wanted)),
         };
         let Some((len, skip)) = taken else {
-            (*t).buf.extend_from_slice(data);
+            (*t).rb.buf.extend_from_slice(data);
             return Ok(Some(n));
         };
-        (*t).buf.extend_from_slice(&data[skip..]);
+        (*t).rb.buf.extend_from_slice(&data[skip..]);
         (*t).drained = n < CHUNK;
         push_data(l, &mut data[..len], pattern == LINE);
         Ok(None)
@@ -1072,14 +1056,12 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
             let unread = (*t).unread().len();
             match pattern {
                 LINE => {
-                    let from = (*t).scanned.min(unread);
-                    if let Some(i) = (*t).unread()[from..].iter().position(|&b| b == b'\n') {
-                        push_taken(l, t, from + i, from + i + 1, true);
+                    if let Some(i) = (*t).rb.newline() {
+                        push_taken(l, t, i, i + 1, true);
                         ffi::lua_pushnil(l);
                         ffi::lua_pushnil(l);
                         return Step::Done(3);
                     }
-                    (*t).scanned = unread;
                 }
                 ALL => {}
                 _ => {

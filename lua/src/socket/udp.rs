@@ -182,11 +182,11 @@ pub(super) unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
             return Step::Done(fail(l, sys::strerror(e)));
         }
         let size = ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as usize;
-        match sys::recvfrom((*t).fd, &mut (*t).buf, size) {
+        match sys::recvfrom((*t).fd, &mut (*t).rb.buf, size) {
             Ok(addr) => {
-                (*t).first = 0;
-                ffi::lua_pushlstring(l, (*t).buf.as_ptr().cast(), (*t).buf.len());
-                (*t).buf.clear();
+                (*t).rb.first = 0;
+                ffi::lua_pushlstring(l, (*t).rb.buf.as_ptr().cast(), (*t).rb.buf.len());
+                (*t).rb.buf.clear();
                 if ffi::lua_toboolean(l, 3) == 0 {
                     return Step::Done(1);
                 }
