@@ -76,14 +76,7 @@ unsafe fn wake(k: *mut Link) {
     // SAFETY: `k` is live; its owner's memory is kept by user value 2 and
     // `closed` says whether it still holds a loop. Only Rust code runs.
     unsafe {
-        let p = (*k).owner;
-        if p.is_null() || (*p).closed {
-            return;
-        }
-        let Some(io) = (*p).io.as_mut() else { return };
-        for task in io.fire((*k).id) {
-            let _ = (*p).core.reschedule(task, cothread::When::Later);
-        }
+        crate::state::source_event((*k).owner, (*k).id, crate::state::SourceEvent::Fire);
     }
 }
 

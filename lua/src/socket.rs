@@ -278,13 +278,7 @@ unsafe fn detach(t: *mut Tcp) {
     // `closed` says whether it still holds a loop. Only Rust code runs.
     unsafe {
         let p = std::mem::replace(&mut (*t).owner, std::ptr::null_mut());
-        if p.is_null() || (*p).closed {
-            return;
-        }
-        let Some(io) = (*p).io.as_mut() else { return };
-        for task in io.detach((*t).id) {
-            let _ = (*p).core.reschedule(task, cothread::When::Later);
-        }
+        state::source_event(p, (*t).id, state::SourceEvent::Detach);
     }
 }
 

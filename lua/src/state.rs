@@ -221,10 +221,52 @@ pub unsafe fn poll_io(p: *mut State, block: crate::io::Block) -> bool {
     unsafe {
         let Some(io) = (*p).io.as_mut() else { return false };
         let tasks = io.poll(block);
+        make_ready(p, tasks)
+    }
+}
+
+/// Makes the cothreads of `tasks` ready (their waits on the loop ended);
+/// returns whether there were any.
+///
+/// # Safety
+/// `p` is a live state.
+pub unsafe fn make_ready(p: *mut State, tasks: Vec<Task>) -> bool {
+    // SAFETY: live state; no Lua code runs here.
+    unsafe {
         for &t in &tasks {
             let _ = (*p).core.reschedule(t, cothread::When::Later);
         }
         !tasks.is_empty()
+    }
+}
+
+/// What happened to a source of the loop (a socket, a pipe, a channel).
+pub enum SourceEvent {
+    /// It closes: the waits on it end with `Closed`.
+    Detach,
+    /// A virtual source (a channel) is ready: the waits on it end.
+    Fire,
+}
+
+/// Tells the loop of `p` that source `id` detached or fired; the cothreads
+/// whose waits it ended become ready. Nothing if `p` is null, collected, or
+/// has no loop.
+///
+/// # Safety
+/// `p` is null or a state whose memory is still kept (its `closed` flag
+/// readable).
+pub unsafe fn source_event(p: *mut State, id: u64, ev: SourceEvent) {
+    // SAFETY: as the contract says; only Rust code runs.
+    unsafe {
+        if p.is_null() || (*p).closed {
+            return;
+        }
+        let Some(io) = (*p).io.as_mut() else { return };
+        let tasks = match ev {
+            SourceEvent::Detach => io.detach(id),
+            SourceEvent::Fire => io.fire(id),
+        };
+        make_ready(p, tasks);
     }
 }
 

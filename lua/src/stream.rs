@@ -115,13 +115,7 @@ unsafe fn detach(s: *mut Stream) {
     // SAFETY: `s` is live; its owner's memory is kept by user value 1.
     unsafe {
         let p = std::mem::replace(&mut (*s).owner, std::ptr::null_mut());
-        if p.is_null() || (*p).closed {
-            return;
-        }
-        let Some(io) = (*p).io.as_mut() else { return };
-        for task in io.detach((*s).id) {
-            let _ = (*p).core.reschedule(task, cothread::When::Later);
-        }
+        crate::state::source_event(p, (*s).id, crate::state::SourceEvent::Detach);
     }
 }
 

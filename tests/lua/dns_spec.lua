@@ -7,12 +7,8 @@ local cothread = require "cothread"
 local socket = require "cothread.socket"
 local dns = require "cothread.dns"
 
--- Runs f in a new cothread of S.
-local function go(S, f, ...)
-  local co = coroutine.create(f)
-  S.schedule(co, "later", ...)
-  return co
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local go = support.go
 
 local function contains(list, x)
   for _, v in ipairs(list) do if v == x then return true end end

@@ -30,12 +30,8 @@ local function slurp(path)
   return s
 end
 
--- Runs f in a new cothread of S.
-local function go(S, f, ...)
-  local co = coroutine.create(f)
-  S.schedule(co, "later", ...)
-  return co
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local go = support.go
 
 -- The number of open descriptors of this process, but anonymous pipes (the
 -- listing's own pipe may be listed twice: its child's end closes in this

@@ -5,12 +5,8 @@
 local cothread = require "cothread"
 local signal = cothread.signal
 
--- Runs f in a new cothread of S.
-local function go(S, f, ...)
-  local co = coroutine.create(f)
-  S.schedule(co, "later", ...)
-  return co
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local go = support.go
 
 describe("cothread.signal", function()
   it("is the signal field of a scheduler, apart from onall/onany's signals", function()

@@ -5,12 +5,8 @@
 local cothread = require "cothread"
 local process = cothread.process
 
--- Runs f in a new cothread of S.
-local function go(S, f, ...)
-  local co = coroutine.create(f)
-  S.schedule(co, "later", ...)
-  return co
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local go = support.go
 
 -- Runs f in a cothread of a new scheduler while another cothread ticks; returns
 -- the number of ticks taken while f ran.

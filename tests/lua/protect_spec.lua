@@ -6,12 +6,8 @@
 local cothread = require "cothread"
 local socket = require "cothread.socket"
 
--- Runs f in a new cothread of S.
-local function go(S, f, ...)
-  local co = coroutine.create(f)
-  S.schedule(co, "later", ...)
-  return co
-end
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
+local go = support.go
 
 describe("try", function()
   it("returns all its arguments when the first is true", function()

@@ -9,12 +9,7 @@ local socket = require "cothread.socket"
 local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
 local support = dofile(here .. "support.lua")
 
--- Runs f in a new cothread of S.
-local function go(S, f, ...)
-  local co = coroutine.create(f)
-  S.schedule(co, "later", ...)
-  return co
-end
+local go = support.go
 
 -- A listening server on 127.0.0.1 and its port.
 local function listener(backlog)

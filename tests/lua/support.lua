@@ -4,6 +4,13 @@ local cothread = require "cothread"
 
 local support = {}
 
+-- Runs f(...) in a new cothread of S, at the end of the ready queue; returns it.
+function support.go(S, f, ...)
+  local co = coroutine.create(f)
+  S.schedule(co, "later", ...)
+  return co
+end
+
 -- The ready queue of scheduler S, head to tail, as a list.
 function support.ready(S)
   local list = {}
