@@ -304,8 +304,13 @@ unsafe extern "C-unwind" fn fail(l: L) -> c_int {
         ffi::luaL_tolstring(l, 2, std::ptr::null_mut()); // may raise (a __tostring): nothing made yet
         let message = CStr::from_ptr(ffi::lua_tolstring(l, 3, std::ptr::null_mut())).to_owned();
         ffi::lua_settop(l, 2);
-        let a = anchor(l);
-        let ok = !p.is_settled() && p.fail_with(code as i32, &message, || Some(Box::new(pack(l, 2, a)))).is_ok();
+        if p.is_settled() {
+            ffi::lua_pushboolean(l, 0);
+            return 1;
+        }
+        // Packed before the core's lock is taken: packing may raise.
+        let detail: Box<dyn Payload> = Box::new(pack(l, 2, anchor(l)));
+        let ok = p.fail_with(code as i32, &message, move || Some(detail)).is_ok();
         ffi::lua_pushboolean(l, c_int::from(ok));
         1
     }

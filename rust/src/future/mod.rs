@@ -175,8 +175,9 @@ impl Promise {
         }
     }
 
-    /// Settles with the value `make` gives, made only if it will be taken.
-    /// `Error::Already` if a result came first.
+    /// Settles with the value `make` gives, made only if it will be taken
+    /// (under the future's lock: `make` must be quick and must not unwind
+    /// through foreign frames). `Error::Already` if a result came first.
     pub fn set_with(&self, make: impl FnOnce() -> Box<dyn Payload>) -> Result<()> {
         self.0.settle(|| Outcome::Value(make()))
     }
@@ -187,7 +188,8 @@ impl Promise {
     }
 
     /// Settles with an error and the detail `make` gives (made only if it
-    /// will be taken). `Error::Already` if a result came first.
+    /// will be taken, under the lock, as for `set_with`). `Error::Already`
+    /// if a result came first.
     pub fn fail_with(&self, code: i32, message: &CStr, make: impl FnOnce() -> Option<Box<dyn Payload>>) -> Result<()> {
         self.0.settle(|| Outcome::Error { code, message: message.to_owned(), detail: make() })
     }
