@@ -42,6 +42,7 @@ file(REMOVE_RECURSE "${CONSUMER_PREFIX}" "${CONSUMER_BUILD_DIR}")
 step("install into ${CONSUMER_PREFIX}"
   "${CMAKE_COMMAND}" --install "${COTHREAD_BUILD_DIR}" --prefix "${CONSUMER_PREFIX}")
 foreach(_f lib/libcothread.so lib/libcothread.so.0 lib/libcothread.a include/cothread.h
+           lib/libcothread_lua.so lib/libcothread_lua.so.0
            lib/lua/5.4/cothread.so lib/cmake/cothread/cothreadConfig.cmake
            lib/cmake/cothread/cothreadConfigVersion.cmake lib/pkgconfig/cothread.pc)
   if(NOT EXISTS "${CONSUMER_PREFIX}/${_f}")
@@ -77,6 +78,11 @@ set(_env "${CMAKE_COMMAND}" -E env "LD_LIBRARY_PATH=${CONSUMER_PREFIX}/lib")
 run_program(consumer_shared "consumer ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_shared")
 run_program(consumer_static "consumer ok" "${CONSUMER_BUILD_DIR}/consumer_static")
 run_program(consumer_cpp "consumer_cpp ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_cpp")
+if(EXISTS "${CONSUMER_BUILD_DIR}/consumer_lua")
+  run_program(consumer_lua "consumer_lua ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_lua")
+else()
+  message(STATUS "consumer: no Lua 5.4 for pkg-config: consumer_lua not built")
+endif()
 
 # The shared one must need the library by its SONAME, the static one not at all.
 find_program(_readelf readelf)
