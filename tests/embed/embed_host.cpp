@@ -82,12 +82,20 @@ void *check_pointer(lua_State *L, int idx) {
 // ===== a. Lua awaits what C++ coroutines settle on pool threads =====
 
 std::atomic<int> g_settled_on_pool{0};      // settles that ran on a pool thread
+std::atomic<int> g_lua_ticks{0};            // the Lua ticker's count (host.tick)
+
+/// Holds a pool thread until the Lua ticker counted `ticks` (at most 10 s):
+/// a settle that waits for Lua to run proves the await did not block it,
+/// whatever the machine's speed.
+void wait_for_ticks(int ticks) {
+    for (int i = 0; i < 10'000 && g_lua_ticks.load() < ticks; i++) std::this_thread::sleep_for(1ms);
+}
 std::list<cocls::future<int>> g_cpp_futures;  // to_core's sources: must outlive their resolution
 
 /// A C++ coroutine that moves to a pool thread and settles `p` there.
-cocls::async<void> square_on_pool(cot_promise *p, int n, int ms) {
+cocls::async<void> square_on_pool(cot_promise *p, int n, int ticks) {
     co_await *g_pool;  // now on a pool thread
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    wait_for_ticks(ticks);
     if (is_current(*g_pool) && std::this_thread::get_id() != g_lua_thread) g_settled_on_pool++;
     auto *v = new int(n * n);
     if (cot_promise_set(p, v, [](void *x) { delete static_cast<int *>(x); }) != 0) delete v;
@@ -95,31 +103,38 @@ cocls::async<void> square_on_pool(cot_promise *p, int n, int ms) {
 }
 
 /// The same as a cocls future: to_core hands C a heap copy of the int.
-cocls::async<int> cube_on_pool(int n, int ms) {
+cocls::async<int> cube_on_pool(int n, int ticks) {
     co_await *g_pool;
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    wait_for_ticks(ticks);
     if (is_current(*g_pool)) g_settled_on_pool++;
     co_return n * n * n;
 }
 
-/// future = host.pool_square(n, ms)
+/// host.tick(): the Lua ticker counts.
+int host_tick(lua_State *) {
+    g_lua_ticks++;
+    return 0;
+}
+
+/// future = host.pool_square(n, ticks): settled on a pool thread once the
+/// ticker counted `ticks`.
 int host_pool_square(lua_State *L) {
     int n = static_cast<int>(luaL_checkinteger(L, 1));
-    int ms = static_cast<int>(luaL_checkinteger(L, 2));
+    int ticks = static_cast<int>(luaL_checkinteger(L, 2));
     cot_promise *p;
     cot_future *f;
     CHECK_EQ(cot_promise_new(&p, &f), 0);
-    square_on_pool(p, n, ms).detach();
+    square_on_pool(p, n, ticks).detach();
     push_future(L, f);
     return 1;
 }
 
-/// future = host.pool_cube(n, ms)
+/// future = host.pool_cube(n, ticks)
 int host_pool_cube(lua_State *L) {
     int n = static_cast<int>(luaL_checkinteger(L, 1));
-    int ms = static_cast<int>(luaL_checkinteger(L, 2));
+    int ticks = static_cast<int>(luaL_checkinteger(L, 2));
     cocls::future<int> &fut = g_cpp_futures.emplace_back([&](cocls::promise<int> p) {
-        cube_on_pool(n, ms).start(std::move(p));
+        cube_on_pool(n, ticks).start(std::move(p));
     });
     push_future(L, cocls::to_core(fut));
     return 1;
@@ -134,10 +149,10 @@ int host_int_at(lua_State *L) {
 const char *const lua_awaits_cpp = R"lua(
   local ticks, done = 0, false
   cothread.schedule(coroutine.create(function()
-    while not done do ticks = ticks + 1; cothread.delay(0.001) end
+    while not done do ticks = ticks + 1; host.tick(); cothread.delay(0.001) end
   end))
   cothread.schedule(coroutine.create(function()
-    local f = host.pool_square(12, 100)
+    local f = host.pool_square(12, 3) -- settled once the ticker counted 3
     assert(not f:ready() and f:state() == "pending")
     local ok, v = f:await(10)
     assert(ok == true, v)
@@ -147,7 +162,7 @@ const char *const lua_awaits_cpp = R"lua(
     assert(f:state() == "value" and select(2, f:value()) == v)
 
     local before = ticks
-    local g = host.pool_cube(3, 30)
+    local g = host.pool_cube(3, before + 1)
     ok, v = g:await(10)
     assert(ok == true, v)
     assert(host.int_at(v) == 27, "to_core's copy of the cocls value")
@@ -539,6 +554,7 @@ void register_host(lua_State *L) {
         {"stress_future", host_stress_future},
         {"stress_go", host_stress_go},
         {"stress_take", host_stress_take},
+        {"tick", host_tick},
         {"loop", host_loop},
         {nullptr, nullptr},
     };
