@@ -426,13 +426,15 @@ pub unsafe fn select_waits(
 /// # Safety
 /// `l` is a valid state.
 pub unsafe fn push_module(l: L) {
+    // SAFETY: valid state.
+    unsafe { raw::push_module_once(l, MODULE, |l| make_module(l)) }
+}
+
+/// `[-0, +1, m]` Registers the metatables and pushes a new module table.
+unsafe fn make_module(l: L) {
     // SAFETY: valid state; pushes are balanced as the comments show.
     unsafe {
         raw::check_stack(l, 6);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
-            return;
-        }
-        ffi::lua_pop(l, 1);
         if ffi::luaL_newmetatable(l, LINK.as_ptr()) != 0 {
             ffi::lua_pushcfunction(l, link_gc);
             ffi::lua_setfield(l, -2, c"__gc".as_ptr());
@@ -462,8 +464,6 @@ pub unsafe fn push_module(l: L) {
         ffi::lua_pushcfunction(l, call);
         ffi::lua_setfield(l, -2, c"__call".as_ptr());
         ffi::lua_setmetatable(l, -2);
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
     }
 }
 

@@ -220,5 +220,5 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] =
 /// `l` is a valid state.
 pub unsafe fn push_module(l: L) {
     // SAFETY: valid state.
-    unsafe { raw::push_module_once(l, MODULE, FUNCTIONS, |_| {}) }
+    unsafe { raw::push_module_once(l, MODULE, |l| raw::push_functions(l, FUNCTIONS)) }
 }

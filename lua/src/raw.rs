@@ -168,22 +168,19 @@ pub unsafe fn push_functions(l: L, functions: &[Reg]) {
 }
 
 /// `[-0, +1, m]` Pushes the module table kept in the registry under `key`;
-/// the first time, makes it: `init` runs first (to register the metatables
-/// the module needs), then a table of `functions`.
+/// the first time, `make` pushes it (after registering what it needs).
 ///
 /// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_module_once(l: L, key: &CStr, functions: &[Reg], init: impl FnOnce(L)) {
-    // SAFETY: valid state; the pushes are balanced (`init` must leave the stack
-    // as it found it).
+/// `l` is a valid state; `make` pushes exactly one table.
+pub unsafe fn push_module_once(l: L, key: &CStr, make: impl FnOnce(L)) {
+    // SAFETY: valid state; the pushes are balanced (`make` pushes one value).
     unsafe {
         check_stack(l, 3);
         if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, key.as_ptr()) == ffi::LUA_TTABLE {
             return;
         }
         ffi::lua_pop(l, 1);
-        init(l);
-        push_functions(l, functions);
+        make(l);
         ffi::lua_pushvalue(l, -1);
         ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, key.as_ptr());
     }

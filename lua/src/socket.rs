@@ -1651,13 +1651,15 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
 /// # Safety
 /// `l` is a valid state.
 pub unsafe fn push_module(l: L) {
+    // SAFETY: valid state.
+    unsafe { raw::push_module_once(l, MODULE, |l| make_module(l)) }
+}
+
+/// `[-0, +1, m]` Registers the metatables and pushes a new module table.
+unsafe fn make_module(l: L) {
     // SAFETY: valid state; pushes are balanced as the comments show.
     unsafe {
         raw::check_stack(l, 6);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr()) == ffi::LUA_TTABLE {
-            return;
-        }
-        ffi::lua_pop(l, 1);
         if ffi::luaL_newmetatable(l, TCP.as_ptr()) != 0 {
             // Methods and metamethods get the metatable as upvalue 1 (`test_tcp`).
             for (name, f) in
@@ -1687,7 +1689,5 @@ pub unsafe fn push_module(l: L) {
         ffi::lua_setfield(l, -2, c"dns".as_ptr());
         ffi::lua_pushfstring(l, c"cothread.socket %s".as_ptr(), cothread::ffi::cot_version_string());
         ffi::lua_setfield(l, -2, c"_VERSION".as_ptr());
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, MODULE.as_ptr());
     }
 }
