@@ -205,12 +205,7 @@ impl Pool {
         for (_, job) in jobs {
             job.run(Err(Error::Canceled));
         }
-        let me = std::thread::current().id();
-        for h in handles {
-            if h.thread().id() != me {
-                let _ = h.join(); // a panicking job ended its thread: nothing to do
-            }
-        }
+        join_others(handles);
         if !sh.is_current() {
             let mut q = sh.lock();
             while q.threads > 0 {
@@ -233,9 +228,18 @@ impl Drop for Pool {
         };
         self.shared.ready.notify_all();
         if !self.shared.is_current() {
-            for h in handles {
-                let _ = h.join(); // a panicking job ended its thread: nothing to do
-            }
+            join_others(handles);
+        }
+    }
+}
+
+/// Joins the threads of `handles` but the calling one (a job of the pool
+/// stopping or dropping it: its thread ends once the job returned).
+fn join_others(handles: Vec<JoinHandle<()>>) {
+    let me = std::thread::current().id();
+    for h in handles {
+        if h.thread().id() != me {
+            let _ = h.join(); // a panicking job ended its thread: nothing to do
         }
     }
 }
