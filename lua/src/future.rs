@@ -310,7 +310,7 @@ unsafe extern "C-unwind" fn fail(l: L) -> c_int {
         }
         // Packed before the core's lock is taken: packing may raise.
         let detail: Box<dyn Payload> = Box::new(pack(l, 2, anchor(l)));
-        let ok = p.fail_with(code as i32, &message, move || Some(detail)).is_ok();
+        let ok = p.fail_with(code as i32, &message, Some(detail)).is_ok();
         ffi::lua_pushboolean(l, c_int::from(ok));
         1
     }

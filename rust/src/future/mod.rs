@@ -184,14 +184,13 @@ impl Promise {
 
     /// Settles with an error. `Error::Already` if a result came first.
     pub fn fail(&self, code: i32, message: &CStr) -> Result<()> {
-        self.fail_with(code, message, || None)
+        self.fail_with(code, message, None)
     }
 
-    /// Settles with an error and the detail `make` gives (made only if it
-    /// will be taken, under the lock, as for `set_with`). `Error::Already`
-    /// if a result came first.
-    pub fn fail_with(&self, code: i32, message: &CStr, make: impl FnOnce() -> Option<Box<dyn Payload>>) -> Result<()> {
-        self.0.settle(|| Outcome::Error { code, message: message.to_owned(), detail: make() })
+    /// Settles with an error and a detail for readers of the face that
+    /// failed it (dropped if refused). `Error::Already` if a result came first.
+    pub fn fail_with(&self, code: i32, message: &CStr, detail: Option<Box<dyn Payload>>) -> Result<()> {
+        self.0.settle(|| Outcome::Error { code, message: message.to_owned(), detail })
     }
 
     /// Is the future settled?
@@ -229,11 +228,6 @@ impl Future {
     /// What the future holds now.
     pub fn state(&self) -> State {
         self.outcome().map_or(State::Pending, Outcome::state)
-    }
-
-    /// Is `other` a future of the same promise?
-    pub fn same(&self, other: &Future) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
     }
 
     /// Runs `cb` when the future settles, on the settling thread; returns its
