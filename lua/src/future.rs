@@ -252,15 +252,9 @@ unsafe fn check_future<'a>(l: L, idx: c_int) -> &'a Future {
 
 /// `__gc` of both: drops the handle (the last promise handle unsettled
 /// settles the future as dropped; C's handles are their own).
-unsafe extern "C-unwind" fn promise_gc(l: L) -> c_int {
-    // SAFETY: called by Lua on a promise userdata.
-    unsafe { drop((*(ffi::lua_touserdata(l, 1) as *mut Option<Promise>)).take()) };
-    0
-}
-
-unsafe extern "C-unwind" fn future_gc(l: L) -> c_int {
-    // SAFETY: called by Lua on a future userdata.
-    unsafe { drop((*(ffi::lua_touserdata(l, 1) as *mut Option<Future>)).take()) };
+unsafe extern "C-unwind" fn gc<T>(l: L) -> c_int {
+    // SAFETY: called by Lua on a userdata made by `push_ud::<T>`.
+    unsafe { drop((*(ffi::lua_touserdata(l, 1) as *mut Option<T>)).take()) };
     0
 }
 
@@ -482,12 +476,12 @@ pub unsafe fn add_functions(l: L) {
         let kinds: [(&CStr, ffi::lua_CFunction, &[raw::Reg]); 2] = [
             (
                 PROMISE,
-                promise_gc,
+                gc::<Promise>,
                 &[(c"set", set), (c"fail", fail), (c"settled", settled), (c"future", promise_future), (c"handle", promise_handle)],
             ),
             (
                 FUTURE,
-                future_gc,
+                gc::<Future>,
                 &[(c"await", await_), (c"ready", ready), (c"state", state), (c"value", value), (c"handle", future_handle)],
             ),
         ];
