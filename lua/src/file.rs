@@ -247,8 +247,10 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"open", open), (c"stat", s
 /// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; `stream::register` leaves the stack as it was.
-    unsafe { raw::push_module_once(l, MODULE, |l| {
+    unsafe {
+        raw::push_module_once(l, MODULE, |l| {
             stream::register(l);
             raw::push_functions(l, FUNCTIONS);
-        }) }
+        })
+    }
 }

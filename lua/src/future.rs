@@ -175,7 +175,11 @@ unsafe fn push_payload(l: L, payload: &dyn Payload, anchor: &Arc<Anchor>) -> c_i
             return 1;
         }
         let p = payload.as_ptr();
-        if p.is_null() { ffi::lua_pushnil(l) } else { ffi::lua_pushlightuserdata(l, p) }
+        if p.is_null() {
+            ffi::lua_pushnil(l)
+        } else {
+            ffi::lua_pushlightuserdata(l, p)
+        }
         1
     }
 }
@@ -199,9 +203,10 @@ unsafe fn push_outcome(l: L, f: &Future, anchor: &Arc<Anchor>) -> c_int {
             }
             Some(Outcome::Error { code, message, detail }) => {
                 ffi::lua_pushboolean(l, 0);
-                if let Some(d) = detail.as_deref().filter(|d| {
-                    d.as_any().downcast_ref::<LuaValues>().is_some_and(|v| Arc::ptr_eq(&v.anchor, anchor))
-                }) {
+                if let Some(d) = detail
+                    .as_deref()
+                    .filter(|d| d.as_any().downcast_ref::<LuaValues>().is_some_and(|v| Arc::ptr_eq(&v.anchor, anchor)))
+                {
                     push_payload(l, d, anchor);
                     return 2;
                 }
@@ -477,12 +482,24 @@ pub unsafe fn add_functions(l: L) {
             (
                 PROMISE,
                 gc::<Promise>,
-                &[(c"set", set), (c"fail", fail), (c"settled", settled), (c"future", promise_future), (c"handle", promise_handle)],
+                &[
+                    (c"set", set),
+                    (c"fail", fail),
+                    (c"settled", settled),
+                    (c"future", promise_future),
+                    (c"handle", promise_handle),
+                ],
             ),
             (
                 FUTURE,
                 gc::<Future>,
-                &[(c"await", await_), (c"ready", ready), (c"state", state), (c"value", value), (c"handle", future_handle)],
+                &[
+                    (c"await", await_),
+                    (c"ready", ready),
+                    (c"state", state),
+                    (c"value", value),
+                    (c"handle", future_handle),
+                ],
             ),
         ];
         for (name, gc, methods) in kinds {
@@ -494,7 +511,9 @@ pub unsafe fn add_functions(l: L) {
             }
             ffi::lua_pop(l, 1);
         }
-        for (name, f) in [(c"promise", new as ffi::lua_CFunction), (c"promise_of", promise_of), (c"future_of", future_of)] {
+        for (name, f) in
+            [(c"promise", new as ffi::lua_CFunction), (c"promise_of", promise_of), (c"future_of", future_of)]
+        {
             ffi::lua_pushcfunction(l, f);
             ffi::lua_setfield(l, -2, name.as_ptr());
         }

@@ -398,7 +398,8 @@ impl Io {
         let id = new_id();
         let timer = deadline.map(|d| self.start_timer(id, d));
         self.armed += 1;
-        self.waits.insert(id, Wait { task, socks: Vec::new(), timer, armed: true, deadline, on_end: None, outcome: None });
+        self.waits
+            .insert(id, Wait { task, socks: Vec::new(), timer, armed: true, deadline, on_end: None, outcome: None });
         self.by_task.insert(task.to_raw(), id);
         id
     }
@@ -936,5 +937,4 @@ mod tests {
         }
         close(a, b);
     }
-
 }

@@ -613,10 +613,12 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", proc_wait), (c"kill"
 /// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: L) {
     // SAFETY: valid state; `init` leaves the stack as it found it.
-    unsafe { raw::push_module_once(l, MODULE, |l| {
+    unsafe {
+        raw::push_module_once(l, MODULE, |l| {
             register(l);
             raw::push_functions(l, &[(c"spawn", spawn)]);
-        }) }
+        })
+    }
 }
 
 /// `[-0, +0, m]` Registers the metatables of process objects and their pipes.

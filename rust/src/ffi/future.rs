@@ -83,7 +83,13 @@ pub type cot_future_cb = Option<unsafe extern "C" fn(future: *const cot_future, 
 /// The callback of `cot_loop_future_wait`: `status` is 0 once the future is
 /// settled, `COT_ECANCELED` if the request was cancelled.
 pub type cot_future_wait_cb = Option<
-    unsafe extern "C" fn(r#loop: *mut cot_loop, req: cot_req, future: *const cot_future, status: c_int, data: *mut c_void),
+    unsafe extern "C" fn(
+        r#loop: *mut cot_loop,
+        req: cot_req,
+        future: *const cot_future,
+        status: c_int,
+        data: *mut c_void,
+    ),
 >;
 
 /// A C value: the pointer and its destructor.
@@ -210,7 +216,11 @@ pub unsafe extern "C" fn cot_promise_set(p: *const cot_promise, value: *mut c_vo
 /// # Safety
 /// `p` is NULL or a live promise handle; `message` is NULL or a C string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_promise_fail(p: *const cot_promise, code: c_int, message: *const std::ffi::c_char) -> c_int {
+pub unsafe extern "C" fn cot_promise_fail(
+    p: *const cot_promise,
+    code: c_int,
+    message: *const std::ffi::c_char,
+) -> c_int {
     // SAFETY: forwarded caller contract.
     let Ok(p) = (unsafe { promise(p) }) else { return Error::Inval.code() };
     if code >= 0 {

@@ -124,7 +124,12 @@ fn a_callback_may_use_the_future_it_waited_for() {
         // No lock is held while callbacks run: these do not deadlock.
         assert_eq!(g.state(), State::Error);
         let s2 = s.clone();
-        assert_eq!(g.on_ready(Box::new(move |_| { s2.fetch_add(1, Ordering::SeqCst); })), None);
+        assert_eq!(
+            g.on_ready(Box::new(move |_| {
+                s2.fetch_add(1, Ordering::SeqCst);
+            })),
+            None
+        );
         s.fetch_add(1, Ordering::SeqCst);
     }));
     p.fail(-1, c"x").unwrap();
