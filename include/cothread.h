@@ -2500,6 +2500,24 @@ cot_context cot_context_make(void *stack, size_t size, cot_context_fn fn);
  */
 void *cot_context_switch(cot_context *save, cot_context to, void *arg);
 
+/**
+ * `cot_context_switch` for peers: contexts that hand the CPU to each other
+ * from one call site (a scheduler's coroutines switching straight to the
+ * next ready one). It leaves with `ret` where `cot_context_switch` leaves
+ * with a jump: when both sides suspended at the same call, the return and
+ * every return after it are predicted, while the jump leaves the
+ * return-stack predictor one entry off for the returns that follow (the
+ * poco layer's yield, four returns deep: 15 ns instead of 38 on x86-64).
+ * Between different call sites (a scheduler
+ * resuming a context that switches back), use `cot_context_switch`. The
+ * contexts are the same: either function may resume a context the other
+ * saved. Same results, NULL checks and contract as `cot_context_switch`.
+ *
+ * # Safety
+ * As `cot_context_switch`.
+ */
+void *cot_context_switch_peer(cot_context *save, cot_context to, void *arg);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

@@ -5,6 +5,9 @@
  *
  * 1. "native switch": two raw contexts (cot_context_make / cot_context_switch)
  *    ping-pong; ns per switch (one direction).
+ * 1b. "native peer ring": 4 raw contexts passing the CPU round a ring with
+ *    cot_context_switch_peer, from one call site; ns per pass (the floor of
+ *    a scheduler's direct yield, such as 6.).
  * 2. "jump_fcontext": the same ping-pong with boost.context's fcontext
  *    (libboost_context, declared below with boost 1.74+'s signatures).
  * 3. "swapcontext": the same ping-pong with <ucontext.h> (a sigprocmask
@@ -63,6 +66,42 @@ static uint64_t bench_native(void) {
     uint64_t n = switches / 2;
     uint64_t t0 = wall_ns();
     for (uint64_t i = 0; i < n; i++) cot_context_switch(&main_ctx, other_ctx, NULL);
+    return wall_ns() - t0;
+}
+
+/* ===== 1b. raw contexts in a ring of peers ===== */
+
+#define RING 4
+
+static cot_context ring[RING];
+static char ring_stacks[RING][STACK_SIZE] __attribute__((aligned(64)));
+static uint64_t passes_left;
+
+/* One call site for every pass, as in a scheduler's yield. */
+__attribute__((noinline)) static void ring_pass(int me) {
+    cot_context_switch_peer(&ring[me], ring[me + 1 == RING ? 0 : me + 1], (void *)(intptr_t)(me + 1));
+}
+
+static void ring_member(void *arg) {
+    int me = (int)(intptr_t)arg;
+    if (me + 1 < RING) { /* start the next member */
+        cot_context_switch(&ring[me], ring[me + 1], (void *)(intptr_t)(me + 1));
+    }
+    while (passes_left > 0) {
+        passes_left--;
+        ring_pass(me);
+    }
+    cot_context_switch(&ring[me], main_ctx, NULL); /* never resumed */
+}
+
+static uint64_t bench_ring(void) {
+    for (int i = 0; i < RING; i++) {
+        ring[i] = cot_context_make(ring_stacks[i], sizeof ring_stacks[i], ring_member);
+        CHECK_PTR(ring[i]);
+    }
+    passes_left = switches;
+    uint64_t t0 = wall_ns();
+    cot_context_switch(&main_ctx, ring[0], (void *)0);
     return wall_ns() - t0;
 }
 
@@ -190,10 +229,11 @@ static uint64_t best(uint64_t a, uint64_t b) {
 int main(void) {
     switches = (uint64_t)env_num("COT_BENCH_SWITCHES", 10000000);
     int rounds = (int)env_num("COT_BENCH_ROUNDS", 5);
-    uint64_t native = UINT64_MAX, fc = UINT64_MAX, uc = UINT64_MAX, yield = UINT64_MAX, resume = UINT64_MAX;
+    uint64_t native = UINT64_MAX, ring_ns = UINT64_MAX, fc = UINT64_MAX, uc = UINT64_MAX, yield = UINT64_MAX, resume = UINT64_MAX;
     uint64_t poco = UINT64_MAX;
     for (int r = 0; r < rounds; r++) {
         native = best(native, bench_native());
+        ring_ns = best(ring_ns, bench_ring());
         fc = best(fc, bench_fcontext());
         uc = best(uc, bench_swapcontext());
         yield = best(yield, bench_yield());
@@ -201,11 +241,13 @@ int main(void) {
         poco = best(poco, bench_poco_yield());
     }
     double n = (double)switches;
+    double ns_ring = ring_ns / n;
     double ns_native = native / n, ns_fc = fc / n, ns_uc = uc / n, ns_yield = yield / n;
     double ns_resume = resume / (n / 2);
     double ns_poco = poco / n;
     printf("context switches, best of %d, %llu switches each\n", rounds, (unsigned long long)switches);
     printf("  %-44s %8.2f ns/switch\n", "native switch (cot_context_switch)", ns_native);
+    printf("  %-44s %8.2f ns/pass\n", "peer ring of 4 (cot_context_switch_peer)", ns_ring);
     printf("  %-44s %8.2f ns/switch\n", "boost.context jump_fcontext", ns_fc);
     printf("  %-44s %8.2f ns/switch\n", "swapcontext", ns_uc);
     printf("  %-44s %8.2f ns/yield\n", "cot_coro_yield among 4 coroutines", ns_yield);
@@ -213,7 +255,7 @@ int main(void) {
     printf("  %-44s %8.2f ns/yield\n", "poco API: coro_yield among 4 (round robin)", ns_poco);
     printf("ratios\n");
     printf("  native / jump_fcontext      %6.2f   (target <= 1.2)\n", ns_native / ns_fc);
-    printf("  swapcontext / yield         %6.1f   (target >= 20)\n", ns_uc / ns_yield);
+    printf("  swapcontext / yield         %6.1f\n", ns_uc / ns_yield);
     printf("  swapcontext round trip / yield %5.1f   (a poco yield: two swapcontext calls)\n", 2 * ns_uc / ns_yield);
     printf("  swapcontext round trip / resume+yield %5.1f\n", 2 * ns_uc / ns_resume);
     printf("  swapcontext / native        %6.1f\n", ns_uc / ns_native);

@@ -51,7 +51,9 @@ CoroSignal poco_switch_in(Coro *coro) {
     return coro->yield_signal;
 }
 
-void poco_switch_direct(Coro *from, Coro *to) {
+/* From the running coroutine straight into `to`, which then switches out
+ * to the scheduler `from` came from. */
+static void switch_direct(Coro *from, Coro *to) {
     /* `to` will switch out to where `from` would have: the scheduler. */
     to->caller_ctx_ = from->caller_ctx_;
     tls_current = to;
@@ -62,11 +64,17 @@ void poco_switch_direct(Coro *from, Coro *to) {
         }
         __tsan_switch_to_fiber(to->fiber_, 0);
     }
-    cot_context_switch((cot_context *)&from->ctx_, (cot_context)to->ctx_, to);
+    /* Peers: every coroutine handing off suspends at this very call, so the
+     * peer switch's `ret` lands where the return predictor expects. */
+    cot_context_switch_peer((cot_context *)&from->ctx_, (cot_context)to->ctx_, to);
 }
 
 void poco_switch_out(Coro *coro, CoroSignal signal) {
-    if (signal == CORO_SIG_NOTIFY && poco_rr_yield_direct(coro)) {
+    Coro *next = signal == CORO_SIG_NOTIFY ? poco_rr_yield_next(coro) : NULL;
+    if (next != NULL) {
+        if (next != coro) {
+            switch_direct(coro, next);
+        }
         return;
     }
     coro->yield_signal = signal;

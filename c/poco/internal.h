@@ -27,12 +27,10 @@ int64_t poco_deadline(PlatformTick timeout);
  * switches out; returns the signal. */
 void poco_switch_out(Coro *coro, CoroSignal signal);
 CoroSignal poco_switch_in(Coro *coro);
-/* From the running coroutine straight into `to` (which then switches out
- * to the scheduler `from` came from). */
-void poco_switch_direct(Coro *from, Coro *to);
-/* A yield's fast path (round_robin.c): true if it was done without going
- * through the scheduler's stack. */
-bool poco_rr_yield_direct(Coro *self);
+/* A yield's fast path (round_robin.c): the coroutine to switch straight to
+ * (`self` to go on), its step's bookkeeping done; NULL to go through the
+ * scheduler's stack. */
+Coro *poco_rr_yield_next(Coro *self);
 /* Releases what a finished coroutine holds of the sanitizers' state. */
 void poco_coro_retire(Coro *coro);
 

@@ -207,13 +207,14 @@ void poco_rr_detach(RoundRobinScheduler *s, Coro *c) {
 
 /* A yield's fast path: with no timed wait and no ISR wakeup pending, there
  * is nothing to apply between steps, so the running coroutine does the
- * step's bookkeeping itself and switches straight to the next one: one
- * context switch per yield instead of two (none if it is next itself). */
-bool poco_rr_yield_direct(Coro *self) {
+ * step's bookkeeping itself and switches straight to the returned one (self
+ * if it is next itself): one context switch per yield instead of two, none
+ * when alone. NULL: go through the scheduler. */
+Coro *poco_rr_yield_next(Coro *self) {
     RoundRobinScheduler *s = self->scheduler_;
     if (s == NULL || tls_scheduler != s || s->current_task != self || s->heap_len_ != 0 ||
         __atomic_load_n(&s->isr_head_, __ATOMIC_RELAXED) != NULL) {
-        return false;
+        return NULL;
     }
     poco_rr_make_ready(s, self);
     size_t slot = next_ready(s, s->next_task_index); /* found: self is ready */
@@ -221,11 +222,8 @@ bool poco_rr_yield_direct(Coro *self) {
     clear_ready(s, slot);
     s->next_task_index = slot + 1 == s->max_tasks_count ? 0 : slot + 1;
     next->coro_state = CORO_STATE_RUNNING;
-    if (next != self) {
-        s->current_task = next;
-        poco_switch_direct(self, next);
-    }
-    return true;
+    s->current_task = next;
+    return next;
 }
 
 /* ---- steps ---- */
@@ -251,7 +249,7 @@ bool scheduler_run_once(Scheduler *scheduler) {
     tls_scheduler = s;
     poco_switch_in(coro);
     tls_scheduler = outer;
-    /* Yields may have passed the CPU on directly (poco_rr_yield_direct):
+    /* Yields may have passed the CPU on directly (poco_rr_yield_next):
      * the one that came back is the current task. */
     coro = s->current_task;
     slot = coro->slot_;

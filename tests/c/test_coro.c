@@ -718,6 +718,41 @@ static void test_raw_context(void) {
     CHECK(cot_context_switch(&main_ctx, NULL, p) == NULL);
 }
 
+/* Peers: three contexts pass a counter round in a ring with the peer
+ * switch, and the last hands it back to main with the plain one (either
+ * switch resumes a context the other saved). */
+static cot_context ring_ctx[3];
+
+static void ring_member(void *arg) {
+    for (;;) {
+        uintptr_t n = (uintptr_t)arg;
+        int me = (int)(n % 3), next = (me + 1) % 3;
+        if (n % 30 == 29) {
+            arg = cot_context_switch(&ring_ctx[me], main_ctx, (void *)(n + 1));
+        } else {
+            arg = cot_context_switch_peer(&ring_ctx[me], ring_ctx[next], (void *)(n + 1));
+        }
+    }
+}
+
+static void test_raw_context_peers(void) {
+    static char stacks[3][16 * 1024];
+    if (UNDER_TSAN) return;
+    for (int i = 0; i < 3; i++) {
+        ring_ctx[i] = cot_context_make(stacks[i], sizeof stacks[i], ring_member);
+        CHECK(ring_ctx[i] != NULL);
+    }
+    /* Each round: main -> 0 -> 1 -> 2 -> 0 ... -> 2 (value 29 mod 30) -> main. */
+    uintptr_t n = 0;
+    for (int round = 0; round < 5; round++) {
+        uintptr_t got = (uintptr_t)cot_context_switch_peer(&main_ctx, ring_ctx[0], (void *)n);
+        CHECK_EQ(got, n + 30);
+        n = got;
+    }
+    CHECK(cot_context_switch_peer(NULL, ring_ctx[0], NULL) == NULL);
+    CHECK(cot_context_switch_peer(&main_ctx, NULL, NULL) == NULL);
+}
+
 /* ===== errors ===== */
 
 struct errs {
@@ -855,6 +890,7 @@ int main(void) {
     test_work();
     test_static();
     test_raw_context();
+    test_raw_context_peers();
     test_errors();
     puts("test_coro ok");
     return 0;

@@ -33,10 +33,11 @@ mod memory;
 mod sanitizer;
 
 pub use arch::context_returned;
-/// The switch of the C ABI's raw contexts, `switch(save, to, arg)`, with the
-/// argument order and NULL checks of `cot_context_switch` (which tail-calls
-/// it); see `arch` for how it differs from the coroutines' own.
-pub(crate) use arch::switch_jump as raw_switch;
+/// The switches of the C ABI's raw contexts, `switch(save, to, arg)`, with
+/// the argument order and NULL checks of `cot_context_switch` and
+/// `cot_context_switch_peer` (which tail-call them); see `arch` for how
+/// they differ.
+pub(crate) use arch::{switch as raw_switch_peer, switch_jump as raw_switch};
 pub use context::{Context, Entry, switch};
 pub use coro::{Coro, CoroFn, State};
 pub use memory::{DEFAULT_SIZE, MIN_SIZE, Stack, page_size};

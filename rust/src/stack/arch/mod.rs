@@ -7,9 +7,9 @@
 //!   pointer into `*save`, resumes `to`, and returns (when resumed in turn) the
 //!   `arg` of the switch that resumed it; 0 at once for a 0 `save` or `to`
 //!   (the argument order and checks of the C ABI's `cot_context_switch`);
-//! - `switch_jump`: the same, for the C ABI's raw contexts; on x86-64 it
-//!   leaves with a jump instead of `ret` (the file says why), elsewhere it is
-//!   `switch`;
+//! - `switch_jump`: the same, for the C ABI's `cot_context_switch`; on
+//!   x86-64 it leaves with a jump instead of `ret` (the file says why),
+//!   elsewhere it is `switch` (`cot_context_switch_peer` is `switch`);
 //! - `init(top, entry, data) -> sp`: builds a new context at the top of a stack
 //!   that calls `entry(arg, data)` on its first resumption.
 
