@@ -71,6 +71,18 @@ struct future {
     }
 };
 
+/// `future` with a promise as COCLS's: settable from any thread, the first
+/// setter wins. The claim is one more exchange (on the promise's pointer),
+/// so that a losing setter never touches a future the winner resolved and
+/// its waiter may have destroyed. Not a target baseline: the floor of the
+/// same guarantees, printed beside it.
+struct claimed_promise {
+    std::atomic<future *> target{nullptr};
+    void set(int v) {
+        if (future *f = target.exchange(nullptr, std::memory_order_acq_rel)) f->set(v);
+    }
+};
+
 /// A generator of ints: the promise points at the yielded value.
 struct generator {
     struct promise_type {

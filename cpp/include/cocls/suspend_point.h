@@ -73,10 +73,9 @@ public:
     /// Resumes them all by the thread's mode (see coro_queue::resume).
     void flush() noexcept {
         if (!m_first) return;
-        auto first = std::exchange(m_first, {});
-        if (!m_more) return coro_queue::resume(first);
-        auto more = std::move(m_more);
-        coro_queue::resume(first, more->data(), more->size());
+        if (!m_more) [[likely]]
+            return coro_queue::resume(std::exchange(m_first, {}));
+        flush_more();
     }
 
     /// For `co_await`: queues the others, then `me`, and returns the first to
@@ -97,6 +96,14 @@ public:
     }
 
 private:
+    // flush() with more than one: out of line, so that the common case
+    // (one coroutine) inlines into every discarded suspend point.
+    [[gnu::noinline]] void flush_more() noexcept {
+        auto first = std::exchange(m_first, {});
+        auto more = std::move(m_more);
+        coro_queue::resume(first, more->data(), more->size());
+    }
+
     more_t &more() {
         if (!m_more) m_more = std::make_unique<more_t>();
         return *m_more;

@@ -14,14 +14,15 @@
 //! as costly as the operation). The queue dies with its thread: items still
 //! queued are dropped, never resumed. Leaving coro mode keeps the queue.
 
-use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::cell::Cell;
 use std::ffi::c_void;
+
+use crate::util::ring::Ring;
 
 /// One thread's queue and mode. Not `Sync`: only its thread touches it.
 pub struct ResumeQueue {
     active: Cell<bool>,
-    items: RefCell<VecDeque<*mut c_void>>,
+    items: Ring,
 }
 
 thread_local! {
@@ -36,7 +37,7 @@ pub fn current() -> Option<*const ResumeQueue> {
 
 impl ResumeQueue {
     const fn new() -> ResumeQueue {
-        ResumeQueue { active: Cell::new(false), items: RefCell::new(VecDeque::new()) }
+        ResumeQueue { active: Cell::new(false), items: Ring::new() }
     }
 
     /// Enters coro mode: true if the thread was not in it (the caller now owns
@@ -61,31 +62,20 @@ impl ResumeQueue {
     /// Appends `item` at the tail.
     #[inline]
     pub fn push(&self, item: *mut c_void) {
-        // Nothing called while the queue is borrowed can reach it again.
-        self.items.borrow_mut().push_back(item)
+        self.items.push(item)
     }
 
     /// Takes the head out.
     #[inline]
     pub fn pop(&self) -> Option<*mut c_void> {
-        self.items.borrow_mut().pop_front()
+        self.items.pop()
     }
 
     /// Pushes `item` (unless NULL) at the tail, then takes the head: `item`
     /// itself if the queue was empty. One call for a cooperative pause.
     #[inline]
     pub fn yield_now(&self, item: *mut c_void) -> Option<*mut c_void> {
-        let item = (!item.is_null()).then_some(item);
-        let mut q = self.items.borrow_mut();
-        match q.pop_front() {
-            None => item,
-            Some(head) => {
-                if let Some(i) = item {
-                    q.push_back(i);
-                }
-                Some(head)
-            }
-        }
+        self.items.push_pop((!item.is_null()).then_some(item))
     }
 
     /// Resumes `item` by the mode's rule with `run`: in coro mode it is
@@ -108,13 +98,13 @@ impl ResumeQueue {
     /// Items queued.
     #[inline]
     pub fn len(&self) -> usize {
-        self.items.borrow().len()
+        self.items.len()
     }
 
     /// Whether nothing is queued.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.items.borrow().is_empty()
+        self.items.len() == 0
     }
 }
 
