@@ -15,7 +15,8 @@
 //!    callbacks of poll handles, then finished work, then async wakeups;
 //! 4. close callbacks of the handles closed so far.
 //!
-//! `RunMode::Once` blocks for one batch, `NoWait` polls without blocking, and
+//! `RunMode::Once` runs one iteration, blocking for I/O only if nothing ran
+//! before the poll (no due timer, no ready task); `NoWait` polls without blocking, and
 //! `Default` runs until nothing is alive or `stop` is called.
 //!
 //! # Handles
@@ -251,8 +252,16 @@ impl Loop {
         }
         while alive && !self.stopped {
             self.tick_time();
-            self.run_ready();
-            let timeout = if mode == RunMode::NoWait { 0 } else { self.backend_timeout() };
+            let ran = self.run_ready();
+            // `Once` blocks only if nothing ran before the poll, as libuv's
+            // UV_RUN_ONCE: a timer that fell due here is the iteration's work.
+            // (Blocking then waited for I/O alone: forever, with a poll or an
+            // async active and no other timer.)
+            let timeout = match mode {
+                RunMode::NoWait => 0,
+                RunMode::Once if ran => 0,
+                _ => self.backend_timeout(),
+            };
             // With only timers alive nothing can arrive on the descriptors, so a
             // poll that would not block is skipped (it is the costly part of a
             // busy timer loop).
@@ -345,10 +354,11 @@ impl Loop {
 
     /// Fires the due timers and runs the ready loop tasks: the batch ready at
     /// the start, each once; what becomes ready meanwhile runs next iteration.
-    fn run_ready(&mut self) {
+    /// False if there was none.
+    fn run_ready(&mut self) -> bool {
         self.sched.take_due_at(self.now);
         if self.sched.ready_head().is_none() {
-            return;
+            return false;
         }
         // A marker at the tail ends the batch: O(1), no signal group.
         let _ = self.sched.schedule(self.batch_end, When::Later);
@@ -368,6 +378,7 @@ impl Loop {
                 _ => {}
             }
         }
+        true
     }
 
     /// The user value of a handle.
