@@ -691,10 +691,10 @@ pub unsafe extern "C" fn cot_context_switch(save: *mut cot_context, to: cot_cont
 /// every return after it are predicted, while the jump leaves the
 /// return-stack predictor one entry off for the returns that follow (the
 /// poco layer's yield, four returns deep: 15 ns instead of 38 on x86-64).
-/// Between different call sites (a scheduler
-/// resuming a context that switches back), use `cot_context_switch`. The
-/// contexts are the same: either function may resume a context the other
-/// saved. Same results, NULL checks and contract as `cot_context_switch`.
+/// Between different call sites (a scheduler resuming a context that
+/// switches back), use `cot_context_switch`. The contexts are the same:
+/// either function may resume a context the other saved. Same results, NULL
+/// checks and contract as `cot_context_switch`.
 ///
 /// # Safety
 /// As `cot_context_switch`.
