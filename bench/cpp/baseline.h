@@ -1,6 +1,7 @@
 // The baselines of bench/cpp: the least a hand-written C++20 program does for
 // each measured operation, with no library. Single-purpose and unsafe where a
-// library must be safe; they mark the physical limit.
+// library must be safe; they mark the physical limit. (Two references for the
+// promise set are not that: see claimed_promise and core_future.)
 #ifndef COCLS_BENCH_BASELINE_H
 #define COCLS_BENCH_BASELINE_H
 
@@ -15,6 +16,8 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <cothread.h>
 
 namespace baseline {
 
@@ -71,16 +74,43 @@ struct future {
     }
 };
 
-/// `future` with a promise as COCLS's: settable from any thread, the first
-/// setter wins. The claim is one more exchange (on the promise's pointer),
-/// so that a losing setter never touches a future the winner resolved and
-/// its waiter may have destroyed. Not a target baseline: the floor of the
-/// same guarantees, printed beside it.
+/// `future` behind a promise as COCLS's: settable from any thread, the
+/// first setter wins. The claim is one more exchange (on the promise's
+/// pointer), so that a losing setter never touches a future the winner
+/// resolved and its waiter may have destroyed. Not a target baseline: the
+/// floor of the same guarantee, printed beside it.
+template <typename Future>
 struct claimed_promise {
-    std::atomic<future *> target{nullptr};
+    std::atomic<Future *> target{nullptr};
     void set(int v) {
-        if (future *f = target.exchange(nullptr, std::memory_order_acq_rel)) f->set(v);
+        if (Future *f = target.exchange(nullptr, std::memory_order_acq_rel)) f->set(v);
     }
+};
+
+/// `future` with the three calls into the core that the C++ face's design
+/// puts on this path (the rule: awaiter chains and the resume queue
+/// live in the core): the chain push when awaited, the chain take when set,
+/// the resume queue's run to resume the waiter. The chain calls get NULL
+/// and return at once (only the call is counted), the run is the real one.
+/// Not a target baseline either: the floor under that rule.
+struct core_future : future {
+    bool await_suspend(std::coroutine_handle<> h) noexcept {
+        (void)cot_chain_push(nullptr, nullptr, nullptr);
+        return future::await_suspend(h);
+    }
+    void set(int v) {
+        value = v;
+        (void)cot_chain_take(nullptr, nullptr, nullptr);
+        void *w = waiter.exchange(&set_mark, std::memory_order_acq_rel);
+        if (w) cot_resume_queue_run(queue(), w, &resume);
+    }
+
+private:
+    static cot_resume_queue *queue() noexcept {
+        static thread_local cot_resume_queue *q = cot_resume_queue_current();
+        return q;
+    }
+    static void resume(void *h) noexcept { std::coroutine_handle<>::from_address(h).resume(); }
 };
 
 /// A generator of ints: the promise points at the yielded value.
