@@ -3,7 +3,7 @@
 // ratio ours / baseline; the best of ROUNDS runs, the two sides alternating.
 //
 //     make -C bench/cpp run            (after `cmake --build build`)
-//     COT_BENCH_OPS=2000000 COT_BENCH_ROUNDS=5 bench/cpp/bench-cpp
+//     COT_BENCH_OPS=2000000 COT_BENCH_ROUNDS=10 bench/cpp/bench-cpp
 #include <cocls/async.h>
 #include <cocls/coro_queue.h>
 #include <cocls/future.h>
@@ -241,7 +241,7 @@ static long env_num(const char *name, long def) {
 
 int main() {
     ops = env_num("COT_BENCH_OPS", 1000000);
-    int rounds = int(env_num("COT_BENCH_ROUNDS", 5));
+    int rounds = int(env_num("COT_BENCH_ROUNDS", 10));
     std::printf("cocls on cothread %s: %ld operations per run, best of %d\n", cot_version_string(), ops, rounds);
     compare("co_await pause() among 4 coroutines", rounds, ours_pause, base_pause);
     compare("promise set resuming a waiting coroutine", rounds, ours_promise, base_promise);
