@@ -7,12 +7,10 @@ local cothread = require "cothread"
 local socket = require "cothread.socket"
 local channel = require "cothread.channel"
 
--- CPU seconds used while f runs, and the wall time.
-local function cost(f)
-  local c0, t0 = os.clock(), cothread.time()
-  f()
-  return os.clock() - c0, cothread.time() - t0
-end
+local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
+local support = dofile(here .. "support.lua")
+
+local cost = support.cost
 
 describe("the module", function()
   it("is require 'cothread.channel' and the channel field of every scheduler", function()

@@ -6,12 +6,10 @@
 local cosock = require "cothread" -- as a cosock program would, with its require changed
 local socket = require "cothread.socket"
 
--- CPU seconds used while f runs, and the wall time.
-local function cost(f)
-  local c0, t0 = os.clock(), cosock.time()
-  f()
-  return os.clock() - c0, cosock.time() - t0
-end
+local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
+local support = dofile(here .. "support.lua")
+
+local cost = support.cost
 
 describe("the API", function()
   it("has cosock's fields", function()

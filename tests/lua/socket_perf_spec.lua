@@ -9,16 +9,7 @@ local socket = require "cothread.socket"
 local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
 local support = dofile(here .. "support.lua")
 
--- A connected pair (blocking calls, outside cothreads): client, accepted.
-local function pair()
-  local server = assert(socket.bind("127.0.0.1", 0))
-  local _, port = server:getsockname()
-  local c = assert(socket.connect("127.0.0.1", port))
-  server:settimeout(5)
-  local a = assert(server:accept())
-  server:close()
-  return c, a
-end
+local pair = support.tcp_pair
 
 -- After a short read the module waits for readiness instead of trying recv
 -- again (the socket is most likely empty); data that came meanwhile must

@@ -18,22 +18,9 @@ local function listener(backlog)
   return server, port
 end
 
--- A connected pair (blocking calls, outside cothreads): client, accepted.
-local function pair()
-  local server, port = listener()
-  local c = assert(socket.connect("127.0.0.1", port))
-  server:settimeout(5)
-  local a = assert(server:accept())
-  server:close()
-  return c, a
-end
+local pair = support.tcp_pair
 
--- CPU seconds used by this process while f runs, and the wall time.
-local function cost(f)
-  local c0, t0 = os.clock(), cothread.time()
-  f()
-  return os.clock() - c0, cothread.time() - t0
-end
+local cost = support.cost
 
 describe("the module", function()
   it("is require 'cothread.socket' and the socket field of every scheduler", function()

@@ -18,6 +18,26 @@ function support.ready(S)
   return list
 end
 
+-- CPU seconds used by this process while f runs, and the wall time.
+function support.cost(f)
+  local c0, t0 = os.clock(), cothread.time()
+  f()
+  return os.clock() - c0, cothread.time() - t0
+end
+
+-- A connected TCP pair on 127.0.0.1 (blocking calls, outside cothreads):
+-- client, accepted.
+function support.tcp_pair()
+  local socket = require "cothread.socket"
+  local server = assert(socket.bind("127.0.0.1", 0))
+  local _, port = server:getsockname()
+  local c = assert(socket.connect("127.0.0.1", port))
+  server:settimeout(5)
+  local a = assert(server:accept())
+  server:close()
+  return c, a
+end
+
 -- A new scheduler whose clock is `clock.now` (from `start`, default 0); its idle
 -- records each wake time in `clock.idled` and jumps the clock to it.
 function support.clocked(start)
