@@ -16,26 +16,16 @@ describe("cothread.signal", function()
 
   it("delivers SIGUSR1 sent by another process to a waiting cothread while others run", function()
     local S = cothread.new()
-    local got, ticks, done = nil, 0, false
+    local got
     -- A job on the pool first: its threads must not take the signal (and die of it).
     go(S, function() assert(S.file.stat("/")) end)
     S.run()
-    go(S, function()
-      got = { signal.wait("SIGUSR1", 5) }
-      done = true
-    end)
-    go(S, function()
-      while not done do
-        ticks = ticks + 1
-        S.delay(0.001)
-      end
-    end)
     go(S, function()
       S.delay(0.05)
       local p = assert(cothread.process.spawn("kill -USR1 " .. signal.getpid()))
       assert.is_true((p:wait()))
     end)
-    S.run()
+    local ticks = support.ticking(function() got = { signal.wait("SIGUSR1", 5) } end, S)
     assert.same({ "SIGUSR1", 10 }, got)
     assert.is_true(ticks >= 10, "others ran meanwhile: " .. ticks)
   end)

@@ -8,25 +8,7 @@ local process = cothread.process
 local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
 local go = support.go
 
--- Runs f in a cothread of a new scheduler while another cothread ticks; returns
--- the number of ticks taken while f ran.
-local function ticking(f)
-  local S = cothread.new()
-  local done, ticks = false, 0
-  go(S, function()
-    f(S)
-    done = true
-  end)
-  go(S, function()
-    while not done do
-      ticks = ticks + 1
-      S.delay(0.001)
-    end
-  end)
-  S.run()
-  assert.is_true(done)
-  return ticks
-end
+local ticking = support.ticking
 
 describe("cothread.process", function()
   it("reads a child's output line by line, and its exit code", function()

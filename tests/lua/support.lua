@@ -38,6 +38,27 @@ function support.tcp_pair()
   return c, a
 end
 
+-- Runs f(S) in a cothread of S (a new scheduler if nil) while another cothread
+-- ticks every millisecond until f returns; runs S to its end and returns the
+-- number of ticks taken meanwhile.
+function support.ticking(f, S)
+  S = S or cothread.new()
+  local done, ticks = false, 0
+  support.go(S, function()
+    f(S)
+    done = true
+  end)
+  support.go(S, function()
+    while not done do
+      ticks = ticks + 1
+      S.delay(0.001)
+    end
+  end)
+  S.run()
+  assert(done, "f did not finish")
+  return ticks
+end
+
 -- A new scheduler whose clock is `clock.now` (from `start`, default 0); its idle
 -- records each wake time in `clock.idled` and jumps the clock to it.
 function support.clocked(start)
