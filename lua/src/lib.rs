@@ -56,6 +56,20 @@ use ops::Builtin;
 use raw::{L, ffi};
 use state::{State, UV_MODULE, UV_NAMES, UV_WHENS, UV_YIELDOPS};
 
+/// Pushes a submodule's table (`L`: a valid state with a free slot).
+type PushModule = unsafe fn(L);
+
+/// The submodules each scheduler's table holds, by field name (`socket.dns`
+/// is there too): each pushes its table, one per Lua state.
+const SUBMODULES: &[(&CStr, PushModule)] = &[
+    (c"socket", socket::push_module),
+    (c"dns", dns::push_module),
+    (c"file", file::push_module),
+    (c"process", process::push_module),
+    (c"signal", ossignal::push_module),
+    (c"channel", channel::push_module),
+];
+
 /// The functions of an instance; each is a closure over the instance's state.
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"schedule", sched::schedule),
@@ -154,18 +168,10 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         ffi::lua_setfield(l, m, c"trap".as_ptr());
         ffi::lua_pushstring(l, cothread::ffi::cot_version_string());
         ffi::lua_setfield(l, m, c"version".as_ptr());
-        socket::push_module(l);
-        ffi::lua_setfield(l, m, c"socket".as_ptr());
-        dns::push_module(l);
-        ffi::lua_setfield(l, m, c"dns".as_ptr());
-        file::push_module(l);
-        ffi::lua_setfield(l, m, c"file".as_ptr());
-        process::push_module(l);
-        ffi::lua_setfield(l, m, c"process".as_ptr());
-        ossignal::push_module(l);
-        ffi::lua_setfield(l, m, c"signal".as_ptr());
-        channel::push_module(l);
-        ffi::lua_setfield(l, m, c"channel".as_ptr());
+        for (name, push) in SUBMODULES {
+            push(l);
+            ffi::lua_setfield(l, m, name.as_ptr());
+        }
         cosock::install(l, m, s);
         ffi::lua_pushvalue(l, m);
         future::add_functions(l);
