@@ -1,19 +1,32 @@
 //! cothread core: a single-threaded coroutine scheduler with O(1) queues and
-//! signals, timers, and the stable C ABI over them.
+//! signals, timers, an event loop, and the stable C ABI over them.
 //!
-//! Layers (dependencies point down):
-//! - [`ffi`]: the `extern "C"` API, the only thing exported to C.
+//! Layers, bottom up: a module uses only modules listed above it (checked
+//! with `grep -rn 'crate::' rust/src`; doc/architecture.md has the graph).
+//! `sched`, `sync` and `op` do not use each other.
+//! - `util`: small building blocks (a pointer hasher, a generational slab,
+//!   the OS clock, futexes, intrusive node chains, a one-thread pointer
+//!   ring). Uses nothing.
+//! - [`error`]: the core's error type (the C ABI's negative `COT_E*` codes).
+//!   Uses nothing.
+//! - [`time`]: clocks and the timer heap. Uses `util`.
 //! - [`sched`]: the scheduler: ready queue, signal queues, combined signals,
-//!   postponed queue.
-//! - [`reactor`]: the event loop (timers, fd readiness, wakeups), on a scheduler.
-//! - [`stack`]: stackful coroutines: stacks with guard pages, the context
-//!   switch in assembly, coroutines that run as tasks of a loop.
+//!   postponed queue. Uses `time`, `util`, `error`.
 //! - [`sync`]: synchronization building blocks for the faces: awaiter chains,
 //!   a FIFO-handoff mutex, the per-thread resume queue, parking, the thread
-//!   pool and a thread-safe timer service.
-//! - [`time`]: clocks and the timer heap.
-//! - `util`: small building blocks (a pointer hasher, the OS clock, futexes,
-//!   intrusive node chains).
+//!   pool and a thread-safe timer service. Uses `time`, `util`, `error`.
+//! - [`future`]: promises and futures, settled from any thread. Uses `sync`
+//!   (parking), `time`, `error`.
+//! - [`op`]: the operation state machines (libuv-style requests, handles and
+//!   objects), sans-IO. Uses `error` only.
+//! - [`reactor`]: the event loop (timers, fd readiness, wakeups, OS signals,
+//!   children, work on the pool, loop tasks), on its own scheduler. Uses
+//!   `sched`, `sync`, `future`, `op`, `time`, `util`, `error`.
+//! - [`stack`]: stackful coroutines: stacks with guard pages, the context
+//!   switch in assembly, coroutines that run as tasks of a loop. Uses
+//!   `reactor`, `sched`, `future`, `error`.
+//! - [`ffi`]: the `extern "C"` API, the only thing exported to C. Uses all of
+//!   the above.
 //!
 //! Tasks are opaque to the core: it keeps a node per task with a user value,
 //! and the face (Lua, C++, C) decides what resuming a task means.
