@@ -1,5 +1,5 @@
 /* The operation state machines through the C ABI (cot_op, cot_object), no
- * backend: bad input, and transitions of spec/operations.md with the exact
+ * backend: bad input, and transitions of the machines (rust/src/op) with the exact
  * action bits and states each event yields. tests/c/libuv/test_libuv_ops.c
  * drives real libuv through the same functions. */
 #include <cothread.h>

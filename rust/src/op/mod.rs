@@ -2,7 +2,7 @@
 //! operation (a libuv request or handle, or the built-in reactor's
 //! equivalent) as callbacks, close callbacks and outside resumes come, so
 //! that every callback fires exactly once and memory dies only after its
-//! close callback (spec/operations.md, after CoUtil's `loperaux.c`).
+//! close callback (doc/c.md, "Operations awaited by a task"; after CoUtil's `loperaux.c`).
 //!
 //! The machines are sans-IO. Each event is a method that changes the state
 //! and returns the [`Actions`] the driver must then perform, in [`Action`]

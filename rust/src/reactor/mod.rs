@@ -11,8 +11,9 @@
 //!    timer is re-armed before its callback; timers started by these callbacks
 //!    fire on a later iteration, never in this one;
 //! 3. poll for I/O, blocking at most until the next timer (not at all in
-//!    `RunMode::NoWait`, nor when a close callback is pending): readiness
-//!    callbacks of poll handles, then finished work, then async wakeups;
+//!    `RunMode::NoWait`, nor when a close callback is pending), then run the
+//!    callbacks of what is ready in the order epoll reports it: poll handles,
+//!    the inbox (finished work, async wakeups), signals, child exits;
 //! 4. close callbacks of the handles closed so far.
 //!
 //! `RunMode::Once` runs one iteration, blocking for I/O only if nothing ran

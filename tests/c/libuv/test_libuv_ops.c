@@ -12,7 +12,7 @@
  *   RELEASE        -> checks that libuv holds nothing, then frees the memory
  *   RESUME*        -> the task runs its continuation (it may await again).
  * Every scenario checks the exact sequence of events and actions, and the
- * invariants of spec/operations.md: each started request called back exactly
+ * invariants of the machines (rust/src/op): each started request called back exactly
  * once, each closed handle's close callback exactly once (never inside
  * uv_close), a task resumed at most once per await and never by an operation
  * it left, no memory released while libuv holds it; uv_loop_close succeeds
