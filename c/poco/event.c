@@ -2,6 +2,7 @@
  * set and clear it from other threads and signal handlers. */
 #include "internal.h"
 
+/* seq_cst, which poco_bind and poco_isr_wake rely on (see wait.c, isr.c). */
 #define ACQ __ATOMIC_SEQ_CST
 
 Event *event_create_static(Event *event, Flags initial) {

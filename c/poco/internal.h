@@ -42,7 +42,9 @@ void poco_wake_all(PocoSubject *subject);
 /* Yields with CORO_SIG_NOTIFY when called from a coroutine. */
 void poco_notify_yield(void);
 /* Records the running scheduler on `subject`, for its _from_isr wakeups;
- * sequentially consistent, before the caller checks the subject's state. */
+ * sequentially consistent, before the caller checks the subject's state, which
+ * it must do with a seq_cst operation (a seq_cst load, or under poco_try_lock):
+ * see wait.c and isr.c. */
 void poco_bind(PocoSubject *subject);
 
 /* _from_isr: async-signal-safe wakeup of the subject's waiters. */

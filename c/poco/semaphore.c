@@ -2,6 +2,7 @@
  * _from_isr forms change it from other threads and signal handlers. */
 #include "internal.h"
 
+/* seq_cst, which poco_bind and poco_isr_wake rely on (see wait.c, isr.c). */
 #define SC __ATOMIC_SEQ_CST
 
 Semaphore *semaphore_create_static(Semaphore *semaphore, size_t slot_count) {

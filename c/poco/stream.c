@@ -154,15 +154,26 @@ Result stream_receive_up_to(Stream *stream, uint8_t *buffer, size_t *buffer_size
     return receive(stream, buffer, buffer_size, timeout, false);
 }
 
+/* The bytes in the ring, looked at under the lock: after poco_bind a waiter
+ * looks at the state with a seq_cst operation (the try-lock), which orders the
+ * look against a _from_isr receive (see poco_bind); stream_bytes_used's
+ * acquire loads would not. */
+static size_t locked_used(Stream *s) {
+    poco_lock(&s->subject_);
+    size_t n = s->write_idx - s->read_idx;
+    poco_unlock(&s->subject_);
+    return n;
+}
+
 Result stream_flush(Stream *stream, PlatformTick timeout) {
     if (stream == NULL) {
         return RES_INVALID_VALUE;
     }
     int64_t deadline = poco_deadline(timeout);
     poco_bind(&stream->subject_);
-    while (stream_bytes_used(stream) > 0) {
+    while (locked_used(stream) > 0) {
         if (poco_current() == NULL || !poco_wait(&stream->subject_, deadline)) {
-            return stream_bytes_used(stream) == 0 ? RES_OK : RES_TIMEOUT;
+            return locked_used(stream) == 0 ? RES_OK : RES_TIMEOUT;
         }
     }
     return RES_OK;

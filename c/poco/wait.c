@@ -102,14 +102,21 @@ void poco_notify_yield(void) {
     }
 }
 
+/* The store is seq_cst, and so is the caller's next look at the state (an
+ * event's flags and a semaphore's count are loaded seq_cst; queues and streams
+ * are looked at under poco_try_lock, a seq_cst exchange); poco_isr_wake changes
+ * the state seq_cst, then loads the scheduler seq_cst. In the total order of
+ * these operations either our look comes after the ISR's change and sees it,
+ * or the ISR's load comes after our store and sees the scheduler (the argument
+ * in full: isr.c). When the store is skipped, the scheduler's thread stored
+ * the same value earlier, and that store happens before the look just the same.
+ * No standalone fence: ThreadSanitizer does not model them (GCC warns about
+ * atomic_thread_fence under -fsanitize=thread), and none is needed. */
 void poco_bind(PocoSubject *subject) {
     RoundRobinScheduler *s = poco_current_scheduler();
     if (s != NULL && __atomic_load_n(&subject->scheduler, __ATOMIC_RELAXED) != s) {
         __atomic_store_n(&subject->scheduler, s, __ATOMIC_SEQ_CST);
     }
-    /* Pairs with the fence in poco_isr_wake: either this thread then sees
-     * the state an ISR changed, or that ISR sees the scheduler. */
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 void poco_lock(PocoSubject *subject) {
@@ -117,8 +124,12 @@ void poco_lock(PocoSubject *subject) {
     }
 }
 
+/* seq_cst, not just acquire: a waiter's try-lock is its look at a queue's or a
+ * stream's state, and a _from_isr form's try-lock comes before its change of
+ * it; poco_bind and poco_isr_wake order themselves against these (on x86-64
+ * the exchange is the same instruction either way). */
 bool poco_try_lock(PocoSubject *subject) {
-    return __atomic_exchange_n(&subject->lock, 1, __ATOMIC_ACQUIRE) == 0;
+    return __atomic_exchange_n(&subject->lock, 1, __ATOMIC_SEQ_CST) == 0;
 }
 
 void poco_unlock(PocoSubject *subject) { __atomic_store_n(&subject->lock, 0, __ATOMIC_RELEASE); }

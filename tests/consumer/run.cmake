@@ -74,15 +74,24 @@ endif()
 step("configure tests/consumer (find_package)" ${_configure})
 step("build tests/consumer" "${CMAKE_COMMAND}" --build "${CONSUMER_BUILD_DIR}")
 
-set(_env "${CMAKE_COMMAND}" -E env "LD_LIBRARY_PATH=${CONSUMER_PREFIX}/lib")
+# No LD_LIBRARY_PATH anywhere below: the programs find libcothread.so.0 under the
+# temporary prefix through their RUNPATH (doc/c.md, "How a program finds the library").
+set(_env "${CMAKE_COMMAND}" -E env --unset=LD_LIBRARY_PATH)
 run_program(consumer_shared "consumer ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_shared")
-run_program(consumer_static "consumer ok" "${CONSUMER_BUILD_DIR}/consumer_static")
+run_program(consumer_static "consumer ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_static")
 run_program(consumer_cpp "consumer_cpp ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_cpp")
 if(EXISTS "${CONSUMER_BUILD_DIR}/consumer_lua")
   run_program(consumer_lua "consumer_lua ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_lua")
 else()
   message(STATUS "consumer: no Lua 5.4 for pkg-config: consumer_lua not built")
 endif()
+
+# The consumer's own install (CMAKE_INSTALL_RPATH_USE_LINK_PATH in its CMakeLists.txt).
+set(_app_prefix "${CONSUMER_BUILD_DIR}/app-prefix")
+step("install tests/consumer into ${_app_prefix}"
+  "${CMAKE_COMMAND}" --install "${CONSUMER_BUILD_DIR}" --prefix "${_app_prefix}")
+run_program(consumer_shared_installed "consumer ok" ${_env} "${_app_prefix}/bin/consumer_shared")
+run_program(consumer_cpp_installed "consumer_cpp ok" ${_env} "${_app_prefix}/bin/consumer_cpp")
 
 # The shared one must need the library by its SONAME, the static one not at all.
 find_program(_readelf readelf)
@@ -118,9 +127,13 @@ if(CONSUMER_C_COMPILER)
 else()
   find_program(_cc NAMES cc gcc REQUIRED)
 endif()
+# As doc/c.md says: -Wl,-rpath,$(pkg-config --variable=libdir cothread).
+step("pkg-config --variable=libdir cothread" ${_pc_env} "${PKG_CONFIG_EXECUTABLE}" --variable=libdir cothread)
+string(STRIP "${STEP_OUTPUT}" _pc_libdir)
 set(_pc_exe "${CONSUMER_BUILD_DIR}/consumer_pkgconfig")
 step("compile main.c with the pkg-config flags"
-  "${_cc}" -std=c11 -Wall -Wextra -Werror "${CONSUMER_SOURCE_DIR}/main.c" ${_pc_flags} -o "${_pc_exe}")
+  "${_cc}" -std=c11 -Wall -Wextra -Werror "${CONSUMER_SOURCE_DIR}/main.c" ${_pc_flags}
+  "-Wl,-rpath,${_pc_libdir}" -o "${_pc_exe}")
 run_program(consumer_pkgconfig "consumer ok" ${_env} "${_pc_exe}")
 
 message(STATUS "consumer: all checks passed")
