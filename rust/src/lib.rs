@@ -12,8 +12,8 @@
 //!   a FIFO-handoff mutex, the per-thread resume queue, parking, the thread
 //!   pool and a thread-safe timer service.
 //! - [`time`]: clocks and the timer heap.
-//! - `util`: small building blocks (a pointer hasher, the OS clock, futexes,
-//!   intrusive node chains).
+//! - `util`: small building blocks (the OS clock, futexes, intrusive node
+//!   chains).
 //!
 //! Tasks are opaque to the core: it keeps a node per task with a user value,
 //! and the face (Lua, C++, C) decides what resuming a task means.
