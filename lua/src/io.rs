@@ -47,14 +47,13 @@
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, RunMode, WRITABLE};
 use cothread::{Task, When};
+use rustc_hash::FxHashMap;
 
 use crate::state::State;
 
@@ -78,34 +77,6 @@ pub fn new_id() -> u64 {
         id
     })
 }
-
-/// Hashes the maps' keys, identifiers and raw task handles: unique
-/// integers that need no protection against chosen collisions, so one
-/// multiplication spreads them instead of SipHash, several times dearer on
-/// every wait.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(self.0.rotate_left(8) ^ b as u64);
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        // Both halves of the full product: the low bits (the bucket) then
-        // depend on every bit of `n`.
-        let m = (n as u128).wrapping_mul(0x9e37_79b9_7f4a_7c15);
-        self.0 = m as u64 ^ (m >> 64) as u64;
-    }
-}
-
-type IdMap<V> = HashMap<u64, V, BuildHasherDefault<IdHasher>>;
 
 /// How a wait ended.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -226,14 +197,18 @@ impl std::ops::DerefMut for LoopRef {
 }
 
 /// The I/O side of a scheduler.
+///
+/// Its maps are keyed by identifiers and raw task handles: unique integers
+/// that need no protection against chosen collisions, so FxHash (one multiply
+/// per key) instead of SipHash, several times dearer on every wait.
 pub struct Io {
     lp: LoopRef,
     events: Rc<RefCell<Vec<Event>>>,
-    socks: IdMap<Sock>,
-    waits: IdMap<Wait>,
-    by_task: IdMap<u64>,
+    socks: FxHashMap<u64, Sock>,
+    waits: FxHashMap<u64, Wait>,
+    by_task: FxHashMap<u64, u64>,
     /// Results of finished jobs, until `take_result`.
-    results: IdMap<JobResult>,
+    results: FxHashMap<u64, JobResult>,
     /// Pending waits that can end by themselves (a socket or a deadline).
     armed: usize,
     /// The private signal key waiting cothreads are parked on.
@@ -244,7 +219,7 @@ pub struct Io {
     idle_timer: Handle,
     /// Wall-clock seconds of each task's last wake by this loop (kept for
     /// `get_thread_metadata`; dropped by `forget`).
-    wakes: IdMap<i64>,
+    wakes: FxHashMap<u64, i64>,
     /// Emptied vectors kept for reuse (no allocation per event): the event
     /// queue's other half, and the waits a readiness ends.
     spare_events: Vec<Event>,
@@ -294,15 +269,15 @@ impl Io {
         Io {
             lp,
             events: Rc::new(RefCell::new(Vec::new())),
-            socks: IdMap::default(),
-            waits: IdMap::default(),
-            by_task: IdMap::default(),
-            results: IdMap::default(),
+            socks: FxHashMap::default(),
+            waits: FxHashMap::default(),
+            by_task: FxHashMap::default(),
+            results: FxHashMap::default(),
             armed: 0,
             key,
             spare_timers: Vec::new(),
             idle_timer,
-            wakes: IdMap::default(),
+            wakes: FxHashMap::default(),
             spare_events: Vec::new(),
             woken: Vec::new(),
         }

@@ -4,7 +4,7 @@
 //! Layers, bottom up: a module uses only modules listed above it (checked
 //! with `grep -rn 'crate::' rust/src`; doc/architecture.md has the graph).
 //! `sched`, `sync` and `op` do not use each other.
-//! - `util`: small building blocks (a pointer hasher, a generational slab,
+//! - `util`: small building blocks (a generational slab,
 //!   the OS clock, futexes, intrusive node chains, a one-thread pointer
 //!   ring). Uses nothing.
 //! - [`error`]: the core's error type (the C ABI's negative `COT_E*` codes).

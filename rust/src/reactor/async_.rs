@@ -2,10 +2,11 @@
 //! runs are coalesced into one call (as libuv does); none is lost: a send after
 //! the callback started causes another call.
 
-use std::collections::HashMap;
 use std::io;
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
 
 use super::handle::Kind;
 use super::{Callback, Handle, Loop, sys};
@@ -18,7 +19,9 @@ pub(crate) struct Async {
 #[derive(Default)]
 struct Queue {
     /// Live async handles (raw ids), and whether a wakeup is queued for each.
-    live: HashMap<u64, bool>,
+    /// The ids are the loop's own, so FxHash: every `send` looks one up under
+    /// the lock.
+    live: FxHashMap<u64, bool>,
     queued: Vec<u64>,
     /// Finished or cancelled work requests (raw ids) and their status.
     completed: Vec<(u64, Result<()>)>,

@@ -37,9 +37,9 @@ mod task;
 use crate::error::{Error, Result};
 use crate::time::Clock;
 use crate::time::heap::{Entry, TimerHeap};
-use crate::util::hash::KeyMap;
 use arena::{Arena, NIL, Role};
 use combined::{Combo, Watch};
+use rustc_hash::FxHashMap;
 
 pub use task::{Mode, Task, When};
 
@@ -67,7 +67,9 @@ impl Default for Signal {
 pub struct Sched {
     arena: Arena,
     ready: u32,
-    signals: KeyMap<Signal>,
+    /// Keyed by the program's own addresses or ids, so FxHash: SipHash's
+    /// resistance to chosen collisions buys nothing, and `notify` is hot.
+    signals: FxHashMap<usize, Signal>,
     timers: TimerHeap,
     seq: u64,
     clock: Clock,
@@ -90,7 +92,7 @@ impl Sched {
     pub fn with_clock(clock: Clock) -> Sched {
         let mut arena = Arena::new(generation_seed());
         let ready = arena.alloc(Role::Ready, 0);
-        Sched { arena, ready, signals: KeyMap::default(), timers: TimerHeap::default(), seq: 0, clock, hook: None }
+        Sched { arena, ready, signals: FxHashMap::default(), timers: TimerHeap::default(), seq: 0, clock, hook: None }
     }
 
     /// Replaces the clock. Wake times already set keep their values.

@@ -1,10 +1,9 @@
-//! Small building blocks: a pointer hasher, a generational slab, the OS clock,
-//! futexes, a test-only random source, intrusive chains of C-owned nodes and
-//! a one-thread pointer ring (the unsafe parts of `sync`).
+//! Small building blocks: a generational slab, the OS clock, futexes, a
+//! test-only random source, intrusive chains of C-owned nodes and a
+//! one-thread pointer ring (the unsafe parts of `sync`).
 
 pub(crate) mod chain;
 pub(crate) mod futex;
-pub(crate) mod hash;
 pub(crate) mod os;
 pub(crate) mod ring;
 #[cfg(test)]
