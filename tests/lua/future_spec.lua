@@ -116,7 +116,9 @@ describe("await", function()
     local p, f = S.promise()
     local ticks, first, second = 0, nil, nil
     S.schedule(coroutine.create(function()
-      first = pack(f:await(0.02))
+      -- 0.2 s: a hundred of the ticker's delays, so that it ticks more than once
+      -- even under valgrind on a loaded machine.
+      first = pack(f:await(0.2))
       second = pack(f:await(5))
     end))
     S.schedule(coroutine.create(function()
