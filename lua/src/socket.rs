@@ -1407,10 +1407,15 @@ unsafe fn select_poll(l: L) -> bool {
     }
 }
 
-/// `[-0, +1, m]` Pushes the list of the sockets of table `idx` marked for `dir`.
+/// `[-0, +1, m]` Pushes the list of the sockets of table `idx` marked for
+/// `dir`. It maps each socket to its index too (`list[sock] == i`, as
+/// LuaSocket's), through its metatable: `pairs` and `next` see only the list,
+/// as with cosock's `select`, whose results programs iterate with `pairs`.
 unsafe fn push_selected(l: L, idx: c_int, dir: u32) {
     // SAFETY: the frame of `Op::Select`; the sockets stay in their table.
+    // Stack: out, then (once a socket is ready) its metatable `map`.
     unsafe {
+        raw::check_stack(l, 4);
         ffi::lua_newtable(l);
         let out = ffi::lua_gettop(l);
         let mut n = 0;
@@ -1422,17 +1427,26 @@ unsafe fn push_selected(l: L, idx: c_int, dir: u32) {
             let t = to_sock(l, -1);
             let ready = if t.is_null() { channel::selected(l, -1) } else { (*t).fd >= 0 && (*t).sel & dir as u8 != 0 };
             if ready {
+                if n == 0 {
+                    ffi::lua_createtable(l, 0, 2); // out sock map
+                    ffi::lua_pushvalue(l, -1);
+                    ffi::lua_setfield(l, -2, c"__index".as_ptr()); // map.__index = map
+                    ffi::lua_rotate(l, -2, 1); // out map sock
+                }
                 n += 1;
                 ffi::lua_pushvalue(l, -1);
                 ffi::lua_rawseti(l, out, n);
                 ffi::lua_pushinteger(l, n);
-                ffi::lua_rawset(l, out); // out[sock] = n
+                ffi::lua_rawset(l, out + 1); // map[sock] = n
             } else {
                 ffi::lua_pop(l, 1);
             }
             i += 1;
         }
         ffi::lua_pop(l, 1);
+        if n > 0 {
+            ffi::lua_setmetatable(l, out);
+        }
     }
 }
 
