@@ -421,3 +421,29 @@ pub fn resolve_strerror(e: ResolveError) -> &'static CStr {
 pub fn wall_time() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
 }
+
+/// Makes `fd` non-blocking (a descriptor handed in by `setfd`).
+pub fn set_nonblocking(fd: RawFd) -> SysResult<()> {
+    // SAFETY: integer arguments; the results are checked.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
+}
+
+/// The address family of socket `fd` (`SO_DOMAIN`).
+pub fn domain(fd: RawFd) -> SysResult<c_int> {
+    let mut v = [0u8; 4];
+    getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, &mut v)?;
+    Ok(c_int::from_ne_bytes(v))
+}
+
+/// How many descriptors this process may have open (the soft
+/// `RLIMIT_NOFILE`; `c_int::MAX` if unlimited or unknown).
+pub fn max_descriptors() -> i64 {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `r` is a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return c_int::MAX as i64;
+    }
+    r.rlim_cur.min(c_int::MAX as libc::rlim_t) as i64
+}
