@@ -387,7 +387,7 @@ pub fn strerror(e: c_int) -> &'static CStr {
         libc::EACCES => c"permission denied",
         libc::ECONNREFUSED => c"connection refused",
         libc::ECONNABORTED | libc::ECONNRESET | libc::EPIPE => c"closed",
-        libc::ETIMEDOUT => c"connection timeout",
+        libc::ETIMEDOUT => c"timeout",
         _ => {
             // SAFETY: strerror returns a string that glibc keeps for its known
             // codes and a thread-local buffer otherwise; it is copied by the
@@ -446,4 +446,25 @@ pub fn max_descriptors() -> i64 {
         return c_int::MAX as i64;
     }
     r.rlim_cur.min(c_int::MAX as libc::rlim_t) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luasocket_fixed_texts() {
+        for (e, text) in [
+            (libc::EADDRINUSE, "address already in use"),
+            (libc::EISCONN, "already connected"),
+            (libc::EACCES, "permission denied"),
+            (libc::ECONNREFUSED, "connection refused"),
+            (libc::ECONNABORTED, "closed"),
+            (libc::ECONNRESET, "closed"),
+            (libc::EPIPE, "closed"),
+            (libc::ETIMEDOUT, "timeout"),
+        ] {
+            assert_eq!(strerror(e).to_str().unwrap(), text);
+        }
+    }
 }

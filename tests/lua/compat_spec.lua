@@ -226,4 +226,20 @@ describe("LuaSocket rows", function()
     assert.equal(string.rep("z", 3000), table.concat(parts))
     assert.equal(-1, c:getfd()) -- closed at the end
   end)
+
+  it("options bindtodevice, error, tcp-defer-accept, tcp-fastopen, tcp-fastopen-connect", function()
+    local c, a = tcp_pair()
+    assert.is_nil(c:getoption("error")) -- no pending error
+    assert.is_nil(socket.udp4():getoption("error"))
+    assert.has_error(function() c:setoption("error", 1) end, "bad argument #1 to 'setoption' (unsupported option 'error')")
+    assert.equal("", c:getoption("bindtodevice")) -- bound to no device
+    local ok = c:setoption("bindtodevice", "lo") -- needs CAP_NET_RAW: may be refused
+    if ok then assert.equal("lo", c:getoption("bindtodevice")) end
+    assert.has_error(function() c:setoption("bindtodevice", string.rep("x", 16)) end)
+    local server = socket.tcp4()
+    assert.equal(1, server:setoption("tcp-defer-accept", 1))
+    assert.equal(1, server:setoption("tcp-fastopen", 5))
+    assert.equal(1, socket.tcp4():setoption("tcp-fastopen-connect", 1))
+    c:close(); a:close(); server:close()
+  end)
 end)
