@@ -172,6 +172,28 @@ pub fn reverse(addr: &Addr) -> Result<CString, ResolveError> {
     }
 }
 
+/// The numeric-or-named host and the service of `addr`, as `getnameinfo`
+/// (no flags) gives them; each only if asked, empty if it fails. Blocking.
+pub fn name_info(addr: &Addr, host: bool, serv: bool) -> (CString, CString) {
+    let mut h = [0 as libc::c_char; libc::NI_MAXHOST as usize];
+    let mut s = [0 as libc::c_char; 32]; // NI_MAXSERV
+    // SAFETY: `addr` points to `len` valid bytes; each buffer is valid for the
+    // length passed (0: not asked), and stays NUL-terminated (zeroed, and
+    // getnameinfo NUL-terminates what it writes).
+    unsafe {
+        libc::getnameinfo(
+            addr.as_ptr(),
+            addr.len,
+            h.as_mut_ptr(),
+            if host { h.len() as libc::socklen_t } else { 0 },
+            s.as_mut_ptr(),
+            if serv { s.len() as libc::socklen_t } else { 0 },
+            0,
+        );
+        (CStr::from_ptr(h.as_ptr()).to_owned(), CStr::from_ptr(s.as_ptr()).to_owned())
+    }
+}
+
 /// This machine's host name.
 pub fn hostname() -> SysResult<CString> {
     let mut buf = [0 as libc::c_char; 257];
