@@ -245,6 +245,17 @@ unsafe fn check_tcp(l: L, idx: c_int, kinds: &[Kind]) -> *mut Tcp {
 /// Any socket object: the methods every class has, TCP or UDP.
 const ANY: &[Kind] = &[Kind::Master, Kind::Client, Kind::Server, Kind::Unconnected, Kind::Connected];
 
+/// `[-0, +0, e]` Raises `bad argument #arg to '...' (invalid option 'name')`,
+/// as `luaL_checkoption` (LuaSocket's message for an unknown choice).
+unsafe fn bad_option(l: L, arg: c_int, name: &CStr) -> ! {
+    // SAFETY: valid state in a C function; "%s" keeps `name` literal.
+    unsafe {
+        let msg = ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), name.as_ptr());
+        ffi::luaL_argerror(l, arg, msg);
+    }
+    unreachable!("luaL_argerror returned")
+}
+
 /// `[-0, +2, m]` Pushes `nil, msg`; returns 2.
 unsafe fn fail(l: L, msg: &CStr) -> c_int {
     // SAFETY: valid state with two free slots (every caller is a C function).
@@ -455,7 +466,7 @@ unsafe extern "C-unwind" fn tcp_shutdown(l: L) -> c_int {
             b"both" => libc::SHUT_RDWR,
             b"send" => libc::SHUT_WR,
             b"receive" => libc::SHUT_RD,
-            _ => raw::arg_error(l, 2, c"invalid shutdown method"),
+            _ => bad_option(l, 2, how),
         };
         if (*t).fd < 0 {
             return fail(l, c"closed");
@@ -1711,7 +1722,7 @@ unsafe extern "C-unwind" fn connect(l: L) -> c_int {
             b"unspec" => libc::AF_UNSPEC,
             b"inet" => libc::AF_INET,
             b"inet6" => libc::AF_INET6,
-            _ => raw::arg_error(l, 5, c"invalid family"),
+            _ => bad_option(l, 5, fam),
         };
         ffi::lua_settop(l, 5); // the object goes above the arguments, missing ones nil
         let t = push_tcp(l, -1, family, Kind::Master, family == libc::AF_UNSPEC);
