@@ -433,7 +433,7 @@ unsafe fn push_addr(l: L, addr: &sys::Addr) -> c_int {
 unsafe fn sock_name(l: L, peer: bool) -> c_int {
     // SAFETY: a method of the module.
     unsafe {
-        let t = if peer { check_tcp(l, 1, &[Kind::Client]) } else { check_tcp(l, 1, ANY) };
+        let t = if peer { check_tcp(l, 1, &[Kind::Master, Kind::Client, Kind::Server]) } else { check_tcp(l, 1, ANY) };
         if (*t).fd < 0 {
             return fail(l, c"closed");
         }
