@@ -129,13 +129,31 @@ end
 -- The environment of asyncified modules: the globals, but `require` redirects.
 local env = setmetatable({ require = redirected_require }, { __index = _G, __newindex = _G })
 
-local SOCKET = { socket = true, ["cosock.socket"] = true, ["cothread.socket"] = true }
+-- What `require "socket"` gives in an asyncified module: cothread.socket as
+-- cosock's module behaves, whose calls yield. Its functions that wait
+-- (`select`, `sleep`, `connect`) raise Lua's own error where nothing can
+-- yield ("attempt to yield from outside a coroutine" in the main thread),
+-- instead of blocking the thread as cothread.socket's do there. Every other
+-- field is cothread.socket's.
+local isyieldable, yield = coroutine.isyieldable, coroutine.yield
+local async_socket = {}
+for k, v in pairs(socket) do async_socket[k] = v end
+for _, k in ipairs { "select", "sleep", "connect" } do
+  local f = socket[k]
+  async_socket[k] = function(...)
+    if not isyieldable() then yield() end -- raises Lua's error
+    return f(...)
+  end
+end
+
+local SOCKET = { socket = async_socket, ["cosock.socket"] = async_socket, ["cothread.socket"] = socket }
 
 -- asyncify(name): loads module `name` (as `require` finds it) so that its
 -- `require "socket"`, and those of the modules it requires in turn, give
--- cothread.socket. Loaded once per scheduler.
+-- cothread.socket (as cosock's module behaves: see async_socket). Loaded
+-- once per scheduler.
 function asyncify(name)
-  if SOCKET[name] then return socket end
+  if SOCKET[name] then return SOCKET[name] end
   local m = asyncified[name]
   if m ~= nil then return m end
   local loader, extra

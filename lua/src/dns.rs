@@ -197,6 +197,72 @@ unsafe extern "C-unwind" fn getaddrinfo(l: L) -> c_int {
     }
 }
 
+/// What `getnameinfo` found: a host name per address, and the service.
+type NameInfo = Result<(Vec<CString>, CString), ResolveError>;
+
+unsafe fn getnameinfo_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
+    // SAFETY: the finish of a call (a C function's frame: host at 1, service at 2).
+    unsafe {
+        let (hosts, serv) = match r.map(|r| r.downcast_ref::<NameInfo>()) {
+            Ok(Some(Ok(f))) => f,
+            Ok(Some(Err(e))) => return fail(l, sys::resolve_strerror(*e)),
+            Ok(None) => return fail(l, c"cancelled"),
+            Err(m) => return fail(l, m),
+        };
+        raw::check_stack(l, 3);
+        let want_host = ffi::lua_isnoneornil(l, 1) == 0;
+        ffi::lua_createtable(l, if want_host { hosts.len() as c_int } else { 0 }, 0);
+        if want_host {
+            for (i, h) in hosts.iter().enumerate() {
+                ffi::lua_pushstring(l, h.as_ptr());
+                ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
+            }
+        }
+        if ffi::lua_isnoneornil(l, 2) != 0 {
+            return 1;
+        }
+        ffi::lua_pushstring(l, serv.as_ptr());
+        2
+    }
+}
+
+/// `dns.getnameinfo([host [, service]])`: for each address of `host` (with
+/// `service`), its host name as `getnameinfo` gives it (a list), and the
+/// name of `service` (when given). Both nil raises.
+unsafe extern "C-unwind" fn getnameinfo(l: L) -> c_int {
+    // SAFETY: a function of the module; the strings stay at indices 1 and 2.
+    unsafe {
+        let host = ffi::luaL_optlstring(l, 1, std::ptr::null(), std::ptr::null_mut());
+        let serv = ffi::luaL_optlstring(l, 2, std::ptr::null(), std::ptr::null_mut());
+        if host.is_null() && serv.is_null() {
+            raw::error(l, c"host and serv cannot be both nil");
+        }
+        ffi::lua_settop(l, 2);
+        let (host, serv) = (
+            (!host.is_null()).then(|| CStr::from_ptr(host)),
+            (!serv.is_null()).then(|| CStr::from_ptr(serv)),
+        );
+        let make = || -> Job {
+            let (host, serv) = (host.map(CStr::to_owned), serv.map(CStr::to_owned));
+            Box::new(move || -> JobResult {
+                let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
+                let r: NameInfo = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {
+                    let mut hosts = Vec::new();
+                    let mut service = CString::default();
+                    for a in &f.addrs {
+                        let (h, s) = sys::name_info(a, host.is_some(), serv.is_some());
+                        hosts.push(h);
+                        service = s;
+                    }
+                    (hosts, service)
+                });
+                Box::new(r)
+            })
+        };
+        work::call(l, make, getnameinfo_done)
+    }
+}
+
 /// `dns.gethostname()`: this machine's host name.
 unsafe extern "C-unwind" fn gethostname(l: L) -> c_int {
     // SAFETY: a function of the module; the name is copied by Lua, then dropped.
@@ -212,7 +278,13 @@ unsafe extern "C-unwind" fn gethostname(l: L) -> c_int {
 }
 
 const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] =
-    &[(c"toip", toip), (c"tohostname", tohostname), (c"getaddrinfo", getaddrinfo), (c"gethostname", gethostname)];
+    &[
+        (c"toip", toip),
+        (c"tohostname", tohostname),
+        (c"getaddrinfo", getaddrinfo),
+        (c"getnameinfo", getnameinfo),
+        (c"gethostname", gethostname),
+    ];
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
 ///

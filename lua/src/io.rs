@@ -155,6 +155,16 @@ struct Wait {
     outcome: Option<Outcome>,
 }
 
+/// A task's last wake by the loop (`Io::last_wake`, `Io::wait_info`).
+#[derive(Clone, Copy)]
+struct Wake {
+    /// Wall-clock seconds.
+    time: i64,
+    /// Sources the ended wait waited on for reading and for writing.
+    readers: usize,
+    writers: usize,
+}
+
 /// What a pending wait waits for (`Io::wait_info`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct WaitInfo {
@@ -217,9 +227,10 @@ pub struct Io {
     spare_timers: Vec<Handle>,
     /// Bounds the loop's blocking wait in `poll(Until)`.
     idle_timer: Handle,
-    /// Wall-clock seconds of each task's last wake by this loop (kept for
-    /// `get_thread_metadata`; dropped by `forget`).
-    wakes: FxHashMap<u64, i64>,
+    /// Each task's last wake by this loop: the wall-clock second, and what
+    /// the wait it ended had waited on (kept for `get_thread_metadata`;
+    /// dropped by `forget`).
+    wakes: FxHashMap<u64, Wake>,
     /// Emptied vectors kept for reuse (no allocation per event): the event
     /// queue's other half, and the waits a readiness ends.
     spare_events: Vec<Event>,
@@ -318,19 +329,26 @@ impl Io {
         waiters.into_iter().filter_map(|w| self.finish(w, Outcome::Ready)).collect()
     }
 
-    /// What the pending wait of `task` waits for, if it has one.
+    /// What the pending wait of `task` waits for; if it has none, what the
+    /// last wait the loop ended for it had waited on (no deadline), as
+    /// cosock keeps a thread's last wait until its next one.
     pub fn wait_info(&self, task: Task) -> Option<WaitInfo> {
-        let w = self.waits.get(self.by_task.get(&task.to_raw())?)?;
-        if w.outcome.is_some() {
-            return None;
+        let pending = self.by_task.get(&task.to_raw()).and_then(|id| self.waits.get(id));
+        match pending {
+            Some(w) if w.outcome.is_none() => {
+                let readers = w.socks.iter().filter(|s| s.1 == READ).count();
+                Some(WaitInfo { readers, writers: w.socks.len() - readers, deadline: w.deadline })
+            }
+            _ => {
+                let k = self.wakes.get(&task.to_raw())?;
+                Some(WaitInfo { readers: k.readers, writers: k.writers, deadline: None })
+            }
         }
-        let readers = w.socks.iter().filter(|s| s.1 == READ).count();
-        Some(WaitInfo { readers, writers: w.socks.len() - readers, deadline: w.deadline })
     }
 
     /// Wall-clock seconds of the last wake of `task` by this loop.
     pub fn last_wake(&self, task: Task) -> Option<i64> {
-        self.wakes.get(&task.to_raw()).copied()
+        self.wakes.get(&task.to_raw()).map(|k| k.time)
     }
 
     /// Forgets what is kept about `task` (it ended or was unregistered).
@@ -589,12 +607,16 @@ impl Io {
         if self.waits.get(&id)?.outcome.is_some() {
             return None;
         }
+        let w = self.waits.get(&id)?;
+        let readers = w.socks.iter().filter(|s| s.1 == READ).count();
+        let writers = w.socks.len() - readers;
         self.disarm(id);
         let w = self.waits.get_mut(&id)?;
         w.outcome = Some(outcome);
         let task = w.task;
         // SAFETY: `time` with a null argument only returns the time.
-        self.wakes.insert(task.to_raw(), unsafe { libc::time(std::ptr::null_mut()) });
+        let time = unsafe { libc::time(std::ptr::null_mut()) };
+        self.wakes.insert(task.to_raw(), Wake { time, readers, writers });
         Some(task)
     }
 
@@ -858,12 +880,17 @@ mod tests {
         assert_eq!(io.armed(), 0);
         assert_eq!(io.fire(9), vec![a], "the cancelled wait is not resumed");
         assert!(io.fire(9).is_empty(), "a wait ends once");
-        assert!(io.wait_info(a).is_none());
+        assert_eq!(
+            io.wait_info(a),
+            Some(WaitInfo { readers: 1, writers: 0, deadline: None }),
+            "after the wake: what the ended wait waited on, as cosock keeps it"
+        );
         assert!(io.last_wake(a).is_some());
         assert_eq!(io.end(wa), Outcome::Ready);
         assert_eq!(io.end(wb), Outcome::Cancelled);
         io.forget(a);
         assert!(io.last_wake(a).is_none());
+        assert!(io.wait_info(a).is_none());
         assert!(io.detach(9).is_empty());
         assert!(!io.attached(9));
     }

@@ -2,9 +2,12 @@
 //! (`udp`), options (`options`) and `protect`/`try`/`newtry` (`protect`) in
 //! the submodules.
 //!
-//! Sockets are full userdata (`Tcp`, metatable `cothread.tcp`, or
-//! `cothread.udp` for UDP objects) holding a non-blocking descriptor,
-//! LuaSocket's timeouts and a read buffer. Each blocking method is an
+//! Sockets are full userdata (`Tcp`) holding a non-blocking descriptor,
+//! LuaSocket's timeouts and a read buffer. As in LuaSocket, each class has
+//! its own metatable (registry `cothread.tcp{master}`, ...), whose `__index`
+//! holds the protocol's methods and the field `class` (`"tcp{master}"`, ...):
+//! a change of class (`listen`, `connect`, `setpeername`) changes the
+//! object's metatable (`set_kind`). Each blocking method is an
 //! *operation* (`Op`) written as a step function over a fixed frame of stack
 //! slots, so it can stop and go on:
 //! - a step returns `Done(n)` (its results are on the stack) or `Wait(deadline)`
@@ -42,8 +45,8 @@ use crate::raw::{self, L, ffi};
 use crate::state::{self, State};
 use crate::sys;
 
-/// Metatable name of a TCP object.
-const TCP: &CStr = c"cothread.tcp";
+/// The key that marks the metatables of socket objects (its address).
+static MARK: u8 = 0;
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.socket";
 /// Bytes asked of `recv` at a time.
@@ -70,6 +73,17 @@ impl Kind {
             Kind::Server => c"tcp{server}",
             Kind::Unconnected => c"udp{unconnected}",
             Kind::Connected => c"udp{connected}",
+        }
+    }
+
+    /// The registry name of the class's metatable.
+    fn registry(self) -> &'static CStr {
+        match self {
+            Kind::Master => c"cothread.tcp{master}",
+            Kind::Client => c"cothread.tcp{client}",
+            Kind::Server => c"cothread.tcp{server}",
+            Kind::Unconnected => c"cothread.udp{unconnected}",
+            Kind::Connected => c"cothread.udp{connected}",
         }
     }
 
@@ -122,6 +136,11 @@ struct Tcp {
     sel: u8,
     /// Dropped by `__gc`.
     gone: bool,
+    /// LuaSocket's statistics (`getstats`): bytes taken by `receive`, bytes
+    /// sent, and the wall-clock time the object was made (seconds).
+    received: u64,
+    sent: u64,
+    birthday: f64,
 }
 
 impl Tcp {
@@ -157,26 +176,41 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
             owner: std::ptr::null_mut(),
             sel: 0,
             gone: false,
+            received: 0,
+            sent: 0,
+            birthday: sys::wall_time(),
         });
-        ffi::luaL_setmetatable(l, TCP.as_ptr());
+        ffi::luaL_setmetatable(l, kind.registry().as_ptr());
         t
     }
 }
 
-/// `[-0, +0, -]` The TCP object at `idx`, or null: `luaL_testudata`, but
-/// the methods hold the metatable as upvalue 1, which spares the registry
-/// lookup by name on every call (one found elsewhere is looked up).
-unsafe fn test_tcp(l: L, idx: c_int) -> *mut Tcp {
+/// `[-0, +0, m]` Makes `t`, the object at `idx`, of class `kind`.
+unsafe fn set_kind(l: L, idx: c_int, t: *mut Tcp, kind: Kind) {
+    // SAFETY: valid state with a free slot; `t` is the userdata at `idx`.
+    unsafe {
+        let idx = ffi::lua_absindex(l, idx);
+        (*t).kind = kind;
+        ffi::luaL_getmetatable(l, kind.registry().as_ptr());
+        ffi::lua_setmetatable(l, idx);
+    }
+}
+
+/// `[-0, +0, -]` The socket object (TCP or UDP) at `idx`, or null: the
+/// methods hold their class's metatable as upvalue 1, which the object's
+/// usually is; any other metatable is looked at for the mark of ours (no
+/// lookup by name).
+unsafe fn to_sock(l: L, idx: c_int) -> *mut Tcp {
     // SAFETY: valid state with two free slots (every caller is a C function);
     // an upvalue index past a function's upvalues is acceptable (not equal).
+    // Only this module puts `MARK`'s address in a metatable.
     unsafe {
         if ffi::lua_type(l, idx) != ffi::LUA_TUSERDATA || ffi::lua_getmetatable(l, idx) == 0 {
             return std::ptr::null_mut();
         }
         let mut same = ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(1)) != 0;
         if !same {
-            ffi::luaL_getmetatable(l, TCP.as_ptr());
-            same = ffi::lua_rawequal(l, -1, -2) != 0;
+            same = ffi::lua_rawgetp(l, -1, (&raw const MARK).cast()) != ffi::LUA_TNIL;
             ffi::lua_pop(l, 1);
         }
         ffi::lua_pop(l, 1);
@@ -211,13 +245,15 @@ unsafe fn check_tcp(l: L, idx: c_int, kinds: &[Kind]) -> *mut Tcp {
 /// Any socket object: the methods every class has, TCP or UDP.
 const ANY: &[Kind] = &[Kind::Master, Kind::Client, Kind::Server, Kind::Unconnected, Kind::Connected];
 
-/// `[-0, +0, -]` The socket object (TCP or UDP) at `idx`, or null.
-unsafe fn to_sock(l: L, idx: c_int) -> *mut Tcp {
-    // SAFETY: valid state; a userdata with either metatable holds a `Tcp`.
+/// `[-0, +0, e]` Raises `bad argument #arg to '...' (invalid option 'name')`,
+/// as `luaL_checkoption` (LuaSocket's message for an unknown choice).
+unsafe fn bad_option(l: L, arg: c_int, name: &CStr) -> ! {
+    // SAFETY: valid state in a C function; "%s" keeps `name` literal.
     unsafe {
-        let t = test_tcp(l, idx);
-        if t.is_null() { ffi::luaL_testudata(l, idx, udp::UDP.as_ptr()) as *mut Tcp } else { t }
+        let msg = ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), name.as_ptr());
+        ffi::luaL_argerror(l, arg, msg);
     }
+    unreachable!("luaL_argerror returned")
 }
 
 /// `[-0, +2, m]` Pushes `nil, msg`; returns 2.
@@ -397,7 +433,7 @@ unsafe fn push_addr(l: L, addr: &sys::Addr) -> c_int {
 unsafe fn sock_name(l: L, peer: bool) -> c_int {
     // SAFETY: a method of the module.
     unsafe {
-        let t = if peer { check_tcp(l, 1, &[Kind::Client]) } else { check_tcp(l, 1, ANY) };
+        let t = if peer { check_tcp(l, 1, &[Kind::Master, Kind::Client, Kind::Server]) } else { check_tcp(l, 1, ANY) };
         if (*t).fd < 0 {
             return fail(l, c"closed");
         }
@@ -430,7 +466,7 @@ unsafe extern "C-unwind" fn tcp_shutdown(l: L) -> c_int {
             b"both" => libc::SHUT_RDWR,
             b"send" => libc::SHUT_WR,
             b"receive" => libc::SHUT_RD,
-            _ => raw::arg_error(l, 2, c"invalid shutdown method"),
+            _ => bad_option(l, 2, how),
         };
         if (*t).fd < 0 {
             return fail(l, c"closed");
@@ -455,6 +491,76 @@ unsafe extern "C-unwind" fn tcp_setoption(l: L) -> c_int {
 unsafe extern "C-unwind" fn tcp_getoption(l: L) -> c_int {
     // SAFETY: a method of the module.
     unsafe { options::get(l, check_tcp(l, 1, ANY), options::TCP) }
+}
+
+/// `sock:getfamily()`: `"inet6"` for an IPv6 object, otherwise `"inet4"`
+/// (also before a `tcp()` or `udp()` object has a descriptor), as LuaSocket.
+unsafe extern "C-unwind" fn sock_getfamily(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, ANY);
+        let name = if (*t).family == libc::AF_INET6 { c"inet6" } else { c"inet4" };
+        ffi::lua_pushstring(l, name.as_ptr());
+        1
+    }
+}
+
+/// `sock:setfd(fd)`: makes the object use descriptor `fd` (LuaSocket's
+/// "very dangerous" method: the old descriptor is not closed, and the
+/// object will close `fd`). A cothread waiting on the object gets "closed";
+/// `fd` is made non-blocking. Returns nothing.
+unsafe extern "C-unwind" fn sock_setfd(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, ANY);
+        let fd = ffi::luaL_checknumber(l, 2);
+        let fd = if fd >= 0.0 && fd <= c_int::MAX as f64 { fd as RawFd } else { -1 };
+        detach(t);
+        (*t).fd = fd;
+        if fd >= 0 {
+            let _ = sys::set_nonblocking(fd); // not a descriptor: its calls fail alike
+            if let Ok(f) = sys::domain(fd) {
+                (*t).family = f;
+            }
+            (*t).closed = false;
+            (*t).lazy = false;
+        } else {
+            (*t).closed = !(*t).lazy;
+        }
+        0
+    }
+}
+
+/// `client:getstats()`: bytes received (taken by `receive`), bytes sent,
+/// and the object's age in seconds.
+unsafe extern "C-unwind" fn tcp_getstats(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, &[Kind::Client]);
+        ffi::lua_pushinteger(l, (*t).received as ffi::lua_Integer);
+        ffi::lua_pushinteger(l, (*t).sent as ffi::lua_Integer);
+        ffi::lua_pushnumber(l, sys::wall_time() - (*t).birthday);
+        3
+    }
+}
+
+/// `client:setstats([received [, sent [, age]]])`: sets what `getstats`
+/// counts from (nil keeps a value); returns 1.
+unsafe extern "C-unwind" fn tcp_setstats(l: L) -> c_int {
+    // SAFETY: a method of the module.
+    unsafe {
+        let t = check_tcp(l, 1, &[Kind::Client]);
+        let count = |l: L, idx: c_int, old: u64| {
+            let v = ffi::luaL_optnumber(l, idx, old as ffi::lua_Number);
+            if v > 0.0 { v as u64 } else { 0 }
+        };
+        (*t).received = count(l, 2, (*t).received);
+        (*t).sent = count(l, 3, (*t).sent);
+        if ffi::lua_isnumber(l, 4) != 0 {
+            (*t).birthday = sys::wall_time() - ffi::lua_tonumberx(l, 4, std::ptr::null_mut());
+        }
+        ok(l)
+    }
 }
 
 /// `[-0, +0, e]` Host (`"*"`: any, as None) and port (a string or a number)
@@ -543,7 +649,7 @@ unsafe extern "C-unwind" fn tcp_listen(l: L) -> c_int {
         }
         match sys::listen((*t).fd, backlog) {
             Ok(()) => {
-                (*t).kind = Kind::Server;
+                set_kind(l, 1, t, Kind::Server);
                 ok(l)
             }
             Err(e) => fail(l, sys::strerror(e)),
@@ -954,6 +1060,7 @@ unsafe fn push_taken(l: L, t: *mut Tcp, n: usize, skip: usize, line: bool) {
         let first = (*t).rb.first;
         push_data(l, &mut (&mut (*t).rb.buf)[first..first + n], line);
         (*t).consume(skip);
+        (*t).received += skip as u64;
     }
 }
 
@@ -1014,6 +1121,7 @@ unsafe fn recv_step(l: L, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: usize)
         };
         (*t).rb.buf.extend_from_slice(&data[skip..]);
         (*t).drained = n < CHUNK;
+        (*t).received += skip as u64;
         push_data(l, &mut data[..len], pattern == LINE);
         Ok(None)
     }
@@ -1059,7 +1167,10 @@ unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
                 }
                 ALL => {}
                 _ => {
-                    if unread >= wanted {
+                    // As LuaSocket: `receive(0)` (no prefix) needs something
+                    // buffered, so it reads (waits) once, and fails on a
+                    // closed or ended stream.
+                    if unread >= wanted && (unread > 0 || pattern > 0 || prefix_len > 0) {
                         push_taken(l, t, wanted, wanted, false);
                         ffi::lua_pushnil(l);
                         ffi::lua_pushnil(l);
@@ -1159,7 +1270,10 @@ unsafe fn send_step(l: L, why: Option<Why>) -> Step {
             let from = (i - 1 + sent) as usize;
             let chunk = std::slice::from_raw_parts(data.add(from), j as usize - from);
             match sys::send((*t).fd, chunk) {
-                Ok(n) => sent += n as i64,
+                Ok(n) => {
+                    sent += n as i64;
+                    (*t).sent += n as u64;
+                }
                 Err(libc::EAGAIN) => {
                     ffi::lua_pushinteger(l, sent);
                     ffi::lua_replace(l, 6);
@@ -1311,7 +1425,7 @@ unsafe fn connect_step(l: L, why: Option<Why>) -> Step {
             let (host, port) = check_host_port(l, 2);
             match start_connect(t, host, port) {
                 Started::Connected => {
-                    (*t).kind = Kind::Client;
+                    set_kind(l, 1, t, Kind::Client);
                     return done(l, Ok(()));
                 }
                 Started::Failed(m) => return done(l, Err(m)),
@@ -1323,7 +1437,7 @@ unsafe fn connect_step(l: L, why: Option<Why>) -> Step {
         } else {
             match sys::socket_error((*t).fd) {
                 0 => {
-                    (*t).kind = Kind::Client;
+                    set_kind(l, 1, t, Kind::Client);
                     return done(l, Ok(()));
                 }
                 libc::EINPROGRESS | libc::EALREADY => {}
@@ -1407,10 +1521,15 @@ unsafe fn select_poll(l: L) -> bool {
     }
 }
 
-/// `[-0, +1, m]` Pushes the list of the sockets of table `idx` marked for `dir`.
+/// `[-0, +1, m]` Pushes the list of the sockets of table `idx` marked for
+/// `dir`. It maps each socket to its index too (`list[sock] == i`, as
+/// LuaSocket's), through its metatable: `pairs` and `next` see only the list,
+/// as with cosock's `select`, whose results programs iterate with `pairs`.
 unsafe fn push_selected(l: L, idx: c_int, dir: u32) {
     // SAFETY: the frame of `Op::Select`; the sockets stay in their table.
+    // Stack: out, then (once a socket is ready) its metatable `map`.
     unsafe {
+        raw::check_stack(l, 4);
         ffi::lua_newtable(l);
         let out = ffi::lua_gettop(l);
         let mut n = 0;
@@ -1422,17 +1541,26 @@ unsafe fn push_selected(l: L, idx: c_int, dir: u32) {
             let t = to_sock(l, -1);
             let ready = if t.is_null() { channel::selected(l, -1) } else { (*t).fd >= 0 && (*t).sel & dir as u8 != 0 };
             if ready {
+                if n == 0 {
+                    ffi::lua_createtable(l, 0, 2); // out sock map
+                    ffi::lua_pushvalue(l, -1);
+                    ffi::lua_setfield(l, -2, c"__index".as_ptr()); // map.__index = map
+                    ffi::lua_rotate(l, -2, 1); // out map sock
+                }
                 n += 1;
                 ffi::lua_pushvalue(l, -1);
                 ffi::lua_rawseti(l, out, n);
                 ffi::lua_pushinteger(l, n);
-                ffi::lua_rawset(l, out); // out[sock] = n
+                ffi::lua_rawset(l, out + 1); // map[sock] = n
             } else {
                 ffi::lua_pop(l, 1);
             }
             i += 1;
         }
         ffi::lua_pop(l, 1);
+        if n > 0 {
+            ffi::lua_setmetatable(l, out);
+        }
     }
 }
 
@@ -1490,6 +1618,22 @@ unsafe fn sleep_step(l: L, why: Option<Why>) -> Step {
             None => Step::Wait(Some(ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as u64)),
         }
     }
+}
+
+/// `socket.skip(n, ...)`: the arguments after the first `n` of `...`.
+unsafe extern "C-unwind" fn skip(l: L) -> c_int {
+    // SAFETY: a function of the module.
+    unsafe {
+        let n = ffi::luaL_checkinteger(l, 1);
+        let rest = ffi::lua_gettop(l) as ffi::lua_Integer - 1;
+        rest.saturating_sub(n.max(0)).max(0) as c_int
+    }
+}
+
+/// `socket.__unload()`: LuaSocket's hook for unloading the library; nothing
+/// to release here.
+unsafe extern "C-unwind" fn unload(_l: L) -> c_int {
+    0
 }
 
 /// `socket.gettime()`: wall-clock seconds since the epoch (LuaSocket's).
@@ -1550,7 +1694,7 @@ unsafe extern "C-unwind" fn bind(l: L) -> c_int {
         let failed = bind_to(t, host, port).or_else(|| sys::listen((*t).fd, backlog).err().map(sys::strerror));
         match failed {
             None => {
-                (*t).kind = Kind::Server;
+                set_kind(l, -1, t, Kind::Server);
                 1
             }
             Some(m) => {
@@ -1578,7 +1722,7 @@ unsafe extern "C-unwind" fn connect(l: L) -> c_int {
             b"unspec" => libc::AF_UNSPEC,
             b"inet" => libc::AF_INET,
             b"inet6" => libc::AF_INET6,
-            _ => raw::arg_error(l, 5, c"invalid family"),
+            _ => bad_option(l, 5, fam),
         };
         ffi::lua_settop(l, 5); // the object goes above the arguments, missing ones nil
         let t = push_tcp(l, -1, family, Kind::Master, family == libc::AF_UNSPEC);
@@ -1622,15 +1766,21 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"close", tcp_close),
     (c"connect", tcp_connect),
     (c"dirty", tcp_dirty),
+    (c"getfamily", sock_getfamily),
     (c"getfd", tcp_getfd),
     (c"getoption", tcp_getoption),
     (c"getpeername", tcp_getpeername),
     (c"getsockname", tcp_getsockname),
+    (c"getstats", tcp_getstats),
     (c"gettimeout", tcp_gettimeout),
     (c"listen", tcp_listen),
     (c"receive", tcp_receive),
     (c"send", tcp_send),
+    (c"setfd", sock_setfd),
     (c"setoption", tcp_setoption),
+    (c"setpeername", tcp_connect),
+    (c"setsockname", tcp_bind),
+    (c"setstats", tcp_setstats),
     (c"settimeout", tcp_settimeout),
     (c"shutdown", tcp_shutdown),
 ];
@@ -1644,6 +1794,8 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"select", select),
     (c"sleep", sleep),
     (c"gettime", gettime),
+    (c"skip", skip),
+    (c"__unload", unload),
 ];
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
@@ -1655,13 +1807,17 @@ pub unsafe fn push_module(l: L) {
     unsafe { raw::push_module_once(l, MODULE, |l| make_module(l)) }
 }
 
-/// `[-0, +1, m]` Registers the metatables and pushes a new module table.
-unsafe fn make_module(l: L) {
+/// `[-0, +0, m]` Registers the metatable of class `kind` (once per Lua
+/// state): marked with `MARK`, its metamethods, and an `__index` with the
+/// protocol's `methods` and `class`. Methods and metamethods get the
+/// metatable as upvalue 1 (`to_sock`).
+unsafe fn new_class(l: L, kind: Kind, methods: &[(&CStr, ffi::lua_CFunction)]) {
     // SAFETY: valid state; pushes are balanced as the comments show.
     unsafe {
-        raw::check_stack(l, 6);
-        if ffi::luaL_newmetatable(l, TCP.as_ptr()) != 0 {
-            // Methods and metamethods get the metatable as upvalue 1 (`test_tcp`).
+        raw::check_stack(l, 4);
+        if ffi::luaL_newmetatable(l, kind.registry().as_ptr()) != 0 {
+            ffi::lua_pushboolean(l, 1);
+            ffi::lua_rawsetp(l, -2, (&raw const MARK).cast()); // mt[MARK] = true
             for (name, f) in
                 [(c"__gc", tcp_gc as ffi::lua_CFunction), (c"__close", tcp_close), (c"__tostring", tcp_tostring)]
             {
@@ -1669,22 +1825,72 @@ unsafe fn make_module(l: L) {
                 ffi::lua_pushcclosure(l, f, 1);
                 ffi::lua_setfield(l, -2, name.as_ptr());
             }
-            ffi::lua_createtable(l, 0, METHODS.len() as c_int);
-            for (name, f) in METHODS {
+            ffi::lua_createtable(l, 0, methods.len() as c_int + 1); // mt index
+            for (name, f) in methods {
                 ffi::lua_pushvalue(l, -2);
                 ffi::lua_pushcclosure(l, *f, 1);
                 ffi::lua_setfield(l, -2, name.as_ptr());
             }
+            ffi::lua_pushstring(l, kind.name().as_ptr());
+            ffi::lua_setfield(l, -2, c"class".as_ptr());
             ffi::lua_setfield(l, -2, c"__index".as_ptr());
         }
         ffi::lua_pop(l, 1);
-        udp::new_metatable(l);
-        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int + 8);
+    }
+}
+
+/// LuaSocket's helpers written in Lua (`helpers.lua`, embedded).
+const HELPERS: &str = include_str!("socket/helpers.lua");
+
+/// `[-0, +0, e]` Runs the helpers' chunk with the module table on the top.
+unsafe fn add_helpers(l: L) {
+    // SAFETY: valid state; pushes are balanced as the comments show.
+    unsafe {
+        raw::check_stack(l, 3);
+        let status = ffi::luaL_loadbufferx(
+            l,
+            HELPERS.as_ptr().cast(),
+            HELPERS.len(),
+            c"=cothread.socket".as_ptr(),
+            c"t".as_ptr(),
+        );
+        if status != ffi::LUA_OK {
+            ffi::lua_error(l);
+        }
+        ffi::lua_pushvalue(l, -2); // M chunk M
+        ffi::lua_call(l, 1, 0);
+    }
+}
+
+/// `[-0, +1, m]` Registers the metatables and pushes a new module table.
+unsafe fn make_module(l: L) {
+    // SAFETY: valid state; pushes are balanced as the comments show.
+    unsafe {
+        raw::check_stack(l, 6);
+        for kind in [Kind::Master, Kind::Client, Kind::Server] {
+            new_class(l, kind, METHODS);
+        }
+        for kind in [Kind::Unconnected, Kind::Connected] {
+            new_class(l, kind, udp::METHODS);
+        }
+        ffi::lua_createtable(l, 0, FUNCTIONS.len() as c_int + 12);
         for (name, f) in FUNCTIONS.iter().chain(udp::FUNCTIONS) {
             ffi::lua_pushcfunction(l, *f);
             ffi::lua_setfield(l, -2, name.as_ptr());
         }
+        // LuaSocket's constants: select takes any descriptor this process
+        // may have (epoll and poll(2), no FD_SETSIZE); an invalid descriptor
+        // is -1; receive and receivefrom take 8192 bytes by default.
+        for (name, v) in [
+            (c"_SETSIZE", sys::max_descriptors()),
+            (c"_SOCKETINVALID", -1),
+            (c"_DATAGRAMSIZE", udp::DEFAULT_SIZE),
+        ] {
+            ffi::lua_pushinteger(l, v as ffi::lua_Integer);
+            ffi::lua_setfield(l, -2, name.as_ptr());
+        }
         protect::add_functions(l);
+        add_helpers(l);
         crate::dns::push_module(l);
         ffi::lua_setfield(l, -2, c"dns".as_ptr());
         ffi::lua_pushfstring(l, c"cothread.socket %s".as_ptr(), cothread::ffi::cot_version_string());

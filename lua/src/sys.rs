@@ -172,6 +172,28 @@ pub fn reverse(addr: &Addr) -> Result<CString, ResolveError> {
     }
 }
 
+/// The numeric-or-named host and the service of `addr`, as `getnameinfo`
+/// (no flags) gives them; each only if asked, empty if it fails. Blocking.
+pub fn name_info(addr: &Addr, host: bool, serv: bool) -> (CString, CString) {
+    let mut h = [0 as libc::c_char; libc::NI_MAXHOST as usize];
+    let mut s = [0 as libc::c_char; 32]; // NI_MAXSERV
+    // SAFETY: `addr` points to `len` valid bytes; each buffer is valid for the
+    // length passed (0: not asked), and stays NUL-terminated (zeroed, and
+    // getnameinfo NUL-terminates what it writes).
+    unsafe {
+        libc::getnameinfo(
+            addr.as_ptr(),
+            addr.len,
+            h.as_mut_ptr(),
+            if host { h.len() as libc::socklen_t } else { 0 },
+            s.as_mut_ptr(),
+            if serv { s.len() as libc::socklen_t } else { 0 },
+            0,
+        );
+        (CStr::from_ptr(h.as_ptr()).to_owned(), CStr::from_ptr(s.as_ptr()).to_owned())
+    }
+}
+
 /// This machine's host name.
 pub fn hostname() -> SysResult<CString> {
     let mut buf = [0 as libc::c_char; 257];
@@ -387,7 +409,7 @@ pub fn strerror(e: c_int) -> &'static CStr {
         libc::EACCES => c"permission denied",
         libc::ECONNREFUSED => c"connection refused",
         libc::ECONNABORTED | libc::ECONNRESET | libc::EPIPE => c"closed",
-        libc::ETIMEDOUT => c"connection timeout",
+        libc::ETIMEDOUT => c"timeout",
         _ => {
             // SAFETY: strerror returns a string that glibc keeps for its known
             // codes and a thread-local buffer otherwise; it is copied by the
@@ -420,4 +442,51 @@ pub fn resolve_strerror(e: ResolveError) -> &'static CStr {
 /// Wall-clock seconds since the epoch (LuaSocket's `gettime`).
 pub fn wall_time() -> f64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Makes `fd` non-blocking (a descriptor handed in by `setfd`).
+pub fn set_nonblocking(fd: RawFd) -> SysResult<()> {
+    // SAFETY: integer arguments; the results are checked.
+    let flags = check(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    // SAFETY: as above.
+    check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
+}
+
+/// The address family of socket `fd` (`SO_DOMAIN`).
+pub fn domain(fd: RawFd) -> SysResult<c_int> {
+    let mut v = [0u8; 4];
+    getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, &mut v)?;
+    Ok(c_int::from_ne_bytes(v))
+}
+
+/// How many descriptors this process may have open (the soft
+/// `RLIMIT_NOFILE`; `c_int::MAX` if unlimited or unknown).
+pub fn max_descriptors() -> i64 {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: `r` is a valid rlimit to fill.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) } != 0 || r.rlim_cur == libc::RLIM_INFINITY {
+        return c_int::MAX as i64;
+    }
+    r.rlim_cur.min(c_int::MAX as libc::rlim_t) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn luasocket_fixed_texts() {
+        for (e, text) in [
+            (libc::EADDRINUSE, "address already in use"),
+            (libc::EISCONN, "already connected"),
+            (libc::EACCES, "permission denied"),
+            (libc::ECONNREFUSED, "connection refused"),
+            (libc::ECONNABORTED, "closed"),
+            (libc::ECONNRESET, "closed"),
+            (libc::EPIPE, "closed"),
+            (libc::ETIMEDOUT, "timeout"),
+        ] {
+            assert_eq!(strerror(e).to_str().unwrap(), text);
+        }
+    }
 }

@@ -281,15 +281,17 @@ describe("asyncify", function()
   it("loads a module whose require 'socket' is cothread.socket, recursively", function()
     local real = package.loaded.socket
     local m = cosock.asyncify("cosock_probe")
-    assert.equal(socket, m.socket)
-    assert.equal(socket, m.nested.socket)
+    local async = cosock.asyncify("socket") -- cothread.socket as cosock's module behaves
+    assert.equal(async, m.socket)
+    assert.equal(async, m.nested.socket)
+    assert.equal(async, cosock.asyncify("cosock.socket"))
+    assert.equal(socket, cosock.asyncify("cothread.socket"))
     assert.equal(string, m.nested.string)
     assert.equal("set", PROBE_GLOBAL) -- its globals are the program's
     PROBE_GLOBAL = nil
     assert.equal(real, package.loaded.socket) -- LuaSocket itself is not loaded
     assert.is_nil(package.loaded.cosock_probe)
     assert.equal(m, cosock.asyncify("cosock_probe")) -- loaded once
-    assert.equal(socket, cosock.asyncify("socket"))
     local r
     cosock.spawn(function() r = m.wait(0.01) end)
     cosock.run()

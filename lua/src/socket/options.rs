@@ -27,13 +27,22 @@ pub(super) enum OptType {
     Mreq4,
     /// `{multiaddr = ip6, interface = index}`: an `ipv6_mreq` (set only).
     Mreq6,
+    /// A network interface's name (`SO_BINDTODEVICE`).
+    Device,
+    /// The pending error (`SO_ERROR`), as LuaSocket's message or nil (get only).
+    Error,
 }
+
+/// The longest interface name, with its NUL (`IFNAMSIZ`).
+const IFNAMSIZ: usize = 16;
 
 /// An option: its name, level, number and type.
 pub(super) type Opt = (&'static [u8], c_int, c_int, OptType);
 
 /// The options of TCP objects.
 pub(super) const TCP: &[Opt] = &[
+    (b"bindtodevice", libc::SOL_SOCKET, libc::SO_BINDTODEVICE, OptType::Device),
+    (b"error", libc::SOL_SOCKET, libc::SO_ERROR, OptType::Error),
     (b"keepalive", libc::SOL_SOCKET, libc::SO_KEEPALIVE, OptType::Bool),
     (b"reuseaddr", libc::SOL_SOCKET, libc::SO_REUSEADDR, OptType::Bool),
     (b"reuseport", libc::SOL_SOCKET, libc::SO_REUSEPORT, OptType::Bool),
@@ -42,6 +51,9 @@ pub(super) const TCP: &[Opt] = &[
     (b"tcp-keepidle", libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, OptType::Int),
     (b"tcp-keepcnt", libc::IPPROTO_TCP, libc::TCP_KEEPCNT, OptType::Int),
     (b"tcp-keepintvl", libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, OptType::Int),
+    (b"tcp-defer-accept", libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, OptType::Int),
+    (b"tcp-fastopen", libc::IPPROTO_TCP, libc::TCP_FASTOPEN, OptType::Int),
+    (b"tcp-fastopen-connect", libc::IPPROTO_TCP, libc::TCP_FASTOPEN_CONNECT, OptType::Int),
     (b"ipv6-v6only", libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, OptType::Bool),
     (b"recv-buffer-size", libc::SOL_SOCKET, libc::SO_RCVBUF, OptType::Int),
     (b"send-buffer-size", libc::SOL_SOCKET, libc::SO_SNDBUF, OptType::Int),
@@ -50,6 +62,7 @@ pub(super) const TCP: &[Opt] = &[
 /// The options of UDP objects (LuaSocket's list).
 pub(super) const UDP: &[Opt] = &[
     (b"dontroute", libc::SOL_SOCKET, libc::SO_DONTROUTE, OptType::Bool),
+    (b"error", libc::SOL_SOCKET, libc::SO_ERROR, OptType::Error),
     (b"broadcast", libc::SOL_SOCKET, libc::SO_BROADCAST, OptType::Bool),
     (b"reuseaddr", libc::SOL_SOCKET, libc::SO_REUSEADDR, OptType::Bool),
     (b"reuseport", libc::SOL_SOCKET, libc::SO_REUSEPORT, OptType::Bool),
@@ -75,7 +88,9 @@ unsafe fn check_option(l: L, list: &[Opt], get: bool) -> Opt {
     unsafe {
         let name = CStr::from_ptr(ffi::luaL_checklstring(l, 2, std::ptr::null_mut()));
         let settable_only = |ty| matches!(ty, OptType::Mreq4 | OptType::Mreq6);
-        match list.iter().find(|o| o.0 == name.to_bytes() && !(get && settable_only(o.3))) {
+        let readable_only = |ty| ty == OptType::Error;
+        let usable = |ty| if get { !settable_only(ty) } else { !readable_only(ty) };
+        match list.iter().find(|o| o.0 == name.to_bytes() && usable(o.3)) {
             Some(&o) => o,
             None => {
                 let msg = ffi::lua_pushfstring(l, c"unsupported option '%s'".as_ptr(), name.as_ptr());
@@ -180,6 +195,17 @@ unsafe fn encode(l: L, ty: OptType, value: &mut [u8; MAX_VALUE]) -> usize {
                 value[16..20].copy_from_slice(&iface.to_ne_bytes());
                 20
             }
+            OptType::Device => {
+                let mut len = 0;
+                let name = ffi::luaL_checklstring(l, 3, &mut len);
+                if len >= IFNAMSIZ {
+                    raw::arg_error(l, 3, c"interface name too long");
+                }
+                value[..len].copy_from_slice(std::slice::from_raw_parts(name.cast(), len));
+                value[len] = 0;
+                len + 1
+            }
+            OptType::Error => unreachable!("get only"),
         }
     }
 }
@@ -214,17 +240,22 @@ pub(super) unsafe fn get(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
         if (*t).fd < 0 {
             return fail(l, c"closed");
         }
-        let mut value = [0u8; 8];
-        let want = if ty == OptType::Linger { 8 } else { 4 };
-        if let Err(e) = sys::getsockopt((*t).fd, level, name, &mut value[..want]) {
-            return fail(l, sys::strerror(e));
-        }
+        let mut value = [0u8; IFNAMSIZ];
+        let want = match ty {
+            OptType::Linger => 8,
+            OptType::Device => IFNAMSIZ,
+            _ => 4,
+        };
+        let got = match sys::getsockopt((*t).fd, level, name, &mut value[..want]) {
+            Ok(n) => n,
+            Err(e) => return fail(l, sys::strerror(e)),
+        };
         let a = i32::from_ne_bytes(value[..4].try_into().expect("4 bytes"));
         match ty {
             OptType::Bool => ffi::lua_pushboolean(l, (a != 0) as c_int),
             OptType::Int => ffi::lua_pushinteger(l, a as ffi::lua_Integer),
             OptType::Linger => {
-                let b = i32::from_ne_bytes(value[4..].try_into().expect("4 bytes"));
+                let b = i32::from_ne_bytes(value[4..8].try_into().expect("4 bytes"));
                 ffi::lua_createtable(l, 0, 2);
                 ffi::lua_pushboolean(l, (a != 0) as c_int);
                 ffi::lua_setfield(l, -2, c"on".as_ptr());
@@ -239,6 +270,16 @@ pub(super) unsafe fn get(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
                 let n = 16 - w.len();
                 ffi::lua_pushlstring(l, text.as_ptr().cast(), n);
             }
+            OptType::Device => {
+                let n = value[..got.min(IFNAMSIZ)].iter().position(|&b| b == 0).unwrap_or(got.min(IFNAMSIZ));
+                ffi::lua_pushlstring(l, value.as_ptr().cast(), n);
+            }
+            OptType::Error => match a {
+                0 => ffi::lua_pushnil(l),
+                e => {
+                    ffi::lua_pushstring(l, sys::strerror(e).as_ptr());
+                }
+            },
             OptType::Mreq4 | OptType::Mreq6 => unreachable!("set only"),
         }
         1

@@ -1,7 +1,8 @@
 //! UDP objects (`socket.udp()`), LuaSocket's datagram interface.
 //!
-//! A UDP object is the same `Tcp` record as a TCP object, with its own
-//! metatable (`cothread.udp`) and two classes: *unconnected* (`sendto`,
+//! A UDP object is the same `Tcp` record as a TCP object, with two classes
+//! of its own (metatables `cothread.udp{unconnected}` and
+//! `cothread.udp{connected}`): *unconnected* (`sendto`,
 //! `receivefrom`, `setsockname`) and *connected* (`send`, `getpeername`),
 //! switched by `setpeername`. Its blocking calls (`send`, `sendto`,
 //! `receive`, `receivefrom`) are operations of the socket layer (`Op::UdpSend`,
@@ -13,15 +14,13 @@ use std::ffi::{CStr, c_int};
 
 use super::{
     Kind, Op, Started, Step, Tcp, Why, bind_to, check_host_port, check_tcp, close_tcp, drive, ensure_fd, fail, ok,
-    options, push_addr, push_deadline, push_tcp, start_connect, wait_deadline,
+    options, push_addr, push_deadline, push_tcp, set_kind, start_connect, wait_deadline,
 };
 use crate::raw::{self, L, ffi};
 use crate::sys;
 
-/// Metatable name of a UDP object.
-pub(super) const UDP: &CStr = c"cothread.udp";
 /// Bytes `receive` and `receivefrom` take by default (LuaSocket's).
-const DEFAULT_SIZE: ffi::lua_Integer = 8192;
+pub(super) const DEFAULT_SIZE: ffi::lua_Integer = 8192;
 /// The largest datagram (an IPv4 or IPv6 UDP payload is smaller).
 const MAX_SIZE: ffi::lua_Integer = 65535;
 
@@ -43,12 +42,13 @@ macro_rules! shared {
 
 shared! {
     udp_close => super::tcp_close,
-    udp_tostring => super::tcp_tostring,
     udp_getfd => super::tcp_getfd,
     udp_dirty => super::tcp_dirty,
     udp_settimeout => super::tcp_settimeout,
     udp_gettimeout => super::tcp_gettimeout,
     udp_getsockname => super::tcp_getsockname,
+    udp_getfamily => super::sock_getfamily,
+    udp_setfd => super::sock_setfd,
 }
 
 /// `udp:setoption(name, value)`: LuaSocket's UDP options.
@@ -110,7 +110,7 @@ unsafe extern "C-unwind" fn udp_setpeername(l: L) -> c_int {
                     return fail(l, sys::strerror(e));
                 }
             }
-            (*t).kind = Kind::Unconnected;
+            set_kind(l, 1, t, Kind::Unconnected);
             return ok(l);
         }
         let (host, port) = check_host_port(l, 2);
@@ -119,7 +119,7 @@ unsafe extern "C-unwind" fn udp_setpeername(l: L) -> c_int {
         }
         match start_connect(t, host, port) {
             Started::Connected | Started::InProgress => {
-                (*t).kind = Kind::Connected;
+                set_kind(l, 1, t, Kind::Connected);
                 ok(l)
             }
             Started::Failed(m) => fail(l, m),
@@ -291,7 +291,6 @@ unsafe fn new_udp(l: L, family: c_int) -> c_int {
     unsafe {
         let lazy = family == libc::AF_UNSPEC;
         let t = push_tcp(l, -1, family, Kind::Unconnected, lazy);
-        ffi::luaL_setmetatable(l, UDP.as_ptr());
         if !lazy {
             if let Err(e) = ensure_fd(t, family) {
                 close_tcp(t);
@@ -321,9 +320,11 @@ unsafe extern "C-unwind" fn udp6(l: L) -> c_int {
     unsafe { new_udp(l, libc::AF_INET6) }
 }
 
-const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
+/// The methods of UDP objects (both classes).
+pub(super) const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"close", udp_close),
     (c"dirty", udp_dirty),
+    (c"getfamily", udp_getfamily),
     (c"getfd", udp_getfd),
     (c"getoption", udp_getoption),
     (c"getpeername", udp_getpeername),
@@ -333,6 +334,7 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
     (c"receivefrom", udp_receivefrom),
     (c"send", udp_send),
     (c"sendto", udp_sendto),
+    (c"setfd", udp_setfd),
     (c"setoption", udp_setoption),
     (c"setpeername", udp_setpeername),
     (c"setsockname", udp_setsockname),
@@ -341,25 +343,3 @@ const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
 
 /// The module's UDP constructors.
 pub(super) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"udp", udp), (c"udp4", udp4), (c"udp6", udp6)];
-
-/// `[-0, +0, m]` Registers the metatable of UDP objects (once per Lua state).
-pub(super) unsafe fn new_metatable(l: L) {
-    // SAFETY: valid state with free slots (the caller checked the stack).
-    unsafe {
-        if ffi::luaL_newmetatable(l, UDP.as_ptr()) != 0 {
-            for (name, f) in
-                [(c"__gc", super::tcp_gc as ffi::lua_CFunction), (c"__close", udp_close), (c"__tostring", udp_tostring)]
-            {
-                ffi::lua_pushcfunction(l, f);
-                ffi::lua_setfield(l, -2, name.as_ptr());
-            }
-            ffi::lua_createtable(l, 0, METHODS.len() as c_int);
-            for (name, f) in METHODS {
-                ffi::lua_pushcfunction(l, *f);
-                ffi::lua_setfield(l, -2, name.as_ptr());
-            }
-            ffi::lua_setfield(l, -2, c"__index".as_ptr());
-        }
-        ffi::lua_pop(l, 1);
-    }
-}
