@@ -263,6 +263,11 @@ struct stat;
 #define COT_DISCONNECT 4
 
 /**
+ * The most bytes `cot_pool_submit_copy` copies into the pool's queue.
+ */
+#define COT_POOL_COPY_MAX 48
+
+/**
  * `when` for `cot_sched_schedule` and `cot_sched_notify`: the tail of the
  * ready queue.
  */
@@ -514,10 +519,18 @@ typedef void (*cot_work_cb)(void *data);
 /**
  * A mutex with FIFO handoff, two words, no heap: embed it anywhere and
  * zero-initialise it (`cot_mutex m = {0};`: unlocked). Its fields are
- * private to the core: use only the `cot_mutex_*` functions. Waiters are
+ * private to the core: use the `cot_mutex_*` functions. Waiters are
  * nodes (objects whose first member is `void *next`) that a later
  * `cot_mutex_unlock` hands the mutex to, in lock order. Move or free it only
  * while it is unlocked and nobody uses it.
+ *
+ * A face may inline the two uncontended steps, and only these, as atomic
+ * operations on `state` (the C++ header does): lock a free mutex with a
+ * compare-exchange of `state` from NULL to the mutex's address (acquire),
+ * which is all `cot_mutex_try_lock` does; and, as the owner, unlock when
+ * `queue` is NULL with a compare-exchange of `state` from the mutex's
+ * address to NULL (release). When that exchange fails, requests wait: call
+ * `cot_mutex_unlock`.
  */
 typedef struct cot_mutex {
   /**
@@ -1601,6 +1614,23 @@ struct cot_pool *cot_pool_new(unsigned int threads);
  * concurrently with the caller.
  */
 int cot_pool_submit(struct cot_pool *p, cot_pool_fn fn, void *data);
+
+/**
+ * Like `cot_pool_submit`, but the job's data is a copy of the `size` bytes
+ * at `data`, made now in the pool's queue: the caller allocates nothing and
+ * may reuse `data` at once. The job runs as `fn(copy, status)`, `copy`
+ * pointer-aligned and alive until `fn` returns (`fn` destroys what it must
+ * in it). For small objects that a byte copy may move: a C struct, a C++
+ * trivially copyable lambda. Returns what `cot_pool_submit` returns, and
+ * `COT_EINVAL` (nothing queued) if `size` exceeds `COT_POOL_COPY_MAX` or
+ * `data` is NULL with a nonzero `size`.
+ *
+ * # Safety
+ * `p` is NULL or a live pool; `data` is NULL or readable for `size` bytes;
+ * `fn(copy, status)` may run on another thread, concurrently with the
+ * caller.
+ */
+int cot_pool_submit_copy(struct cot_pool *p, cot_pool_fn fn, const void *data, size_t size);
 
 /**
  * Whether jobs of the pool wait to start (false for NULL). A snapshot.

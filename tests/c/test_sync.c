@@ -355,6 +355,68 @@ static void test_pool(void) {
     cot_pool_free(NULL);
 }
 
+/* cot_pool_submit_copy: the job gets its own copy of the bytes, made at the
+ * submit, pointer-aligned; a cancelled job gets it too. */
+struct copied {
+    uintptr_t words[6]; /* COT_POOL_COPY_MAX bytes */
+};
+static struct copied copies_seen[4];
+static int copy_status[4], copies;
+static atomic_int copy_runs;
+static void copy_job(void *data, int status) {
+    CHECK_EQ((uintptr_t)data % sizeof(void *), 0);
+    memcpy(&copies_seen[copies], data, sizeof(struct copied));
+    copy_status[copies++] = status;
+    atomic_fetch_add(&copy_runs, 1);
+}
+
+static void test_pool_copy(void) {
+    CHECK_EQ(sizeof(struct copied), COT_POOL_COPY_MAX);
+    cot_pool *p = cot_pool_new(1);
+    struct copied c;
+    for (int i = 0; i < 6; i++) c.words[i] = 100 + i;
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, &c, sizeof c), 0);
+    for (int i = 0; i < 6; i++) c.words[i] = 0; /* the job's copy is unaffected */
+    while (atomic_load(&copy_runs) < 1) sched_yield();
+    CHECK_EQ(copy_status[0], 0);
+    for (int i = 0; i < 6; i++) CHECK_EQ(copies_seen[0].words[i], (uintptr_t)(100 + i));
+
+    /* Fewer bytes: those are copied; no bytes, NULL data: allowed. */
+    uint16_t small = 0xbeef;
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, &small, sizeof small), 0);
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, NULL, 0), 0);
+    while (atomic_load(&copy_runs) < 3) sched_yield();
+    uint16_t got;
+    memcpy(&got, &copies_seen[1], sizeof got);
+    CHECK_EQ(got, 0xbeef);
+
+    /* Bad input: refused, nothing queued, nothing called. */
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, &c, COT_POOL_COPY_MAX + 1), COT_EINVAL);
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, NULL, 8), COT_EINVAL);
+    CHECK_EQ(cot_pool_submit_copy(p, NULL, &c, 8), COT_EINVAL);
+    CHECK_EQ(cot_pool_submit_copy(NULL, copy_job, &c, 8), COT_EINVAL);
+
+    /* A stopped pool refuses; a queued copy cancelled by the stop is called
+     * with COT_ECANCELED and its bytes. */
+    atomic_store(&blocker_started, 0);
+    atomic_store(&blocker_release, 0);
+    CHECK_EQ(cot_pool_submit(p, blocker, NULL), 0);
+    while (!atomic_load(&blocker_started)) sched_yield();
+    c.words[0] = 7;
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, &c, sizeof c), 0);
+    pthread_t st;
+    CHECK_EQ(pthread_create(&st, NULL, stopper, p), 0);
+    while (cot_pool_any_enqueued(p)) sched_yield();
+    atomic_store(&blocker_release, 1);
+    CHECK_EQ(pthread_join(st, NULL), 0);
+    CHECK_EQ(copies, 4);
+    CHECK_EQ(copy_status[3], COT_ECANCELED);
+    CHECK_EQ(copies_seen[3].words[0], 7u);
+    CHECK_EQ(cot_pool_submit_copy(p, copy_job, &c, sizeof c), COT_ECANCELED);
+    CHECK_EQ(copies, 4);
+    cot_pool_free(p);
+}
+
 static atomic_int loop_work_ran;
 static int loop_after_status[2], loop_after_calls;
 static void loop_work(void *data) {
@@ -472,6 +534,7 @@ int main(void) {
     test_mutex();
     test_mutex_threads();
     test_pool();
+    test_pool_copy();
     test_loop_on_a_shared_pool();
     test_timers();
     puts("test_sync ok");

@@ -5,10 +5,14 @@
 // the oldest waiter, the lock never goes free in between).
 //
 // The lock state and the waiter queue are the core's cot_mutex (two words
-// embedded here, no heap); the waiting awaiter itself is the queue node.
+// embedded here, no heap); the waiting awaiter itself is the queue node. The
+// two uncontended steps (lock a free mutex, unlock with nobody waiting) are
+// inline atomic operations, as cot_mutex's documentation allows: no call into
+// the core unless someone waits.
 #ifndef COCLS_MUTEX_H_INCLUDED
 #define COCLS_MUTEX_H_INCLUDED
 
+#include <atomic>
 #include <cassert>
 #include <coroutine>
 #include <utility>
@@ -94,7 +98,7 @@ public:
     /// Locks if free, never waits (any thread, any mode). The ownership
     /// tests false if the mutex was locked.
     ownership try_lock() noexcept {
-        if (!cot_mutex_try_lock(&m_state)) return ownership();
+        if (!lock_if_free()) return ownership();
         detail::tsan_acquire(this);
         return ownership(this);
     }
@@ -102,9 +106,25 @@ public:
 private:
     friend class mutex_awaiter;
 
+    // cot_mutex_try_lock, inline: state NULL -> the mutex's address.
+    bool lock_if_free() noexcept {
+        void *free = nullptr;
+        return std::atomic_ref<void *>(m_state.state)
+            .compare_exchange_strong(free, &m_state, std::memory_order_acquire, std::memory_order_relaxed);
+    }
+
     // Unlocks: the new owner (the oldest waiter, to be resumed), or null.
+    // With nobody waiting it is one inline exchange (state: the mutex's
+    // address -> NULL, the queue being the owner's and empty); otherwise
+    // the core hands the mutex over.
     awaiter *unlock() noexcept {
         detail::tsan_release(this);
+        if (std::atomic_ref<void *>(m_state.queue).load(std::memory_order_relaxed) == nullptr) {
+            void *locked = &m_state;
+            if (std::atomic_ref<void *>(m_state.state)
+                    .compare_exchange_strong(locked, nullptr, std::memory_order_release, std::memory_order_relaxed))
+                return nullptr;
+        }
         void *next = cot_mutex_unlock(&m_state);
         if (next) detail::tsan_acquire(next);  // what the waiter did before it queued
         return static_cast<awaiter *>(next);
@@ -121,7 +141,7 @@ public:
     mutex_awaiter(const mutex_awaiter &) = delete;
     mutex_awaiter &operator=(const mutex_awaiter &) = delete;
 
-    bool await_ready() noexcept { return cot_mutex_try_lock(&m_mx.m_state); }
+    bool await_ready() noexcept { return m_mx.lock_if_free(); }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) noexcept {
         cot_mutex *state = &m_mx.m_state;
         set_handle(h);
@@ -138,7 +158,7 @@ public:
 
     /// Blocks the thread until it owns the mutex (normal mode).
     mutex::ownership wait() {
-        if (!cot_mutex_try_lock(&m_mx.m_state)) {
+        if (!m_mx.lock_if_free()) {
             cot_mutex *state = &m_mx.m_state;
             sync_awaiter w;
             awaiter *node = &w;

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <concepts>
 #include <coroutine>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -196,18 +197,27 @@ public:
     }
 
     /// Runs `fn()` on a pool thread; its result and exceptions are ignored.
+    /// A small trivially copyable `fn` (a lambda capturing references or
+    /// numbers: at most COT_POOL_COPY_MAX bytes) travels as bytes in the
+    /// core's queue, with no allocation; any other is moved to the heap.
     template <typename Fn>
         requires std::invocable<Fn &> && (!detail::is_async<std::remove_cvref_t<Fn>>::value)
     void run_detached(Fn &&fn) {
-        struct job {
-            std::decay_t<Fn> fn;
-        };
-        submit_owned(new job{std::forward<Fn>(fn)}, [](job &j) noexcept {
-            try {
-                j.fn();
-            } catch (...) {
-            }
-        });
+        using F = std::decay_t<Fn>;
+        if constexpr (travels_as_bytes<F>) {
+            F f(std::forward<Fn>(fn));
+            cot_pool_submit_copy(m_pool, &copied_job<F>, &f, sizeof f);  // refused: dropped
+        } else {
+            struct job {
+                F fn;
+            };
+            submit_owned(new job{std::forward<Fn>(fn)}, [](job &j) noexcept {
+                try {
+                    j.fn();
+                } catch (...) {
+                }
+            });
+        }
     }
 
     /// Starts coroutine `coro` on a pool thread, nobody waiting for it. No
@@ -313,6 +323,27 @@ private:
         coro_queue::install_queue_and_call([&] {
             Run{}(*j);
             j.reset();
+        });
+    }
+    // A callable that a byte copy may move and that needs no destructor.
+    template <typename F>
+    static constexpr bool travels_as_bytes = std::is_trivially_copyable_v<F> &&
+                                             std::is_trivially_destructible_v<F> &&
+                                             sizeof(F) <= COT_POOL_COPY_MAX && alignof(F) <= alignof(void *);
+    // A job of run_detached whose callable is the bytes the core copied:
+    // copied out (which makes it an object here), called in coro mode.
+    // Cancelled: dropped (nothing to destroy).
+    template <typename F>
+    static void copied_job(void *data, int status) noexcept {
+        if (status != 0) return;
+        alignas(F) unsigned char bytes[sizeof(F)];
+        std::memcpy(bytes, data, sizeof(F));
+        F &fn = *std::launder(reinterpret_cast<F *>(bytes));
+        coro_queue::install_queue_and_call([&] {
+            try {
+                fn();
+            } catch (...) {
+            }
         });
     }
     template <typename Job, typename Run>

@@ -8,10 +8,18 @@ use crate::util::chain::{ListSlot, Node, Stack};
 
 /// A mutex with FIFO handoff, two words, no heap: embed it anywhere and
 /// zero-initialise it (`cot_mutex m = {0};`: unlocked). Its fields are
-/// private to the core: use only the `cot_mutex_*` functions. Waiters are
+/// private to the core: use the `cot_mutex_*` functions. Waiters are
 /// nodes (objects whose first member is `void *next`) that a later
 /// `cot_mutex_unlock` hands the mutex to, in lock order. Move or free it only
 /// while it is unlocked and nobody uses it.
+///
+/// A face may inline the two uncontended steps, and only these, as atomic
+/// operations on `state` (the C++ header does): lock a free mutex with a
+/// compare-exchange of `state` from NULL to the mutex's address (acquire),
+/// which is all `cot_mutex_try_lock` does; and, as the owner, unlock when
+/// `queue` is NULL with a compare-exchange of `state` from the mutex's
+/// address to NULL (release). When that exchange fails, requests wait: call
+/// `cot_mutex_unlock`.
 #[repr(C)]
 pub struct cot_mutex {
     /// Private: NULL (unlocked), the mutex's address (locked) or requests.

@@ -6,7 +6,7 @@ use std::os::raw::{c_int, c_uint};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::sync::{Job, Pool};
+use crate::sync::{JOB_WORDS, Job, Pool, Words};
 
 /// A thread pool (opaque). Made by `cot_pool_new`, freed by `cot_pool_free`.
 /// Every `cot_pool_*` function is safe from any thread, pool threads
@@ -20,14 +20,47 @@ pub struct cot_pool {
 /// it runs on the thread that called `cot_pool_stop`, to free `data`).
 pub type cot_pool_fn = Option<unsafe extern "C" fn(data: *mut c_void, status: c_int)>;
 
-/// Runs a C job stored as two words by `cot_pool_submit`.
-fn call_c_job(f: usize, data: usize, status: Result<()>) {
-    // SAFETY: `f` is the `cot_pool_fn` that `cot_pool_submit` stored as a
-    // word (same size as a function pointer), never 0 (NULL was refused).
-    let f = unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, c_int)>(f) };
+/// The most bytes `cot_pool_submit_copy` copies into the pool's queue.
+pub const COT_POOL_COPY_MAX: usize = 48;
+const _: () = assert!(COT_POOL_COPY_MAX <= JOB_WORDS * std::mem::size_of::<usize>());
+
+/// The C function a plain job stored as its first word.
+fn c_fn(f: usize) -> unsafe extern "C" fn(*mut c_void, c_int) {
+    // SAFETY: `f` is the `cot_pool_fn` that `submit` stored as a word (same
+    // size as a function pointer), never 0 (NULL was refused there).
+    unsafe { std::mem::transmute::<usize, unsafe extern "C" fn(*mut c_void, c_int)>(f) }
+}
+
+/// Runs a job of `cot_pool_submit`: its data pointer is the first word.
+fn call_c_job(f: usize, words: &mut Words, status: Result<()>) {
     let code = status.err().map_or(0, Error::code);
     // SAFETY: the submitter allowed `f(data, status)` on this thread.
-    unsafe { f(data as *mut c_void, code) }
+    unsafe { c_fn(f)(words[0] as *mut c_void, code) }
+}
+
+/// Runs a job of `cot_pool_submit_copy`: its data is the words themselves.
+fn call_c_copy(f: usize, words: &mut Words, status: Result<()>) {
+    let code = status.err().map_or(0, Error::code);
+    // SAFETY: the submitter allowed `f(copy, status)` on this thread; the
+    // copy is these words, alive and ours until `f` returns.
+    unsafe { c_fn(f)(words.as_mut_ptr().cast(), code) }
+}
+
+/// Queues the plain job `call(f, words)` on the pool behind `p`.
+///
+/// # Safety
+/// `p` is NULL or a live pool.
+unsafe fn submit(p: *mut cot_pool, f: cot_pool_fn, call: fn(usize, &mut Words, Result<()>), words: Words) -> c_int {
+    let Some(f) = f else { return Error::Inval.code() };
+    // SAFETY: the caller's contract.
+    let pool = match unsafe { pool(p) } {
+        Ok(pool) => pool,
+        Err(e) => return e.code(),
+    };
+    match pool.submit(Job::Plain { call, a: f as usize, words }) {
+        Ok(_) => 0,
+        Err(refused) => refused.error.code(), // dropped uncalled
+    }
 }
 
 /// The pool behind `p`.
@@ -61,19 +94,46 @@ pub extern "C" fn cot_pool_new(threads: c_uint) -> *mut cot_pool {
 /// concurrently with the caller.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_pool_submit(p: *mut cot_pool, r#fn: cot_pool_fn, data: *mut c_void) -> c_int {
-    let Some(f) = r#fn else { return Error::Inval.code() };
+    // The function and its data go into the queue as words: no allocation
+    // per job.
+    let mut words: Words = [0; JOB_WORDS];
+    words[0] = data as usize;
     // SAFETY: the caller's contract.
-    let pool = match unsafe { pool(p) } {
-        Ok(pool) => pool,
-        Err(e) => return e.code(),
-    };
-    // The function and its data go into the queue as two words: no
-    // allocation per job.
-    let run = Job::Plain { call: call_c_job, a: f as usize, b: data as usize };
-    match pool.submit(run) {
-        Ok(_) => 0,
-        Err(refused) => refused.error.code(), // dropped uncalled
+    unsafe { submit(p, r#fn, call_c_job, words) }
+}
+
+/// Like `cot_pool_submit`, but the job's data is a copy of the `size` bytes
+/// at `data`, made now in the pool's queue: the caller allocates nothing and
+/// may reuse `data` at once. The job runs as `fn(copy, status)`, `copy`
+/// pointer-aligned and alive until `fn` returns (`fn` destroys what it must
+/// in it). For small objects that a byte copy may move: a C struct, a C++
+/// trivially copyable lambda. Returns what `cot_pool_submit` returns, and
+/// `COT_EINVAL` (nothing queued) if `size` exceeds `COT_POOL_COPY_MAX` or
+/// `data` is NULL with a nonzero `size`.
+///
+/// # Safety
+/// `p` is NULL or a live pool; `data` is NULL or readable for `size` bytes;
+/// `fn(copy, status)` may run on another thread, concurrently with the
+/// caller.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_pool_submit_copy(
+    p: *mut cot_pool,
+    r#fn: cot_pool_fn,
+    data: *const c_void,
+    size: usize,
+) -> c_int {
+    if size > COT_POOL_COPY_MAX || (data.is_null() && size != 0) {
+        return Error::Inval.code();
     }
+    let mut words: Words = [0; JOB_WORDS];
+    if size != 0 {
+        // SAFETY: `data` is readable for `size` bytes (the caller's
+        // contract), `words` holds COT_POOL_COPY_MAX >= `size` bytes, and a
+        // local cannot overlap the caller's memory.
+        unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), words.as_mut_ptr().cast::<u8>(), size) };
+    }
+    // SAFETY: the caller's contract.
+    unsafe { submit(p, r#fn, call_c_copy, words) }
 }
 
 /// Whether jobs of the pool wait to start (false for NULL). A snapshot.

@@ -27,5 +27,5 @@ mod pool;
 pub mod resume_queue;
 mod timers;
 
-pub use pool::{Job, Pool, Rejected};
+pub use pool::{JOB_WORDS, Job, Pool, Rejected, Words};
 pub use timers::Timers;

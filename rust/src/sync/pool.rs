@@ -24,18 +24,25 @@ use crate::error::{Error, Result};
 pub enum Job {
     /// A closure (one allocation).
     Boxed(Box<dyn FnOnce(Result<()>) + Send>),
-    /// A function and two words for it, stored in the queue itself: no
-    /// allocation (C's jobs: a function pointer and its data). The words
-    /// must be safe to hand to another thread (the submitter's promise).
+    /// A function and the words it works on, stored in the queue itself: no
+    /// allocation (C's jobs: a function pointer and its data, or a copy of
+    /// a small object). The words must be safe to hand to another thread
+    /// (the submitter's promise).
     Plain {
-        /// Called as `call(a, b, status)`.
-        call: fn(usize, usize, Result<()>),
-        /// First word.
+        /// Called as `call(a, &mut words, status)`.
+        call: fn(usize, &mut Words, Result<()>),
+        /// A word for `call` (C's function pointer).
         a: usize,
-        /// Second word.
-        b: usize,
+        /// The data, in the queue.
+        words: Words,
     },
 }
+
+/// How many words a plain job carries in the queue.
+pub const JOB_WORDS: usize = 6;
+
+/// The words of a plain job.
+pub type Words = [usize; JOB_WORDS];
 
 impl Job {
     /// A job running `f`.
@@ -47,7 +54,7 @@ impl Job {
     pub fn run(self, status: Result<()>) {
         match self {
             Job::Boxed(f) => f(status),
-            Job::Plain { call, a, b } => call(a, b, status),
+            Job::Plain { call, a, mut words } => call(a, &mut words, status),
         }
     }
 }
