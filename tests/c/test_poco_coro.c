@@ -168,8 +168,15 @@ static void joining(void) {
     }
 }
 
-/* A full scheduler refuses more coroutines; poco's test shim pattern (a list
- * of 16 with one coroutine) works; coro_free(NULL) is fine. */
+/* A full scheduler refuses more coroutines (RES_NO_MEM); poco's test shim
+ * pattern (a list of 16 with one coroutine) works; coro_free(NULL) is fine.
+ * A coroutine is in one scheduler at a time: another refuses it
+ * (RES_INVALID_STATE, or NULL from create), as does a list naming it twice.
+ * poco would hold it in both, and ours once did: freeing the second
+ * scheduler left the first a freed coroutine to read when freed itself (a
+ * use-after-free TSan found; the _asan variant compiles c/poco with ASan to
+ * catch its like). Freed in either order, schedulers and coroutines leave
+ * nothing dangling; a freed scheduler's coroutines may join another. */
 static void current(void *ctx) {
     Scheduler **s = ctx;
     CHECK(scheduler_get_current_coroutine(*s) != NULL);
@@ -182,14 +189,39 @@ static void slots(void) {
     sp = round_robin_scheduler_create(tasks, 16);
     scheduler_run(sp);
     EXPECT_LOG("current ok\n");
+    CHECK(scheduler_get_current_coroutine(sp) == NULL);
+    RoundRobinScheduler *rr = (RoundRobinScheduler *)sp;
+
     Coro *one[1] = {tasks[0]};
-    Scheduler *full = round_robin_scheduler_create(one, 1);
-    CHECK_EQ(round_robin_scheduler_add_coro((RoundRobinScheduler *)full, tasks[0]), RES_NO_MEM);
+    CHECK(round_robin_scheduler_create(one, 1) == NULL); /* tasks[0] is sp's */
+    Coro *other = coro_create(current, &sp, DEFAULT_STACK_SIZE);
+    Coro *third = coro_create(current, &sp, DEFAULT_STACK_SIZE);
+    Coro *two[1] = {other};
+    Scheduler *full = round_robin_scheduler_create(two, 1);
+    CHECK(full != NULL);
+    CHECK_EQ(round_robin_scheduler_add_coro((RoundRobinScheduler *)full, tasks[0]),
+             RES_INVALID_STATE);
+    CHECK_EQ(round_robin_scheduler_add_coro((RoundRobinScheduler *)full, third), RES_NO_MEM);
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, other), RES_INVALID_STATE); /* full's */
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, tasks[0]), RES_INVALID_STATE); /* twice */
+    Coro *twice[2] = {third, third};
+    CHECK(round_robin_scheduler_create(twice, 2) == NULL);
+    CHECK_EQ(rr->all_tasks, 1);
+
+    /* The scheduler first, then its coroutine: `other` is free to join sp. */
     round_round_robin_scheduler_free((RoundRobinScheduler *)full);
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, other), RES_OK);
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, third), RES_OK);
+    CHECK_EQ(rr->all_tasks, 3);
+    /* The coroutines first (they leave their slots), then the scheduler. */
     for (int i = 0; i < 16; ++i) {
         coro_free(tasks[i]);
     }
-    round_round_robin_scheduler_free((RoundRobinScheduler *)sp);
+    coro_free(other);
+    CHECK_EQ(rr->all_tasks, 1);
+    CHECK(rr->tasks[1] == NULL && rr->tasks[2] == third);
+    round_round_robin_scheduler_free(rr);
+    coro_free(third); /* out of any scheduler since sp was freed */
 }
 
 /* A coroutine freed while it waits leaves its event's waiters, the timer
