@@ -77,7 +77,7 @@ Flags event_get(Event *event, Flags mask, Flags clear_mask, bool wait_for_all,
             return got;
         }
         if (!poco_wait(&event->subject_, deadline, CORO_EVTSINK_EVENT_GET)) {
-            return take(event, mask, clear_mask, wait_for_all);
+            return 0; /* timed out: the flags stay, as in poco */
         }
     }
 }

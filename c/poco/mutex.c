@@ -42,7 +42,7 @@ Result mutex_acquire(Mutex *mutex, PlatformTick timeout) {
         }
         if (poco_current() == NULL ||
             !poco_wait(&mutex->subject_, deadline, CORO_EVTSINK_MUTEX_ACQUIRE)) {
-            return mutex_acquire_no_wait(mutex) == RES_OK ? RES_OK : RES_TIMEOUT;
+            return RES_TIMEOUT; /* as poco, even if it became free meanwhile */
         }
     }
 }

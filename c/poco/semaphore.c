@@ -69,7 +69,7 @@ Result semaphore_acquire(Semaphore *semaphore, PlatformTick timeout) {
             return RES_OK;
         }
         if (!poco_wait(&semaphore->subject_, deadline, CORO_EVTSINK_SEMAPHORE_ACQUIRE)) {
-            return try_acquire(semaphore) ? RES_OK : RES_TIMEOUT;
+            return RES_TIMEOUT; /* as poco, even if a slot came free meanwhile */
         }
     }
 }

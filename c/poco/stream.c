@@ -210,7 +210,7 @@ Result stream_flush(Stream *stream, PlatformTick timeout) {
             return RES_OK;
         }
         if (!poco_wait(&stream->subject_, deadline, CORO_EVTSINK_STREAM_NOT_FULL)) {
-            return locked_used(stream) == 0 ? RES_OK : RES_TIMEOUT;
+            return RES_TIMEOUT; /* as poco */
         }
     }
 }
