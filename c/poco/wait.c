@@ -226,10 +226,15 @@ void poco_raw_wait(Coro *coro, RoundRobinScheduler *s, bool announce) {
 }
 
 Result poco_changed(PocoSubject *subject, CoroEventSourceType type, bool yield) {
+    /* The raw waiters to offer the event to: those of the waiters' scheduler
+     * (this thread's), else those of the context's. */
+    RoundRobinScheduler *s = __atomic_load_n(&subject->scheduler, __ATOMIC_RELAXED);
     poco_wake_all(subject);
     CoroEventSource ev = {.type = type, .params.subject = subject->owner};
     Scheduler *cs = context_get_scheduler();
-    RoundRobinScheduler *s = poco_rr(cs);
+    if (s == NULL) {
+        s = poco_rr(cs);
+    }
     if (s != NULL && s->raw_.head != NULL) {
         poco_offer_raw(s, &ev);
     }
@@ -239,7 +244,7 @@ Result poco_changed(PocoSubject *subject, CoroEventSourceType type, bool yield) 
         poco_switch_out(me, CORO_SIG_NOTIFY);
         return RES_OK;
     }
-    if (cs != NULL && s == NULL && cs->notify != NULL) {
+    if (cs != NULL && poco_rr(cs) == NULL && cs->notify != NULL) {
         /* A scheduler of the user's: it routes the event (poco's
          * scheduler_notify of the _no_wait forms). */
         return cs->notify(cs, &ev) == RES_OK ? RES_OK : RES_NOTIFY_FAILED;
