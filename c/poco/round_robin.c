@@ -231,6 +231,9 @@ static void idle(RoundRobinScheduler *s) {
 void poco_rr_detach(RoundRobinScheduler *s, Coro *c) {
     if (c->waiting_on_ != NULL) {
         poco_wait_expire(c);
+        /* Resumed again (under another scheduler), its wait looks again, as
+         * after a wakeup: it did not time out. */
+        c->triggered_event_sink_slot = EVENT_SINK_SLOT_PRIMARY;
     }
     if (c->heap_index_ != 0) {
         poco_rr_timer_remove(s, c);
@@ -477,6 +480,7 @@ void round_robin_scheduler_free(RoundRobinScheduler *s) {
         if (c != NULL && c->scheduler_ == s) {
             if (c->waiting_on_ != NULL) {
                 poco_wait_expire(c);
+                c->triggered_event_sink_slot = EVENT_SINK_SLOT_PRIMARY; /* see poco_rr_detach */
             }
             c->heap_index_ = 0;
             c->scheduler_ = NULL;

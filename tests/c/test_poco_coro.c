@@ -255,6 +255,40 @@ static void free_waiting(void) {
     coro_free(tasks[1]);
 }
 
+/* A scheduler freed while its coroutine waits on an event: the coroutine
+ * leaves the event's waiters and the event its binding to the scheduler (no
+ * pointer to the freed scheduler stays), and the coroutine may then run under
+ * another scheduler, where its wait goes on. */
+static Event orphan_ev;
+
+static void orphan(void *ctx) {
+    (void)ctx;
+    Flags f = event_get(&orphan_ev, 1, 1, false, PLATFORM_TICKS_FOREVER);
+    LOG("orphan got %u\n", (unsigned)f);
+}
+
+static void scheduler_freed_while_waiting(void) {
+    event_create_static(&orphan_ev, 0);
+    Coro *c = coro_create(orphan, NULL, DEFAULT_STACK_SIZE);
+    Coro *list[1] = {c};
+    Scheduler *s1 = round_robin_scheduler_create(list, 1);
+    CHECK(scheduler_run_once(s1)); /* it waits */
+    CHECK_EQ(c->coro_state, CORO_STATE_BLOCKED);
+    CHECK(orphan_ev.subject_.head == c);
+    CHECK(orphan_ev.subject_.scheduler == s1);
+    round_round_robin_scheduler_free((RoundRobinScheduler *)s1);
+    CHECK(orphan_ev.subject_.head == NULL);
+    CHECK(orphan_ev.subject_.scheduler == NULL);
+    CHECK(context_get_scheduler() == NULL);
+    CHECK_EQ(event_set_no_wait(&orphan_ev, 1), RES_OK); /* nobody to wake */
+    Scheduler *s2 = round_robin_scheduler_create(list, 1);
+    CHECK(s2 != NULL);
+    scheduler_run(s2);
+    EXPECT_LOG("orphan got 1\n");
+    round_round_robin_scheduler_free((RoundRobinScheduler *)s2);
+    coro_free(c);
+}
+
 int main(void) {
     hello_world();
     pick_order();
@@ -262,6 +296,7 @@ int main(void) {
     joining();
     slots();
     free_waiting();
+    scheduler_freed_while_waiting();
     printf("test_poco_coro: ok\n");
     return 0;
 }

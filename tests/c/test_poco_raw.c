@@ -559,12 +559,61 @@ static void platform_contexts(void) {
     CHECK(platform_get_monotonic_ticks() > 0);
 }
 
+/* ---- a wait whose time ran out is a timeout, as in poco ---- */
+
+/* The state became ready without a wakeup (set by hand, as an interrupt
+ * handler of poco's might): the wait still ends with RES_TIMEOUT (event_get:
+ * 0), and the state stays for the next look. */
+static Semaphore quiet_sem;
+static Event quiet_ev;
+static Mutex quiet_mtx;
+
+static void quiet_waiter(void *ctx) {
+    (void)ctx;
+    CHECK_EQ(semaphore_acquire(&quiet_sem, 20), RES_TIMEOUT); /* a slot came at once */
+    CHECK_EQ(quiet_sem.slots_remaining, 1);
+    CHECK_EQ(semaphore_acquire_no_wait(&quiet_sem), RES_OK);
+    CHECK_EQ(event_get(&quiet_ev, 0x1, 0x1, false, 200), 0); /* set at about 40 ms */
+    CHECK_EQ(quiet_ev.flags, 0x1);
+    CHECK_EQ(mutex_acquire(&quiet_mtx, 20), RES_TIMEOUT); /* held until about 540 ms */
+    LOG("timeouts as poco\n");
+}
+
+static void quiet_setter(void *ctx) {
+    (void)ctx;
+    CHECK_EQ(mutex_acquire(&quiet_mtx, 0), RES_OK);
+    coro_yield();                  /* the waiter waits for a slot */
+    quiet_sem.slots_remaining = 1; /* no wakeup */
+    coro_yield_delay(40);          /* its 20 ticks pass; it waits for the flag */
+    quiet_ev.flags = 0x1;          /* no wakeup */
+    coro_yield_delay(500);         /* its 200 ticks pass, and its 20 for the mutex */
+    CHECK_EQ(mutex_release(&quiet_mtx), RES_OK);
+}
+
+static void timeouts(void) {
+    semaphore_create_static(&quiet_sem, 1);
+    CHECK_EQ(semaphore_acquire_no_wait(&quiet_sem), RES_OK);
+    event_create_static(&quiet_ev, 0);
+    mutex_create_static(&quiet_mtx);
+    Coro *t[2] = {
+        coro_create(quiet_setter, NULL, DEFAULT_STACK_SIZE),
+        coro_create(quiet_waiter, NULL, DEFAULT_STACK_SIZE),
+    };
+    Scheduler *s = round_robin_scheduler_create(t, 2);
+    scheduler_run(s);
+    EXPECT_LOG("timeouts as poco\n");
+    round_round_robin_scheduler_free((RoundRobinScheduler *)s);
+    coro_free(t[0]);
+    coro_free(t[1]);
+}
+
 int main(void) {
     constants();
     by_hand();
     raw_waits();
     own_scheduler();
     queue_raw();
+    timeouts();
     platform_contexts();
     printf("test_poco_raw: ok\n");
     return 0;
