@@ -1,5 +1,6 @@
 /* poco coroutines on cothread's raw contexts: a stack (mapped with a guard
- * page, or the caller's) and a cot_context switched to and from. */
+ * page, or the caller's) and a cot_context switched to and from (kept in the
+ * coroutine's resume_context; its resumer's in suspend_context). */
 #define _GNU_SOURCE
 #include "internal.h"
 
@@ -22,18 +23,22 @@ static _Thread_local Coro *tls_current __attribute__((tls_model("initial-exec"))
 
 Coro *poco_current(void) { return tls_current; }
 
+Coro *context_get_coro(void) { return tls_current; }
+
 /* The first function on a coroutine's stack; it never returns. */
 static void trampoline(void *arg) {
     Coro *coro = arg;
-    coro->entrypoint(coro->context);
+    coro->entrypoint(coro->context_);
+    coro->event_source.type = CORO_EVTSRC_CORO_FINISHED;
+    coro->event_source.params.subject = coro;
     for (;;) {
         poco_switch_out(coro, CORO_SIG_NOTIFY_AND_DONE);
     }
 }
 
 static bool make_context(Coro *coro) {
-    coro->ctx_ = cot_context_make(coro->stack, coro->stack_size, trampoline);
-    return coro->ctx_ != NULL;
+    coro->resume_context.ctx_ = cot_context_make(coro->stack, coro->stack_size, trampoline);
+    return coro->resume_context.ctx_ != NULL;
 }
 
 CoroSignal poco_switch_in(Coro *coro) {
@@ -46,7 +51,8 @@ CoroSignal poco_switch_in(Coro *coro) {
         }
         __tsan_switch_to_fiber(coro->fiber_, 0);
     }
-    cot_context_switch((cot_context *)&coro->caller_ctx_, (cot_context)coro->ctx_, coro);
+    cot_context_switch((cot_context *)&coro->suspend_context.ctx_,
+                       (cot_context)coro->resume_context.ctx_, coro);
     tls_current = outer;
     return coro->yield_signal;
 }
@@ -55,7 +61,7 @@ CoroSignal poco_switch_in(Coro *coro) {
  * to the scheduler `from` came from. */
 static void switch_direct(Coro *from, Coro *to) {
     /* `to` will switch out to where `from` would have: the scheduler. */
-    to->caller_ctx_ = from->caller_ctx_;
+    to->suspend_context.ctx_ = from->suspend_context.ctx_;
     tls_current = to;
     if (__tsan_switch_to_fiber != NULL) {
         to->caller_fiber_ = from->caller_fiber_;
@@ -66,7 +72,8 @@ static void switch_direct(Coro *from, Coro *to) {
     }
     /* Peers: every coroutine handing off suspends at this very call, so the
      * peer switch's `ret` lands where the return predictor expects. */
-    cot_context_switch_peer((cot_context *)&from->ctx_, (cot_context)to->ctx_, to);
+    cot_context_switch_peer((cot_context *)&from->resume_context.ctx_,
+                            (cot_context)to->resume_context.ctx_, to);
 }
 
 void poco_switch_out(Coro *coro, CoroSignal signal) {
@@ -81,7 +88,8 @@ void poco_switch_out(Coro *coro, CoroSignal signal) {
     if (__tsan_switch_to_fiber != NULL) {
         __tsan_switch_to_fiber(coro->caller_fiber_, 0);
     }
-    cot_context_switch((cot_context *)&coro->ctx_, (cot_context)coro->caller_ctx_, NULL);
+    cot_context_switch((cot_context *)&coro->resume_context.ctx_,
+                       (cot_context)coro->suspend_context.ctx_, NULL);
 }
 
 void poco_coro_retire(Coro *coro) {
@@ -98,17 +106,23 @@ Coro *coro_create_static(Coro *coro, CoroEntrypoint entrypoint, void *context,
     }
     memset(coro, 0, sizeof *coro);
     coro->entrypoint = entrypoint;
-    coro->context = context;
+    coro->context_ = context;
     coro->stack = stack;
     coro->stack_size = stack_count * sizeof(PlatformStackElement);
     coro->coro_state = CORO_STATE_READY;
+    coro->joiners_.owner = coro;
     return make_context(coro) ? coro : NULL;
 }
 
 void coro_destroy_static(Coro *coro) {
     if (coro != NULL) {
+        RoundRobinScheduler *s = coro->scheduler_;
+        if (s != NULL) {
+            round_robin_scheduler_remove_coro(s, coro);
+        }
         poco_coro_retire(coro);
-        coro->ctx_ = NULL;
+        coro->resume_context.ctx_ = NULL;
+        coro->suspend_context.ctx_ = NULL;
     }
 }
 
@@ -168,22 +182,42 @@ void coro_free(Coro *coro) {
     }
 }
 
-void coro_yield(void) { coro_yield_with_signal(CORO_SIG_NOTIFY); }
+void coro_yield(void) {
+    Coro *coro = poco_current();
+    if (coro != NULL) {
+        coro->event_source.type = CORO_EVTSRC_NOOP;
+        poco_switch_out(coro, CORO_SIG_NOTIFY);
+    }
+}
 
 void coro_yield_delay(int64_t duration_ms) {
-    /* The deadline is absolute: waking early (never happens) would not
-     * shorten the delay, and elapsed time is counted once. */
+    /* The deadline is absolute: a wakeup before it (a raw event) does not
+     * end the delay, and elapsed time is counted once. */
     int64_t deadline = poco_deadline(duration_ms < 0 ? 0 : duration_ms);
     while (poco_now_ns() < deadline) {
         if (poco_current() == NULL) {
             return;
         }
-        poco_wait(NULL, deadline);
+        poco_wait(NULL, deadline, CORO_EVTSINK_NONE);
     }
 }
 
+/* The round-robin scheduler running `coro` right now, if any. */
+static RoundRobinScheduler *running_under(Coro *coro) {
+    RoundRobinScheduler *s = coro->scheduler_;
+    return s != NULL && s == poco_current_scheduler() ? s : NULL;
+}
+
 void coro_yield_with_event(CoroEventSource const *event) {
-    (void)event;
+    Coro *coro = poco_current();
+    if (coro == NULL) {
+        return;
+    }
+    if (event != NULL) {
+        coro->event_source = *event;
+    } else {
+        coro->event_source.type = CORO_EVTSRC_NOOP;
+    }
     coro_yield_with_signal(CORO_SIG_NOTIFY);
 }
 
@@ -192,40 +226,40 @@ void coro_yield_with_signal(CoroSignal signal) {
     if (coro == NULL) {
         return;
     }
-    if (signal == CORO_SIG_WAIT || signal == CORO_SIG_NOTIFY_AND_WAIT) {
-        poco_wait(NULL, POCO_NEVER);
+    RoundRobinScheduler *s = running_under(coro);
+    if (s == NULL) {
+        /* coro_resume by hand, or a scheduler of the user's: it routes. */
+        poco_switch_out(coro, signal);
         return;
     }
-    poco_switch_out(coro, signal == CORO_SIG_NOTIFY_AND_DONE ? CORO_SIG_NOTIFY : signal);
-}
-
-bool coro_notify(Coro *coro, CoroEventSource const *event) {
-    (void)event;
-    if (coro == NULL || coro->coro_state != CORO_STATE_BLOCKED) {
-        return false;
+    bool announce = signal != CORO_SIG_WAIT && coro->event_source.type != CORO_EVTSRC_NOOP;
+    switch (signal) {
+    case CORO_SIG_WAIT:
+    case CORO_SIG_NOTIFY_AND_WAIT:
+        /* Blocked before the broadcast, as in poco (its own event may wake
+         * it). */
+        poco_raw_wait(coro, s, announce);
+        return;
+    case CORO_SIG_NOTIFY:
+        if (announce) {
+            poco_offer_all(s, &coro->event_source);
+        }
+        poco_switch_out(coro, CORO_SIG_NOTIFY);
+        return;
+    default:
+        if (announce) {
+            poco_offer_all(s, &coro->event_source);
+        }
+        /* Finished: the scheduler never resumes it. */
+        for (;;) {
+            poco_switch_out(coro, CORO_SIG_NOTIFY_AND_DONE);
+        }
     }
-    if (coro->waiting_on_ != NULL) {
-        /* Detach it from its subject, then wake it as the subject would. */
-        PocoSubject one = {0};
-        PocoSubject *from = coro->waiting_on_;
-        if (coro->wait_prev_) coro->wait_prev_->wait_next_ = coro->wait_next_;
-        else from->head = coro->wait_next_;
-        if (coro->wait_next_) coro->wait_next_->wait_prev_ = coro->wait_prev_;
-        else from->tail = coro->wait_prev_;
-        coro->wait_next_ = coro->wait_prev_ = NULL;
-        one.head = one.tail = coro;
-        coro->waiting_on_ = &one;
-        poco_wake_all(&one);
-        return true;
-    }
-    PocoSubject one = {.head = coro, .tail = coro};
-    coro->waiting_on_ = &one;
-    poco_wake_all(&one);
-    return true;
 }
 
 CoroSignal coro_resume(Coro *coro) {
-    if (coro == NULL || coro->coro_state == CORO_STATE_FINISHED || coro->ctx_ == NULL) {
+    if (coro == NULL || coro->coro_state == CORO_STATE_FINISHED ||
+        coro->resume_context.ctx_ == NULL) {
         return CORO_SIG_NOTIFY_AND_DONE;
     }
     coro->coro_state = CORO_STATE_RUNNING;
@@ -239,11 +273,23 @@ CoroSignal coro_resume(Coro *coro) {
     return signal;
 }
 
+bool coro_notify(Coro *coro, CoroEventSource const *event) {
+    if (coro == NULL || event == NULL || coro->coro_state != CORO_STATE_BLOCKED) {
+        return false;
+    }
+    return poco_offer(coro, event);
+}
+
 void coro_join(Coro *coro) {
-    if (coro == NULL || coro == poco_current()) {
+    Coro *me = poco_current();
+    if (coro == NULL || coro == me || me == NULL) {
         return;
     }
-    while (coro->coro_state != CORO_STATE_FINISHED && poco_current() != NULL) {
-        poco_wait(&coro->joiners_, POCO_NEVER);
+    if (coro->coro_state == CORO_STATE_FINISHED) {
+        coro_yield(); /* as poco */
+        return;
+    }
+    while (coro->coro_state != CORO_STATE_FINISHED) {
+        poco_wait(&coro->joiners_, POCO_NEVER, CORO_EVTSINK_WAIT_FINISH);
     }
 }

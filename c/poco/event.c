@@ -2,7 +2,7 @@
  * set and clear it from other threads and signal handlers. */
 #include "internal.h"
 
-/* seq_cst, which poco_bind and poco_isr_wake rely on (see wait.c, isr.c). */
+/* seq_cst, which poco_bind and poco_isr_changed rely on (see wait.c, isr.c). */
 #define ACQ __ATOMIC_SEQ_CST
 
 Event *event_create_static(Event *event, Flags initial) {
@@ -10,6 +10,7 @@ Event *event_create_static(Event *event, Flags initial) {
         return NULL;
     }
     *event = (Event){.flags = initial};
+    event->subject_.owner = event;
     return event;
 }
 
@@ -25,13 +26,13 @@ Result event_set_no_wait(Event *event, Flags mask) {
         return RES_INVALID_VALUE;
     }
     __atomic_fetch_or(&event->flags, mask, ACQ);
-    poco_wake_all(&event->subject_);
-    return RES_OK;
+    return poco_changed(&event->subject_, CORO_EVTSRC_EVENT_SET, false);
 }
 
 void event_set(Event *event, Flags mask) {
-    if (event_set_no_wait(event, mask) == RES_OK) {
-        poco_notify_yield();
+    if (event != NULL) {
+        __atomic_fetch_or(&event->flags, mask, ACQ);
+        poco_changed(&event->subject_, CORO_EVTSRC_EVENT_SET, true);
     }
 }
 
@@ -40,7 +41,7 @@ Result event_set_from_isr(Event *event, Flags mask) {
         return RES_INVALID_VALUE;
     }
     __atomic_fetch_or(&event->flags, mask, ACQ);
-    return poco_isr_wake(&event->subject_);
+    return poco_isr_changed(&event->subject_, CORO_EVTSRC_EVENT_SET);
 }
 
 /* Takes the flags of `mask` if they end a wait, clearing `clear_mask` of them. */
@@ -64,14 +65,19 @@ Flags event_get(Event *event, Flags mask, Flags clear_mask, bool wait_for_all,
         return 0;
     }
     int64_t deadline = poco_deadline(timeout);
-    poco_bind(&event->subject_);
     for (;;) {
         Flags got = take(event, mask, clear_mask, wait_for_all);
         if (got != 0 || poco_current() == NULL) {
             return got;
         }
-        if (!poco_wait(&event->subject_, deadline)) {
-            return take(event, mask, clear_mask, wait_for_all);
+        poco_bind(&event->subject_); /* then look again: see poco_bind */
+        got = take(event, mask, clear_mask, wait_for_all);
+        if (got != 0) {
+            poco_unbind_idle(&event->subject_);
+            return got;
+        }
+        if (!poco_wait(&event->subject_, deadline, CORO_EVTSINK_EVENT_GET)) {
+            return 0; /* timed out: the flags stay, as in poco */
         }
     }
 }

@@ -13,6 +13,7 @@ Queue *queue_create_static(Queue *queue, size_t num_items, size_t item_size,
         return NULL;
     }
     *queue = (Queue){.item_buffer = item_buffer, .item_size = item_size, .max_items = num_items};
+    queue->subject_.owner = queue;
     return queue;
 }
 
@@ -41,15 +42,15 @@ void queue_free(Queue *queue) {
     }
 }
 
-size_t queue_item_count(Queue *queue) {
+size_t queue_item_count(Queue const *queue) {
     return queue != NULL ? __atomic_load_n(&queue->count, __ATOMIC_ACQUIRE) : 0;
 }
 
-bool queue_is_full(Queue *queue) {
+bool queue_is_full(Queue const *queue) {
     return queue != NULL && queue_item_count(queue) == queue->max_items;
 }
 
-bool queue_is_empty(Queue *queue) { return queue_item_count(queue) == 0; }
+bool queue_is_empty(Queue const *queue) { return queue_item_count(queue) == 0; }
 
 /* The raw operations, under the lock. */
 static bool put(Queue *q, void const *item) {
@@ -103,7 +104,7 @@ Result queue_raw_get(Queue *queue, void *item) {
 Result queue_put_no_wait(Queue *queue, void const *item) {
     Result r = queue_raw_put(queue, item);
     if (r == RES_OK) {
-        poco_wake_all(&queue->subject_);
+        r = poco_changed(&queue->subject_, CORO_EVTSRC_QUEUE_PUT, false);
     }
     return r;
 }
@@ -111,7 +112,7 @@ Result queue_put_no_wait(Queue *queue, void const *item) {
 Result queue_get_no_wait(Queue *queue, void *item) {
     Result r = queue_raw_get(queue, item);
     if (r == RES_OK) {
-        poco_wake_all(&queue->subject_);
+        r = poco_changed(&queue->subject_, CORO_EVTSRC_QUEUE_GET, false);
     }
     return r;
 }
@@ -123,15 +124,27 @@ static Result wait_for(Queue *queue, void *item, bool putting, PlatformTick time
         return RES_INVALID_VALUE;
     }
     int64_t deadline = poco_deadline(timeout);
-    poco_bind(&queue->subject_);
-    for (;;) {
+    for (int look = 0;; ++look) {
+        if (look % 2 == 1) {
+            poco_bind(&queue->subject_); /* then look again: see poco_bind */
+        }
         bool done = putting ? locked_put(queue, item) : locked_get(queue, item);
         if (done) {
-            poco_wake_all(&queue->subject_);
-            poco_notify_yield();
+            if (look % 2 == 1) {
+                poco_unbind_idle(&queue->subject_);
+            }
+            poco_changed(&queue->subject_, putting ? CORO_EVTSRC_QUEUE_PUT : CORO_EVTSRC_QUEUE_GET,
+                         true);
             return RES_OK;
         }
-        if (poco_current() == NULL || !poco_wait(&queue->subject_, deadline)) {
+        if (poco_current() == NULL) {
+            return RES_TIMEOUT;
+        }
+        if (look % 2 == 0) {
+            continue;
+        }
+        if (!poco_wait(&queue->subject_, deadline,
+                       putting ? CORO_EVTSINK_QUEUE_NOT_FULL : CORO_EVTSINK_QUEUE_NOT_EMPTY)) {
             return RES_TIMEOUT;
         }
     }
@@ -153,7 +166,7 @@ Result queue_put_from_isr(Queue *queue, void const *item) {
         if (poco_try_lock(&queue->subject_)) {
             bool ok = put(queue, item);
             poco_unlock(&queue->subject_);
-            return ok ? poco_isr_wake(&queue->subject_) : RES_QUEUE_FULL;
+            return ok ? poco_isr_changed(&queue->subject_, CORO_EVTSRC_QUEUE_PUT) : RES_QUEUE_FULL;
         }
     }
     return RES_QUEUE_FULL;
@@ -167,7 +180,7 @@ Result queue_get_from_isr(Queue *queue, void *item) {
         if (poco_try_lock(&queue->subject_)) {
             bool ok = get(queue, item);
             poco_unlock(&queue->subject_);
-            return ok ? poco_isr_wake(&queue->subject_) : RES_QUEUE_EMPTY;
+            return ok ? poco_isr_changed(&queue->subject_, CORO_EVTSRC_QUEUE_GET) : RES_QUEUE_EMPTY;
         }
     }
     return RES_QUEUE_EMPTY;

@@ -11,9 +11,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-void poco_wait_expire(Coro *coro);
-
-#define KIND_ROUND_ROBIN 0x52524f42u
 #define RR_OWNED 1u      /* the struct is from round_robin_scheduler_create */
 #define RR_OWN_TASKS 2u  /* `tasks` is our copy */
 #define RR_OWN_BITSET 4u /* `ready_` is allocated */
@@ -22,6 +19,12 @@ void poco_wait_expire(Coro *coro);
 static _Thread_local RoundRobinScheduler *tls_scheduler __attribute__((tls_model("initial-exec")));
 
 RoundRobinScheduler *poco_current_scheduler(void) { return tls_scheduler; }
+
+static void rr_run(Scheduler *scheduler);
+
+RoundRobinScheduler *poco_rr(Scheduler *s) {
+    return s != NULL && s->run == rr_run ? (RoundRobinScheduler *)s : NULL;
+}
 
 static size_t words(size_t n) { return (n + 63) / 64; }
 
@@ -117,6 +120,7 @@ static void apply_time(RoundRobinScheduler *s) {
         return;
     }
     int64_t now = poco_now_ns();
+    s->previous_ticks = now / 1000000;
     while (s->heap_len_ > 0 && s->heap_[0]->deadline_ <= now) {
         Coro *c = s->heap_[0];
         poco_rr_timer_remove(s, c);
@@ -125,9 +129,16 @@ static void apply_time(RoundRobinScheduler *s) {
     }
 }
 
-/* ISR wakeups: the subjects other threads or signal handlers changed. */
+/* External events: first the subjects other threads or signal handlers
+ * changed (their waiters wake), then the slots of external_events (their
+ * events go to the raw waiters, or to every blocked coroutine). */
+static bool isr_pending(RoundRobinScheduler const *s) {
+    return __atomic_load_n(&s->isr_head_, __ATOMIC_RELAXED) != NULL ||
+           __atomic_load_n(&s->event_queue.count, __ATOMIC_RELAXED) != 0;
+}
+
 static void apply_isr(RoundRobinScheduler *s) {
-    if (__atomic_load_n(&s->isr_head_, __ATOMIC_RELAXED) == NULL) {
+    if (!isr_pending(s)) {
         return;
     }
     PocoSubject *l = __atomic_exchange_n(&s->isr_head_, NULL, __ATOMIC_ACQUIRE);
@@ -136,6 +147,19 @@ static void apply_isr(RoundRobinScheduler *s) {
         __atomic_store_n(&l->isr_queued, 0, __ATOMIC_SEQ_CST);
         poco_wake_all(l);
         l = next;
+    }
+    for (size_t i = 0; i < SCHEDULER_MAX_EXTERNAL_EVENT_COUNT; ++i) {
+        uint32_t kind = __atomic_load_n(&s->ext_state_[i], __ATOMIC_SEQ_CST);
+        if (kind == POCO_EXT_RAW || kind == POCO_EXT_ALL) {
+            CoroEventSource ev = s->external_events[i];
+            __atomic_fetch_sub(&s->event_queue.count, 1, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->ext_state_[i], POCO_EXT_FREE, __ATOMIC_RELEASE);
+            if (kind == POCO_EXT_ALL) {
+                poco_offer_all(s, &ev);
+            } else if (s->raw_.head != NULL) {
+                poco_offer_raw(s, &ev);
+            }
+        }
     }
 }
 
@@ -153,11 +177,12 @@ static void on_wake_fd(cot_loop *loop, cot_handle h, int events, void *data) {
     }
 }
 
-void scheduler_start(Scheduler *scheduler) {
-    RoundRobinScheduler *s = (RoundRobinScheduler *)scheduler;
-    if (s == NULL || s->loop_ != NULL) {
+/* Makes the event loop the scheduler sleeps in (once). */
+static void start(RoundRobinScheduler *s) {
+    if (s->loop_ != NULL) {
         return;
     }
+    s->previous_ticks = platform_get_monotonic_ticks();
     cot_loop *loop = cot_loop_new();
     if (loop == NULL) {
         return;
@@ -170,10 +195,18 @@ void scheduler_start(Scheduler *scheduler) {
     s->loop_ = loop;
 }
 
+void scheduler_start(Scheduler *scheduler) {
+    RoundRobinScheduler *s = poco_rr(scheduler);
+    if (s != NULL) {
+        context_set_scheduler(scheduler);
+        start(s);
+    }
+}
+
 /* Nothing is ready: sleep until the earliest deadline or an ISR wakeup. */
 static void idle(RoundRobinScheduler *s) {
     if (s->loop_ == NULL) {
-        scheduler_start(&s->scheduler);
+        start(s);
         if (s->loop_ == NULL) {
             return;
         }
@@ -187,7 +220,7 @@ static void idle(RoundRobinScheduler *s) {
         cot_loop_update_time(loop);
         cot_timer_start(loop, s->timer_, on_timer, (uint64_t)left, 0);
     }
-    if (__atomic_load_n(&s->isr_head_, __ATOMIC_ACQUIRE) == NULL) {
+    if (!isr_pending(s)) {
         cot_loop_run(loop, COT_RUN_ONCE);
     }
     cot_timer_stop(loop, s->timer_);
@@ -198,6 +231,9 @@ static void idle(RoundRobinScheduler *s) {
 void poco_rr_detach(RoundRobinScheduler *s, Coro *c) {
     if (c->waiting_on_ != NULL) {
         poco_wait_expire(c);
+        /* Resumed again (under another scheduler), its wait looks again, as
+         * after a wakeup: it did not time out. */
+        c->triggered_event_sink_slot = EVENT_SINK_SLOT_PRIMARY;
     }
     if (c->heap_index_ != 0) {
         poco_rr_timer_remove(s, c);
@@ -213,7 +249,7 @@ void poco_rr_detach(RoundRobinScheduler *s, Coro *c) {
 Coro *poco_rr_yield_next(Coro *self) {
     RoundRobinScheduler *s = self->scheduler_;
     if (s == NULL || tls_scheduler != s || s->current_task != self || s->heap_len_ != 0 ||
-        __atomic_load_n(&s->isr_head_, __ATOMIC_RELAXED) != NULL) {
+        isr_pending(s)) {
         return NULL;
     }
     poco_rr_make_ready(s, self);
@@ -228,9 +264,9 @@ Coro *poco_rr_yield_next(Coro *self) {
 
 /* ---- steps ---- */
 
-bool scheduler_run_once(Scheduler *scheduler) {
-    RoundRobinScheduler *s = (RoundRobinScheduler *)scheduler;
-    if (s == NULL || s->finished_tasks >= s->all_tasks) {
+/* One step (scheduler_run_once of ours). */
+static bool step(RoundRobinScheduler *s) {
+    if (s->finished_tasks >= s->all_tasks) {
         return false;
     }
     apply_isr(s);
@@ -248,7 +284,6 @@ bool scheduler_run_once(Scheduler *scheduler) {
     RoundRobinScheduler *outer = tls_scheduler;
     tls_scheduler = s;
     poco_switch_in(coro);
-    tls_scheduler = outer;
     /* Yields may have passed the CPU on directly (poco_rr_yield_next):
      * the one that came back is the current task. */
     coro = s->current_task;
@@ -259,12 +294,18 @@ bool scheduler_run_once(Scheduler *scheduler) {
     case CORO_SIG_NOTIFY:
         poco_rr_make_ready(s, coro);
         break;
-    case CORO_SIG_NOTIFY_AND_DONE:
+    case CORO_SIG_NOTIFY_AND_DONE: {
         coro->coro_state = CORO_STATE_FINISHED;
         s->finished_tasks++;
         poco_coro_retire(coro);
+        /* Its joiners, and raw waiters on it (CORO_EVTSINK_WAIT_FINISH). */
+        CoroEventSource done = {.type = CORO_EVTSRC_CORO_FINISHED, .params.subject = coro};
         poco_wake_all(&coro->joiners_);
+        if (s->raw_.head != NULL) {
+            poco_offer_raw(s, &done);
+        }
         break;
+    }
     default:
         /* Waiting: unless something woke it already, it stays blocked. */
         if (!(s->ready_[slot / 64] & ((uint64_t)1 << (slot % 64)))) {
@@ -272,22 +313,67 @@ bool scheduler_run_once(Scheduler *scheduler) {
         }
         break;
     }
+    tls_scheduler = outer;
     return s->finished_tasks < s->all_tasks;
 }
 
-void scheduler_run(Scheduler *scheduler) {
-    scheduler_start(scheduler);
-    while (scheduler_run_once(scheduler)) {
+bool scheduler_run_once(Scheduler *scheduler) {
+    RoundRobinScheduler *s = poco_rr(scheduler);
+    if (s != NULL) {
+        return step(s);
+    }
+    if (scheduler != NULL && scheduler->run != NULL) {
+        /* A scheduler of the user's: no step of it to take; run it out. */
+        scheduler->run(scheduler);
+    }
+    return false;
+}
+
+static void rr_run(Scheduler *scheduler) {
+    RoundRobinScheduler *s = (RoundRobinScheduler *)scheduler;
+    start(s);
+    while (step(s)) {
     }
 }
 
-Coro *scheduler_get_current_coroutine(Scheduler *scheduler) {
-    return scheduler != NULL ? ((RoundRobinScheduler *)scheduler)->current_task : NULL;
+void scheduler_run(Scheduler *scheduler) {
+    if (scheduler == NULL || scheduler->run == NULL) {
+        return;
+    }
+    context_set_scheduler(scheduler);
+    scheduler->run(scheduler);
+}
+
+/* The interface's other entries. */
+static Result rr_notify(Scheduler *scheduler, CoroEventSource const *event) {
+    if (event == NULL) {
+        return RES_INVALID_VALUE;
+    }
+    poco_offer_all((RoundRobinScheduler *)scheduler, event);
+    return RES_OK;
+}
+
+static Result rr_notify_from_isr(Scheduler *scheduler, CoroEventSource const *event) {
+    if (event == NULL) {
+        return RES_INVALID_VALUE;
+    }
+    return poco_ext_post((RoundRobinScheduler *)scheduler, event, POCO_EXT_ALL)
+               ? RES_OK
+               : RES_NOTIFY_FAILED;
+}
+
+static Coro *rr_get_current(Scheduler *scheduler) {
+    return ((RoundRobinScheduler *)scheduler)->current_task;
 }
 
 /* ---- creation ---- */
 
-static void adopt(RoundRobinScheduler *s, size_t slot, Coro *coro) {
+/* Takes `coro` into `slot`; false if it is in a scheduler already (this one
+ * included: listed twice). */
+static bool adopt(RoundRobinScheduler *s, size_t slot, Coro *coro) {
+    if (coro->scheduler_ != NULL) {
+        return false;
+    }
     s->tasks[slot] = coro;
     coro->scheduler_ = s;
     coro->slot_ = slot;
@@ -297,6 +383,7 @@ static void adopt(RoundRobinScheduler *s, size_t slot, Coro *coro) {
     } else {
         poco_rr_make_ready(s, coro);
     }
+    return true;
 }
 
 Scheduler *round_robin_scheduler_create_static(RoundRobinScheduler *s, Coro **coro_list,
@@ -305,9 +392,15 @@ Scheduler *round_robin_scheduler_create_static(RoundRobinScheduler *s, Coro **co
         return NULL;
     }
     memset(s, 0, sizeof *s);
-    s->scheduler.kind_ = KIND_ROUND_ROBIN;
+    s->scheduler.run = rr_run;
+    s->scheduler.notify = rr_notify;
+    s->scheduler.notify_from_isr = rr_notify_from_isr;
+    s->scheduler.get_current_coroutine = rr_get_current;
     s->tasks = coro_list;
     s->max_tasks_count = num_coros;
+    queue_create_static(&s->event_queue, SCHEDULER_MAX_EXTERNAL_EVENT_COUNT,
+                        sizeof(CoroEventSource), (uint8_t *)s->external_events);
+    s->previous_ticks = platform_get_monotonic_ticks();
     s->wake_fd_ = -1;
     s->ready_ = s->ready_inline_;
     if (words(num_coros) > sizeof s->ready_inline_ / sizeof s->ready_inline_[0]) {
@@ -315,14 +408,17 @@ Scheduler *round_robin_scheduler_create_static(RoundRobinScheduler *s, Coro **co
         s->flags_ |= RR_OWN_BITSET;
     }
     s->heap_ = num_coros > 0 ? calloc(num_coros, sizeof(Coro *)) : NULL;
-    if (s->ready_ == NULL || (num_coros > 0 && s->heap_ == NULL)) {
+    bool ok = s->ready_ != NULL && (num_coros == 0 || s->heap_ != NULL);
+    for (size_t i = 0; ok && i < num_coros; ++i) {
+        if (coro_list[i] != NULL && !adopt(s, i, coro_list[i])) {
+            ok = false; /* in another scheduler, or twice in the list */
+        }
+    }
+    if (!ok) {
+        /* Lets go of those it took (not of the one it refused: the slot
+         * loop of the free checks the owner). */
         round_robin_scheduler_free(s);
         return NULL;
-    }
-    for (size_t i = 0; i < num_coros; ++i) {
-        if (coro_list[i] != NULL) {
-            adopt(s, i, coro_list[i]);
-        }
     }
     return &s->scheduler;
 }
@@ -355,6 +451,14 @@ void round_robin_scheduler_free(RoundRobinScheduler *s) {
     if (s == NULL) {
         return;
     }
+    poco_context_forget(&s->scheduler);
+    /* Subjects still on the ISR list: off it, so that their next _from_isr
+     * form (with another scheduler) queues them again. */
+    for (PocoSubject *l = __atomic_exchange_n(&s->isr_head_, NULL, __ATOMIC_ACQUIRE); l != NULL;) {
+        PocoSubject *next = l->isr_next;
+        __atomic_store_n(&l->isr_queued, 0, __ATOMIC_SEQ_CST);
+        l = next;
+    }
     if (s->loop_ != NULL) {
         cot_loop *loop = s->loop_;
         cot_close(loop, s->timer_, on_closed);
@@ -367,9 +471,19 @@ void round_robin_scheduler_free(RoundRobinScheduler *s) {
     if (s->wake_fd_ >= 0) {
         close(s->wake_fd_);
     }
+    /* Its coroutines leave their waits (no primitive keeps a waiter, or a
+     * binding, of a freed scheduler) and the scheduler. Every coroutine in
+     * the slots is its own and alive: adding refuses a coroutine of another
+     * scheduler, and coro_free takes one out of its slot. */
     for (size_t i = 0; i < s->max_tasks_count; ++i) {
-        if (s->tasks != NULL && s->tasks[i] != NULL && s->tasks[i]->scheduler_ == s) {
-            s->tasks[i]->scheduler_ = NULL;
+        Coro *c = s->tasks != NULL ? s->tasks[i] : NULL;
+        if (c != NULL && c->scheduler_ == s) {
+            if (c->waiting_on_ != NULL) {
+                poco_wait_expire(c);
+                c->triggered_event_sink_slot = EVENT_SINK_SLOT_PRIMARY; /* see poco_rr_detach */
+            }
+            c->heap_index_ = 0;
+            c->scheduler_ = NULL;
         }
     }
     if (s->flags_ & RR_OWN_BITSET) {
@@ -389,6 +503,11 @@ void round_round_robin_scheduler_free(RoundRobinScheduler *s) { round_robin_sche
 Result round_robin_scheduler_add_coro(RoundRobinScheduler *s, Coro *coro) {
     if (s == NULL || coro == NULL) {
         return RES_INVALID_VALUE;
+    }
+    if (coro->scheduler_ != NULL) {
+        /* In a scheduler already: poco would hold it in two slot lists, and
+         * the first freed would leave the other a dangling pointer. */
+        return RES_INVALID_STATE;
     }
     for (size_t i = 0; i < s->max_tasks_count; ++i) {
         if (s->tasks[i] == NULL) {

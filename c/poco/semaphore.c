@@ -2,7 +2,7 @@
  * _from_isr forms change it from other threads and signal handlers. */
 #include "internal.h"
 
-/* seq_cst, which poco_bind and poco_isr_wake rely on (see wait.c, isr.c). */
+/* seq_cst, which poco_bind and poco_isr_changed rely on (see wait.c, isr.c). */
 #define SC __ATOMIC_SEQ_CST
 
 Semaphore *semaphore_create_static(Semaphore *semaphore, size_t slot_count) {
@@ -10,6 +10,7 @@ Semaphore *semaphore_create_static(Semaphore *semaphore, size_t slot_count) {
         return NULL;
     }
     *semaphore = (Semaphore){.slots_remaining = slot_count, .slot_count = slot_count};
+    semaphore->subject_.owner = semaphore;
     return semaphore;
 }
 
@@ -55,13 +56,20 @@ Result semaphore_acquire(Semaphore *semaphore, PlatformTick timeout) {
         return RES_INVALID_VALUE;
     }
     int64_t deadline = poco_deadline(timeout);
-    poco_bind(&semaphore->subject_);
     for (;;) {
         if (try_acquire(semaphore)) {
             return RES_OK;
         }
-        if (poco_current() == NULL || !poco_wait(&semaphore->subject_, deadline)) {
-            return try_acquire(semaphore) ? RES_OK : RES_TIMEOUT;
+        if (poco_current() == NULL) {
+            return RES_TIMEOUT;
+        }
+        poco_bind(&semaphore->subject_); /* then look again: see poco_bind */
+        if (try_acquire(semaphore)) {
+            poco_unbind_idle(&semaphore->subject_);
+            return RES_OK;
+        }
+        if (!poco_wait(&semaphore->subject_, deadline, CORO_EVTSINK_SEMAPHORE_ACQUIRE)) {
+            return RES_TIMEOUT; /* as poco, even if a slot came free meanwhile */
         }
     }
 }
@@ -73,24 +81,19 @@ Result semaphore_acquire_no_wait(Semaphore *semaphore) {
     return try_acquire(semaphore) ? RES_OK : RES_SEMAPHORE_FULL;
 }
 
-Result semaphore_release_no_wait(Semaphore *semaphore) {
+static Result release(Semaphore *semaphore, bool yield) {
     if (semaphore == NULL) {
         return RES_INVALID_VALUE;
     }
     if (!try_release(semaphore)) {
         return RES_OVERFLOW;
     }
-    poco_wake_all(&semaphore->subject_);
-    return RES_OK;
+    return poco_changed(&semaphore->subject_, CORO_EVTSRC_SEMAPHORE_RELEASE, yield);
 }
 
-Result semaphore_release(Semaphore *semaphore) {
-    Result r = semaphore_release_no_wait(semaphore);
-    if (r == RES_OK) {
-        poco_notify_yield();
-    }
-    return r;
-}
+Result semaphore_release_no_wait(Semaphore *semaphore) { return release(semaphore, false); }
+
+Result semaphore_release(Semaphore *semaphore) { return release(semaphore, true); }
 
 Result semaphore_acquire_from_isr(Semaphore *semaphore) {
     if (semaphore == NULL) {
@@ -106,5 +109,5 @@ Result semaphore_release_from_isr(Semaphore *semaphore) {
     if (!try_release(semaphore)) {
         return RES_OVERFLOW;
     }
-    return poco_isr_wake(&semaphore->subject_);
+    return poco_isr_changed(&semaphore->subject_, CORO_EVTSRC_SEMAPHORE_RELEASE);
 }

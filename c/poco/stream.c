@@ -12,6 +12,7 @@ Stream *stream_create_static(Stream *stream, size_t buffer_size, uint8_t *buffer
         return NULL;
     }
     *stream = (Stream){.buffer = buffer, .max_size = buffer_size};
+    stream->subject_.owner = stream;
     return stream;
 }
 
@@ -37,7 +38,7 @@ void stream_free(Stream *stream) {
     }
 }
 
-size_t stream_bytes_used(Stream *stream) {
+size_t stream_bytes_used(Stream const *stream) {
     if (stream == NULL) {
         return 0;
     }
@@ -45,7 +46,7 @@ size_t stream_bytes_used(Stream *stream) {
            __atomic_load_n(&stream->read_idx, __ATOMIC_ACQUIRE);
 }
 
-size_t stream_bytes_free(Stream *stream) {
+size_t stream_bytes_free(Stream const *stream) {
     return stream != NULL ? stream->max_size - stream_bytes_used(stream) : 0;
 }
 
@@ -90,26 +91,40 @@ Result stream_send(Stream *stream, uint8_t const *data, size_t *data_size,
         return RES_INVALID_VALUE;
     }
     int64_t deadline = poco_deadline(timeout);
-    poco_bind(&stream->subject_);
     size_t want = *data_size, sent = 0;
     Result r = RES_OK;
-    for (;;) {
+    for (int look = 0;; ++look) {
+        if (look % 2 == 1) {
+            poco_bind(&stream->subject_); /* then look again: see poco_bind */
+        }
         size_t n = locked_put(stream, data + sent, want - sent);
         sent += n;
         if (n > 0) {
-            poco_wake_all(&stream->subject_);
+            /* Also a part: the receiver may be waiting for it (poco's sender
+             * waits without telling). */
+            poco_changed(&stream->subject_, CORO_EVTSRC_STREAM_SEND, false);
         }
         if (sent == want) {
+            if (look % 2 == 1) {
+                poco_unbind_idle(&stream->subject_);
+            }
             break;
         }
-        if (poco_current() == NULL || !poco_wait(&stream->subject_, deadline)) {
+        if (poco_current() == NULL) {
+            r = RES_TIMEOUT;
+            break;
+        }
+        if (look % 2 == 0) {
+            continue;
+        }
+        if (!poco_wait(&stream->subject_, deadline, CORO_EVTSINK_STREAM_NOT_FULL)) {
             r = RES_TIMEOUT;
             break;
         }
     }
     *data_size = sent;
     if (sent > 0) {
-        poco_notify_yield();
+        poco_yield_event(CORO_EVTSRC_STREAM_SEND, stream);
     }
     return r;
 }
@@ -120,26 +135,38 @@ static Result receive(Stream *stream, uint8_t *buffer, size_t *buffer_size,
         return RES_INVALID_VALUE;
     }
     int64_t deadline = poco_deadline(timeout);
-    poco_bind(&stream->subject_);
     size_t want = *buffer_size, got = 0;
     Result r = RES_OK;
-    for (;;) {
+    for (int look = 0;; ++look) {
+        if (look % 2 == 1) {
+            poco_bind(&stream->subject_); /* then look again: see poco_bind */
+        }
         size_t n = locked_get(stream, buffer + got, want - got);
         got += n;
         if (n > 0) {
-            poco_wake_all(&stream->subject_);
+            poco_changed(&stream->subject_, CORO_EVTSRC_STREAM_RECV, false);
         }
         if (got == want || (!all && got > 0)) {
+            if (look % 2 == 1) {
+                poco_unbind_idle(&stream->subject_);
+            }
             break;
         }
-        if (poco_current() == NULL || !poco_wait(&stream->subject_, deadline)) {
+        if (poco_current() == NULL) {
+            r = RES_TIMEOUT;
+            break;
+        }
+        if (look % 2 == 0) {
+            continue;
+        }
+        if (!poco_wait(&stream->subject_, deadline, CORO_EVTSINK_STREAM_NOT_EMPTY)) {
             r = RES_TIMEOUT;
             break;
         }
     }
     *buffer_size = got;
     if (got > 0) {
-        poco_notify_yield();
+        poco_yield_event(CORO_EVTSRC_STREAM_RECV, stream);
     }
     return r;
 }
@@ -170,13 +197,22 @@ Result stream_flush(Stream *stream, PlatformTick timeout) {
         return RES_INVALID_VALUE;
     }
     int64_t deadline = poco_deadline(timeout);
-    poco_bind(&stream->subject_);
-    while (locked_used(stream) > 0) {
-        if (poco_current() == NULL || !poco_wait(&stream->subject_, deadline)) {
-            return locked_used(stream) == 0 ? RES_OK : RES_TIMEOUT;
+    for (;;) {
+        if (locked_used(stream) == 0) {
+            return RES_OK;
+        }
+        if (poco_current() == NULL) {
+            return RES_TIMEOUT;
+        }
+        poco_bind(&stream->subject_); /* then look again: see poco_bind */
+        if (locked_used(stream) == 0) {
+            poco_unbind_idle(&stream->subject_);
+            return RES_OK;
+        }
+        if (!poco_wait(&stream->subject_, deadline, CORO_EVTSINK_STREAM_NOT_FULL)) {
+            return RES_TIMEOUT; /* as poco */
         }
     }
-    return RES_OK;
 }
 
 Result stream_send_no_wait(Stream *stream, uint8_t const *data, size_t *data_size) {
@@ -189,8 +225,7 @@ Result stream_send_no_wait(Stream *stream, uint8_t const *data, size_t *data_siz
         return RES_STREAM_FULL;
     }
     *data_size = n;
-    poco_wake_all(&stream->subject_);
-    return RES_OK;
+    return n > 0 ? poco_changed(&stream->subject_, CORO_EVTSRC_STREAM_SEND, false) : RES_OK;
 }
 
 Result stream_receive_no_wait(Stream *stream, uint8_t *buffer, size_t *buffer_size) {
@@ -202,8 +237,7 @@ Result stream_receive_no_wait(Stream *stream, uint8_t *buffer, size_t *buffer_si
     if (n == 0) {
         return RES_STREAM_EMPTY;
     }
-    poco_wake_all(&stream->subject_);
-    return RES_OK;
+    return poco_changed(&stream->subject_, CORO_EVTSRC_STREAM_RECV, false);
 }
 
 Result stream_send_from_isr(Stream *stream, uint8_t const *data, size_t *data_size) {
@@ -215,7 +249,8 @@ Result stream_send_from_isr(Stream *stream, uint8_t const *data, size_t *data_si
             size_t n = put(stream, data, *data_size);
             poco_unlock(&stream->subject_);
             *data_size = n;
-            return n > 0 ? poco_isr_wake(&stream->subject_) : RES_STREAM_FULL;
+            return n > 0 ? poco_isr_changed(&stream->subject_, CORO_EVTSRC_STREAM_SEND)
+                         : RES_STREAM_FULL;
         }
     }
     *data_size = 0;
@@ -231,7 +266,8 @@ Result stream_receive_from_isr(Stream *stream, uint8_t *buffer, size_t *buffer_s
             size_t n = get(stream, buffer, *buffer_size);
             poco_unlock(&stream->subject_);
             *buffer_size = n;
-            return n > 0 ? poco_isr_wake(&stream->subject_) : RES_STREAM_EMPTY;
+            return n > 0 ? poco_isr_changed(&stream->subject_, CORO_EVTSRC_STREAM_RECV)
+                         : RES_STREAM_EMPTY;
         }
     }
     *buffer_size = 0;

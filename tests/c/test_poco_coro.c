@@ -168,8 +168,15 @@ static void joining(void) {
     }
 }
 
-/* A full scheduler refuses more coroutines; poco's test shim pattern (a list
- * of 16 with one coroutine) works; coro_free(NULL) is fine. */
+/* A full scheduler refuses more coroutines (RES_NO_MEM); poco's test shim
+ * pattern (a list of 16 with one coroutine) works; coro_free(NULL) is fine.
+ * A coroutine is in one scheduler at a time: another refuses it
+ * (RES_INVALID_STATE, or NULL from create), as does a list naming it twice.
+ * poco would hold it in both, and ours once did: freeing the second
+ * scheduler left the first a freed coroutine to read when freed itself (a
+ * use-after-free TSan found; the _asan variant compiles c/poco with ASan to
+ * catch its like). Freed in either order, schedulers and coroutines leave
+ * nothing dangling; a freed scheduler's coroutines may join another. */
 static void current(void *ctx) {
     Scheduler **s = ctx;
     CHECK(scheduler_get_current_coroutine(*s) != NULL);
@@ -182,14 +189,39 @@ static void slots(void) {
     sp = round_robin_scheduler_create(tasks, 16);
     scheduler_run(sp);
     EXPECT_LOG("current ok\n");
+    CHECK(scheduler_get_current_coroutine(sp) == NULL);
+    RoundRobinScheduler *rr = (RoundRobinScheduler *)sp;
+
     Coro *one[1] = {tasks[0]};
-    Scheduler *full = round_robin_scheduler_create(one, 1);
-    CHECK_EQ(round_robin_scheduler_add_coro((RoundRobinScheduler *)full, tasks[0]), RES_NO_MEM);
+    CHECK(round_robin_scheduler_create(one, 1) == NULL); /* tasks[0] is sp's */
+    Coro *other = coro_create(current, &sp, DEFAULT_STACK_SIZE);
+    Coro *third = coro_create(current, &sp, DEFAULT_STACK_SIZE);
+    Coro *two[1] = {other};
+    Scheduler *full = round_robin_scheduler_create(two, 1);
+    CHECK(full != NULL);
+    CHECK_EQ(round_robin_scheduler_add_coro((RoundRobinScheduler *)full, tasks[0]),
+             RES_INVALID_STATE);
+    CHECK_EQ(round_robin_scheduler_add_coro((RoundRobinScheduler *)full, third), RES_NO_MEM);
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, other), RES_INVALID_STATE); /* full's */
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, tasks[0]), RES_INVALID_STATE); /* twice */
+    Coro *twice[2] = {third, third};
+    CHECK(round_robin_scheduler_create(twice, 2) == NULL);
+    CHECK_EQ(rr->all_tasks, 1);
+
+    /* The scheduler first, then its coroutine: `other` is free to join sp. */
     round_round_robin_scheduler_free((RoundRobinScheduler *)full);
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, other), RES_OK);
+    CHECK_EQ(round_robin_scheduler_add_coro(rr, third), RES_OK);
+    CHECK_EQ(rr->all_tasks, 3);
+    /* The coroutines first (they leave their slots), then the scheduler. */
     for (int i = 0; i < 16; ++i) {
         coro_free(tasks[i]);
     }
-    round_round_robin_scheduler_free((RoundRobinScheduler *)sp);
+    coro_free(other);
+    CHECK_EQ(rr->all_tasks, 1);
+    CHECK(rr->tasks[1] == NULL && rr->tasks[2] == third);
+    round_round_robin_scheduler_free(rr);
+    coro_free(third); /* out of any scheduler since sp was freed */
 }
 
 /* A coroutine freed while it waits leaves its event's waiters, the timer
@@ -223,6 +255,40 @@ static void free_waiting(void) {
     coro_free(tasks[1]);
 }
 
+/* A scheduler freed while its coroutine waits on an event: the coroutine
+ * leaves the event's waiters and the event its binding to the scheduler (no
+ * pointer to the freed scheduler stays), and the coroutine may then run under
+ * another scheduler, where its wait goes on. */
+static Event orphan_ev;
+
+static void orphan(void *ctx) {
+    (void)ctx;
+    Flags f = event_get(&orphan_ev, 1, 1, false, PLATFORM_TICKS_FOREVER);
+    LOG("orphan got %u\n", (unsigned)f);
+}
+
+static void scheduler_freed_while_waiting(void) {
+    event_create_static(&orphan_ev, 0);
+    Coro *c = coro_create(orphan, NULL, DEFAULT_STACK_SIZE);
+    Coro *list[1] = {c};
+    Scheduler *s1 = round_robin_scheduler_create(list, 1);
+    CHECK(scheduler_run_once(s1)); /* it waits */
+    CHECK_EQ(c->coro_state, CORO_STATE_BLOCKED);
+    CHECK(orphan_ev.subject_.head == c);
+    CHECK(orphan_ev.subject_.scheduler == s1);
+    round_round_robin_scheduler_free((RoundRobinScheduler *)s1);
+    CHECK(orphan_ev.subject_.head == NULL);
+    CHECK(orphan_ev.subject_.scheduler == NULL);
+    CHECK(context_get_scheduler() == NULL);
+    CHECK_EQ(event_set_no_wait(&orphan_ev, 1), RES_OK); /* nobody to wake */
+    Scheduler *s2 = round_robin_scheduler_create(list, 1);
+    CHECK(s2 != NULL);
+    scheduler_run(s2);
+    EXPECT_LOG("orphan got 1\n");
+    round_round_robin_scheduler_free((RoundRobinScheduler *)s2);
+    coro_free(c);
+}
+
 int main(void) {
     hello_world();
     pick_order();
@@ -230,6 +296,7 @@ int main(void) {
     joining();
     slots();
     free_waiting();
+    scheduler_freed_while_waiting();
     printf("test_poco_coro: ok\n");
     return 0;
 }

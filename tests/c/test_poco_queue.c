@@ -2,6 +2,7 @@
  * queue of 3 that overflows (the producer waits while it is full), the
  * _no_wait forms, timeouts on an empty and a full queue. */
 #include <poco/poco.h>
+#include <poco/queue_raw.h>
 
 #include "check.h"
 #include "poco_log.h"
