@@ -16,6 +16,10 @@
 #include "detail/tsan.h"
 #include "suspend_point.h"
 
+// COCLS's awaiter.h names these standard headers; programs written for it may rely on them.
+#include <algorithm>
+#include <cassert>
+
 namespace cocls {
 
 class awaiter;

@@ -21,6 +21,11 @@
 #include "generics.h"
 #include "with_allocator.h"
 
+// What COCLS's callback_awaiter.h also brings in (programs written for it may rely on it).
+#include "alloca_storage.h"
+#include "async.h"
+#include "common.h"
+
 namespace cocls {
 
 /// What the callback of callback_await receives: the result of the await, or

@@ -9,8 +9,29 @@
 #include <utility>
 
 #include "detail/core.h"
+#include "common.h"
+
+// COCLS's coro_queue.h names these standard headers; programs written for it may rely on them.
+#include <cassert>
+#include <deque>
+#include <vector>
 
 namespace cocls {
+
+/// Calls a function when the block that holds it ends (however it ends): a
+/// scope guard, `trailer t = [&] { cleanup(); };`. The function may throw
+/// (the destructor is noexcept(false)), as in COCLS.
+template <typename Fn>
+class trailer {
+public:
+    trailer(Fn &&fn) : m_fn(std::forward<Fn>(fn)) {}
+    ~trailer() noexcept(false) { m_fn(); }
+
+protected:
+    Fn m_fn;
+};
+template <typename Fn>
+trailer(Fn) -> trailer<Fn>;
 
 class coro_queue {
 public:
@@ -76,6 +97,17 @@ public:
         } guard{cot_resume_queue_enter(here())};
         return std::forward<Fn>(fn)(std::forward<Args>(args)...);
     }
+
+    /// Calls `fn()` in coro mode and returns, in a suspend point, the
+    /// coroutines it made ready on this thread (those it resumed, which coro
+    /// mode queued), with `fn`'s result as the suspend point's value
+    /// (suspend_point<void> when `fn` returns nothing). They are taken out of
+    /// the thread's queue (what was queued before stays, in order), so they run
+    /// where the suspend point goes: `co_await` it to switch to them now,
+    /// discard it to queue them again, or move it (to a pool...). Defined in
+    /// suspend_point.h.
+    template <typename Fn>
+    static auto create_suspend_point(Fn &&fn);
 
 private:
     static void resume_address(void *h) noexcept { std::coroutine_handle<>::from_address(h).resume(); }

@@ -20,9 +20,13 @@
 #include <utility>
 
 #include "awaiter.h"
+#include "common.h"  // ReturnsFuture
 #include "exceptions.h"
 #include "suspend_point.h"
 #include "with_allocator.h"
+
+// COCLS's future.h names these standard headers; programs written for it may rely on them.
+#include <mutex>
 
 namespace cocls {
 
@@ -43,10 +47,6 @@ struct future_starter;
 
 /// Pass to a promise to drop it: the future resolves without a value.
 enum DropTag { drop };
-
-/// Fn() returns a future<T> (what operator<<, discard and shared_future take).
-template <typename Fn, typename T>
-concept ReturnsFuture = std::invocable<Fn> && std::same_as<std::invoke_result_t<Fn>, future<T>>;
 
 namespace detail {
 template <typename T>
@@ -88,6 +88,17 @@ public:
         requires std::invocable<Fn, promise<T>>
     future(Fn &&init) : m_chain(nullptr) {
         std::forward<Fn>(init)(promise<T>(*this));
+    }
+
+    /// Constructs in place the future `init()` returns (a function returning
+    /// future<T>, e.g. `[&] { return pool.run(work()); }`): the way to keep
+    /// such a result where it cannot be returned, as in a container's
+    /// emplace. An exception from `init` propagates from the constructor
+    /// (operator<< instead resolves the future with it).
+    template <typename Fn>
+        requires(ReturnsFuture<Fn, T> && !std::invocable<Fn, promise<T>>)
+    future(Fn &&init) : future() {
+        ::new (static_cast<void *>(this)) future(std::forward<Fn>(init)());
     }
 
     /// Starts coroutine `coro`; its result resolves this future.

@@ -30,6 +30,15 @@
 #include "coro_queue.h"
 #include "suspend_point.h"
 
+// What COCLS's publisher.h also brings in (programs written for it may rely on it).
+#include "future.h"
+#include "iterator.h"
+
+// COCLS's publisher.h names these standard headers; programs written for it may rely on them.
+#include <map>
+#include <queue>
+#include <set>
+
 namespace cocls {
 
 /// How a subscriber reads (COCLS's spelling).

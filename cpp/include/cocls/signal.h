@@ -26,6 +26,13 @@
 #include "exceptions.h"
 #include "suspend_point.h"
 
+// What COCLS's signal.h also brings in (programs written for it may rely on it).
+#include "function.h"
+#include "queue.h"
+
+// COCLS's signal.h names these standard headers; programs written for it may rely on them.
+#include <variant>
+
 namespace cocls {
 
 template <typename T>

@@ -187,6 +187,34 @@ private:
     [[no_unique_address]] storage m_value{};
 };
 
+template <typename Fn>
+auto coro_queue::create_suspend_point(Fn &&fn) {
+    using R = std::invoke_result_t<Fn>;
+    return install_queue_and_call([&] {
+        cot_resume_queue *q = here();
+        const std::size_t before = cot_resume_queue_len(q);
+        // Moves what fn queued (behind the `before` entries) into `sp`: the
+        // core's queue is FIFO, so the older entries go round to the tail.
+        auto take = [&](auto &sp) {
+            const std::size_t after = cot_resume_queue_len(q);
+            if (after <= before) return;
+            for (std::size_t i = 0; i < before; i++) cot_resume_queue_push(q, cot_resume_queue_pop(q));
+            for (std::size_t i = before; i < after; i++)
+                sp << std::coroutine_handle<>::from_address(cot_resume_queue_pop(q));
+        };
+        if constexpr (std::is_void_v<R>) {
+            std::forward<Fn>(fn)();
+            suspend_point<void> sp;
+            take(sp);
+            return sp;
+        } else {
+            suspend_point<R> sp(std::forward<Fn>(fn)());
+            take(sp);
+            return sp;
+        }
+    });
+}
+
 }  // namespace cocls
 
 #endif

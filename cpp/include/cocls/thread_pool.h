@@ -39,6 +39,14 @@
 #include "resume.h"
 #include "suspend_point.h"
 
+// What COCLS's thread_pool.h also brings in (programs written for it may rely on it).
+#include "function.h"
+#include "generics.h"
+
+// COCLS's thread_pool.h names these standard headers; programs written for it may rely on them.
+#include <condition_variable>
+#include <queue>
+
 namespace cocls {
 
 class thread_pool;
