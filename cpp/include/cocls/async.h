@@ -30,7 +30,7 @@ public:
         std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
             suspend_point<void> ready = std::move(h.promise().m_ready);
             h.destroy();
-            std::coroutine_handle<> next = ready.pop();
+            std::coroutine_handle<> next = ready.take();
             return next ? next : coro_queue::next();  // the rest of `ready` is queued
         }
         void await_resume() const noexcept {}

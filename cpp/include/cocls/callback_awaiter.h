@@ -64,7 +64,10 @@ template <>
 class await_result<void> {
 public:
     await_result() noexcept = default;
-    explicit await_result(std::exception_ptr e) noexcept : m_exception(std::move(e)) {}
+    explicit await_result(std::exception_ptr e) noexcept : is_valid(!e), m_exception(std::move(e)) {}
+
+    /// Did the await succeed? (COCLS's public member; same as bool(*this).)
+    bool is_valid = true;
 
     void get() const {
         if (m_exception) std::rethrow_exception(m_exception);

@@ -60,6 +60,10 @@ public:
     /// The call operator's future and its promise (COCLS's names).
     using future_t = future<T>;
     using promise_t = promise<T>;
+    /// Arg &, or void (COCLS's names for the argument's forms).
+    using reference_Arg = std::add_lvalue_reference_t<Arg>;
+    using storage_Arg_ptr = std::conditional_t<std::is_void_v<Arg>, std::nullptr_t, Arg *>;
+    using param_Arg = std::conditional_t<std::is_void_v<Arg>, std::nullptr_t, reference_Arg>;
     using arg_type = Arg;
     static constexpr bool arg_is_void = std::is_void_v<Arg>;
     using iterator = generator_iterator<generator>;
@@ -137,6 +141,12 @@ public:
     /// Has it finished (returned or thrown; or it has no coroutine)? Only
     /// between steps.
     bool done() const noexcept { return !m_h || m_h.done(); }
+    /// Has it a coroutine that has not finished? (!done())
+    explicit operator bool() const noexcept { return !done(); }
+
+    /// An identifier of the generator's coroutine (its frame's address; null
+    /// without one).
+    coro_id get_id() const noexcept { return m_h ? m_h.address() : nullptr; }
 
     /// Runs the first step; the iterator stands on its value (or is end()).
     iterator begin() { return iterator(*this, static_cast<bool>(next())); }

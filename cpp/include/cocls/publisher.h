@@ -60,6 +60,10 @@ class subscriber_awaiter;
 template <typename T>
 class publisher {
 public:
+    /// An enumeration without values, kept from COCLS (which declares it
+    /// and uses it nowhere); subscribtion_type says how a subscriber reads.
+    enum class read_mode {};
+
     /// The shared stream state; subscribers keep it alive.
     class queue {
     public:
@@ -284,6 +288,7 @@ class subscriber {
 public:
     using queue = queue_type;
     using next_awt = subscriber_awaiter<T>;
+    using read_mode = typename publisher<T>::read_mode;
 
     /// Reads the values published from now on.
     explicit subscriber(publisher<T> &pub, subscribtion_type t = subscribtion_type::all_values)

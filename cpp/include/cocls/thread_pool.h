@@ -222,7 +222,7 @@ public:
     /// allocation.
     template <typename T>
     void run_detached(async<T> &&coro) {
-        std::coroutine_handle<> h = coro.detach().pop();
+        std::coroutine_handle<> h = coro.detach().take();
         if (!h) return;
         if (submit(m_pool, &start_job, h.address()) != 0) h.destroy();
     }
@@ -237,7 +237,7 @@ public:
     /// the pool.
     template <typename T>
     T resume(suspend_point<T> &sp) {
-        while (std::coroutine_handle<> h = sp.pop()) submit_resume(h);
+        while (std::coroutine_handle<> h = sp.take()) submit_resume(h);
         if constexpr (!std::is_void_v<T>) return sp.value();
     }
     template <typename T>

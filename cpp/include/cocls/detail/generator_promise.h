@@ -298,7 +298,7 @@ private:
             ready << m_rare.m_target(drop);
         }
         // The waiter of the future goes on here; any others by the thread's mode.
-        std::coroutine_handle<> next = ready.pop();
+        std::coroutine_handle<> next = ready.take();
         return next ? next : std::noop_coroutine();
     }
 
