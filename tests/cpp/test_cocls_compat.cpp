@@ -8,6 +8,8 @@
 #include <cocls/future.h>
 #include <cocls/generator.h>
 #include <cocls/publisher.h>
+#include <cocls/shared_future.h>
+#include <cocls/thread_pool.h>
 #include <cocls/suspend_point.h>
 
 #include <forward_list>
@@ -414,6 +416,17 @@ static void publisher_and_await_result_have_coclss_names() {
     CHECK(!failed);
 }
 
+static void shared_future_thread_pool_and_async_have_coclss_names() {
+    shared_future<int> a([] { return future<int>::set_value(3); });
+    shared_future<int> b = a;
+    a << [] { return future<int>::set_value(4); };  // this handle only
+    CHECK_EQ(a.force_wait(), 4);
+    CHECK_EQ(b.wait(), 3);
+    b.force_sync();
+    static_assert(std::is_same_v<thread_pool::q_item, function<void()>>);
+    static_assert(std::is_same_v<async<int>::co_awaiter, async_awaiter<int>>);
+}
+
 int main() {
     RUN(a_generator_of_references_yields_its_own_objects);
     RUN(a_future_is_built_from_a_function_returning_one);
@@ -429,5 +442,6 @@ int main() {
     RUN(suspend_point_has_coclss_members);
     RUN(generator_has_coclss_members);
     RUN(publisher_and_await_result_have_coclss_names);
+    RUN(shared_future_thread_pool_and_async_have_coclss_names);
     return 0;
 }

@@ -143,6 +143,8 @@ public:
 
     /// Runs it as a child of the awaiting coroutine (no queueing: the caller
     /// suspends and the child runs at once on this thread).
+    /// The awaiter of `co_await coro` (COCLS's name).
+    using co_awaiter = async_awaiter<T>;
     async_awaiter<T> operator co_await() && noexcept { return async_awaiter<T>(std::move(*this)); }
     async_awaiter<T> operator co_await() & noexcept { return async_awaiter<T>(std::move(*this)); }
 

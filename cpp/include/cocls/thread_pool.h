@@ -118,6 +118,9 @@ class thread_pool {
 public:
     /// The awaiter of `co_await pool` (COCLS's name).
     using co_awaiter = thread_pool_awaiter;
+    /// A job's type in COCLS's own queue (a move-only function); the jobs
+    /// here are the core pool's, this only names the type.
+    using q_item = function<void()>;
     /// The awaiter of `co_await pool(x)` (COCLS's name).
     template <typename Awt>
     using enqueue_awaiter = detail::policy_awaiter<Awt, thread_pool_policy>;

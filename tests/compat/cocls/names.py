@@ -6,12 +6,13 @@
     names.py DIR [DIR2]
 
 DIR is a directory of headers (COCLS's src/cocls, or our cpp/include/cocls).
-With DIR2, each name of DIR is followed by a fourth column: "found" if DIR2
-declares a name spelled the same (in any header, any scope), else "-". It is
+With DIR2, each name of DIR is followed by a fifth column: "found" if DIR2
+declares the name in a scope whose last part is spelled the same (any header),
+"elsewhere" if only in another scope, else "-". It is
 a checklist for doc/compatibility.md, not a parser: it keeps classes,
 structs, unions, enums and their values, functions and operators, type
 aliases, variables and constants, macros; it skips what is private or
-protected, function bodies, and namespaces called detail.
+protected, function bodies, and namespaces called detail or _details.
 """
 import os
 import re
@@ -55,8 +56,25 @@ def drop_templates(s):
         s = s[:m.start()] + ' ' + s[j:]
 
 
+def drop_calls(s, words=('decltype', 'CXX20_REQUIRES', 'noexcept', 'alignas')):
+    """Replaces `word(...)` (balanced parentheses) by `word`, so that the
+    first parenthesis left is the parameter list."""
+    for w in words:
+        while True:
+            m = re.search(r'\b' + w + r'\s*\(', s)
+            if not m:
+                break
+            depth, j = 1, m.end()
+            while j < len(s) and depth:
+                depth += {'(': 1, ')': -1}.get(s[j], 0)
+                j += 1
+            s = s[:m.start()] + ' ' + (w if w == 'decltype' else '') + ' ' + s[j:]
+    return s
+
+
 def function_name(stmt):
     """The declared function's name in a declaration, or None."""
+    stmt = drop_calls(stmt)
     m = re.search(r'\boperator\s*(\(\)|[^\s(]+(?:\s*\[\])?|\s\w[\w:<>\s]*?)\s*\(', stmt)
     if m:
         return 'operator' + re.sub(r'\s+', ' ', m.group(1)).rstrip()
@@ -151,7 +169,7 @@ def scan(path):
             mc = re.match(r'(?:typedef\s+)?(class|struct|union)\s+(?:alignas\([^)]*\)\s*)?(\w*)(?:\s*<[^{]*>)?(\s+final)?\s*(?::[^{]*)?$', s2)
             if m:
                 name = m.group(1)
-                stack.append(('namespace', name, name != 'detail'))
+                stack.append(('namespace', name, name not in ('detail', '_details', 'details')))
             elif me:
                 record('enum', me.group(1))
                 stack.append(('enum', me.group(1), True))
@@ -195,12 +213,14 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__)
     first = sys.argv[1]
-    other = set()
+    other, scoped = set(), set()
     if len(sys.argv) == 3:
         for root, _, files in os.walk(sys.argv[2]):
             for f in files:
                 if f.endswith('.h'):
-                    other.update(n for _, _, n in scan(os.path.join(root, f)))
+                    for sc, _, n in scan(os.path.join(root, f)):
+                        other.add(n)
+                        scoped.add((sc.split('::')[-1], n))
     for f in sorted(os.listdir(first)):
         if not f.endswith('.h'):
             continue
@@ -211,8 +231,10 @@ def main():
             seen.add((sc, kind, name))
             row = [f, sc, kind, name]
             if len(sys.argv) == 3:
-                base = name.split('<')[0]
-                row.append('found' if name in other or base in other else '-')
+                if (sc.split('::')[-1], name) in scoped:
+                    row.append('found')
+                else:
+                    row.append('elsewhere' if name in other else '-')
             print('\t'.join(row))
 
 
