@@ -427,6 +427,39 @@ static void shared_future_thread_pool_and_async_have_coclss_names() {
     static_assert(std::is_same_v<async<int>::co_awaiter, async_awaiter<int>>);
 }
 
+// ---- a coroutine returning future<T> starts at once, also in coro mode ------
+
+static future<void> step(int n) {
+    trace.push_back(std::to_string(n) + " starts");
+    co_await cocls::pause();  // nothing else is queued: goes on at once
+    trace.push_back(std::to_string(n) + " ends");
+}
+
+static future<void> caller() {
+    future<void> a = step(1);  // runs here, nested, until it suspends (it does not)
+    trace.push_back("after 1");
+    future<void> b = step(2);
+    trace.push_back("after 2");
+    co_await a;
+    co_await b;
+}
+
+static async<int> child() { co_return 5; }
+
+static future<void> starter() {
+    future<int> f = child().start();  // async::start() in coro mode: at once too
+    CHECK(f.ready());
+    CHECK_EQ(f.value(), 5);
+    co_return;
+}
+
+static void future_coroutines_start_at_once_in_coro_mode() {
+    trace.clear();
+    caller().join();
+    CHECK(trace == (std::vector<std::string>{"1 starts", "1 ends", "after 1", "2 starts", "2 ends", "after 2"}));
+    starter().join();
+}
+
 int main() {
     RUN(a_generator_of_references_yields_its_own_objects);
     RUN(a_future_is_built_from_a_function_returning_one);
@@ -443,5 +476,6 @@ int main() {
     RUN(generator_has_coclss_members);
     RUN(publisher_and_await_result_have_coclss_names);
     RUN(shared_future_thread_pool_and_async_have_coclss_names);
+    RUN(future_coroutines_start_at_once_in_coro_mode);
     return 0;
 }

@@ -97,7 +97,8 @@ public:
     /// has_value()'s awaiter (COCLS's name).
     using awaitable_bool = has_value_awaiter<T>;
     /// A function returning future<T> may be a coroutine: it starts at once
-    /// (queued in coro mode) and its result resolves the returned future.
+    /// (in coro mode too, nested in the caller until it first suspends; see
+    /// detail::start_now) and its result resolves the returned future.
     using promise_type = future_promise<T>;
 
     /// A fresh future: get_promise() arms it, operator<< fills it.
