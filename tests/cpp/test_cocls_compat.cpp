@@ -460,6 +460,19 @@ static void future_coroutines_start_at_once_in_coro_mode() {
     starter().join();
 }
 
+// ---- a future wakes its waiters newest first, as COCLS --------------------
+
+static void a_future_wakes_the_last_waiter_first() {
+    trace.clear();
+    future<int> f;
+    auto p = f.get_promise();
+    waiter(f, "a").detach();  // normal mode: runs until it waits
+    waiter(f, "b").detach();
+    waiter(f, "c").detach();
+    p(1);
+    CHECK(trace == (std::vector<std::string>{"c 1", "b 1", "a 1"}));
+}
+
 int main() {
     RUN(a_generator_of_references_yields_its_own_objects);
     RUN(a_future_is_built_from_a_function_returning_one);
@@ -477,5 +490,6 @@ int main() {
     RUN(publisher_and_await_result_have_coclss_names);
     RUN(shared_future_thread_pool_and_async_have_coclss_names);
     RUN(future_coroutines_start_at_once_in_coro_mode);
+    RUN(a_future_wakes_the_last_waiter_first);
     return 0;
 }

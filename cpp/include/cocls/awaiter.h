@@ -97,24 +97,40 @@ public:
         return subscribe_check_ready(chain, disabled);
     }
 
-    /// Empties `chain` and wakes its awaiters in subscription order.
+    /// Empties `chain` and wakes its awaiters, the last subscribed first (as
+    /// COCLS, whose chain is a stack).
     static suspend_point<void> resume_chain(awaiter_collector &chain, awaiter *skip = nullptr) noexcept {
-        return resume_chain_lk(take(chain, nullptr), skip);
+        return resume_chain_lk(newest_first(take(chain, nullptr)), skip);
     }
-    /// Wakes the awaiters of `chain` and closes it with `ready_state`, so
-    /// later subscribe_check_ready calls fail.
+    /// Wakes the awaiters of `chain` (the last subscribed first) and closes
+    /// it with `ready_state`, so later subscribe_check_ready calls fail.
     static suspend_point<void> resume_chain_set_ready(awaiter_collector &chain, awaiter &ready_state = disabled,
                                                       awaiter *skip = nullptr) noexcept {
-        return resume_chain_lk(take(chain, &ready_state), skip);
+        return resume_chain_lk(newest_first(take(chain, &ready_state)), skip);
     }
     /// Same, adding the woken coroutines to `into` (one suspend point for a
     /// whole resolution: no intermediate ones).
     template <typename T>
     static void resume_chain_set_ready(awaiter_collector &chain, suspend_point<T> &into,
                                        awaiter &ready_state = disabled) noexcept {
-        resume_list(take(chain, &ready_state), into, nullptr);
+        resume_list(newest_first(take(chain, &ready_state)), into, nullptr);
     }
-    /// Wakes a list taken from a chain (oldest first), except `skip`.
+    /// Reverses a list taken from a chain (the core gives it oldest first).
+    static awaiter *newest_first(awaiter *list) noexcept {
+        if (!list || !list->_next) [[likely]]
+            return list;
+        awaiter *out = nullptr;
+        while (list) {
+            awaiter *a = list;
+            detail::tsan_acquire(a);  // what the subscriber did before it subscribed
+            list = a->_next;
+            a->_next = out;
+            out = a;
+        }
+        return out;
+    }
+    /// Wakes a list as given (a list taken from a chain: newest_first() of
+    /// it gives COCLS's order), except `skip`.
     static suspend_point<void> resume_chain_lk(awaiter *list, awaiter *skip = nullptr) noexcept {
         suspend_point<void> ready;
         resume_list(list, ready, skip);

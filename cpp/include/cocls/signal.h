@@ -70,18 +70,12 @@ private:
         // first (COCLS's order: its chain is a stack); the result's value is
         // their count.
         suspend_point<std::size_t> wake() noexcept {
-            auto *list = static_cast<awaiter *>(cot_chain_take(reinterpret_cast<void **>(&chain), nullptr, nullptr));
+            auto *list = awaiter::newest_first(
+                static_cast<awaiter *>(cot_chain_take(reinterpret_cast<void **>(&chain), nullptr, nullptr)));
             std::size_t n = 0;
-            awaiter *newest_first = nullptr;  // the core gives them oldest first
-            while (list) {
-                awaiter *a = list;
-                list = a->_next;
-                a->_next = newest_first;
-                newest_first = a;
-                n++;
-            }
+            for (awaiter *a = list; a; a = a->_next) n++;
             suspend_point<std::size_t> ready(n);
-            ready << awaiter::resume_chain_lk(newest_first);
+            ready << awaiter::resume_chain_lk(list);
             return ready;
         }
     };
