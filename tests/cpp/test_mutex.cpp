@@ -24,7 +24,7 @@ static void note(const std::string &s) {
 
 // Takes the lock, lets the others queue on it (pause), then releases it either
 // switching to the new owner (co_await) or leaving it queued (discarded).
-static future<void> worker(int n, mutex &mx, bool switch_now) {
+static async<void> worker(int n, mutex &mx, bool switch_now) {
     std::string id = std::to_string(n);
     note(id + ":lock");
     auto own = co_await mx.lock();
@@ -37,9 +37,12 @@ static future<void> worker(int n, mutex &mx, bool switch_now) {
 }
 
 static future<void> three_workers(mutex &mx, bool switch_now) {
-    future<void> f1 = worker(1, mx, switch_now);  // coro mode: these three are queued
-    future<void> f2 = worker(2, mx, switch_now);
-    future<void> f3 = worker(3, mx, switch_now);
+    // Discarded, the suspend points of start(promise) queue the three (coro
+    // mode); a coroutine returning future<void> would run at once instead.
+    future<void> f1, f2, f3;
+    worker(1, mx, switch_now).start(f1.get_promise());
+    worker(2, mx, switch_now).start(f2.get_promise());
+    worker(3, mx, switch_now).start(f3.get_promise());
     co_await f1;
     co_await f2;
     co_await f3;

@@ -1,4 +1,4 @@
-// signal: every waiting emitter gets each value, the collector's thread runs
+// signal: every waiting emitter gets each value (the newest waiter first), the collector's thread runs
 // them until they suspend, a busy consumer misses values, a gone signal
 // cancels its emitters, co_await on the collector from a coroutine, hook_up,
 // connect and signal<void>.
@@ -42,13 +42,13 @@ static void two_emitters_receive_the_same_values_and_end_with_the_signal() {
         auto c = sig.get_collector();
         std::size_t woken = c(1);  // both run here, before the call returns
         CHECK_EQ(woken, 2u);
-        CHECK_EQ(trace, std::string("a1 b1"));
+        CHECK_EQ(trace, std::string("b1 a1"));  // newest first (COCLS's order)
         int v = 2;
-        c(v);  // by reference
+        c(v);  // by reference; a waits again after b did: a runs first now
         c(3);
-        CHECK_EQ(trace, std::string("a1 b1 a2 b2 a3 b3"));
+        CHECK_EQ(trace, std::string("b1 a1 a2 b2 b3 a3"));
     }  // the collector, then the signal go: the waiting emitters are canceled
-    CHECK_EQ(trace, std::string("a1 b1 a2 b2 a3 b3 a-done b-done"));
+    CHECK_EQ(trace, std::string("b1 a1 a2 b2 b3 a3 a-done b-done"));
 }
 
 static async<void> record_thread(signal<int>::emitter e, std::thread::id &where, int &got) {

@@ -22,6 +22,9 @@
 
 #if __has_include(<alloca.h>)
 #include <alloca.h>
+
+// COCLS's alloca_storage.h names these standard headers; programs written for it may rely on them.
+#include <memory>
 #endif
 
 namespace cocls {

@@ -30,7 +30,7 @@ public:
         std::coroutine_handle<> await_suspend(std::coroutine_handle<P> h) noexcept {
             suspend_point<void> ready = std::move(h.promise().m_ready);
             h.destroy();
-            std::coroutine_handle<> next = ready.pop();
+            std::coroutine_handle<> next = ready.take();
             return next ? next : coro_queue::next();  // the rest of `ready` is queued
         }
         void await_resume() const noexcept {}
@@ -66,6 +66,17 @@ template <typename T>
 class async_awaiter;
 
 namespace detail {
+/// Starts a coroutine whose result a future<T> waits for (start(), a
+/// coroutine returning future<T>, future<T>(async)): in normal mode the
+/// thread enters coro mode, runs it, then what it queued; in coro mode it runs
+/// at once, nested in the caller as a function call would, until it first
+/// suspends (COCLS: "coroutines are started immediately"). Only detach() and
+/// suspend points queue a coroutine in coro mode.
+inline void start_now(std::coroutine_handle<> h) noexcept {
+    if (coro_queue::is_active()) h.resume();
+    else coro_queue::resume(h);
+}
+
 /// What a coroutine returning future<T> returns: the future links itself as
 /// the target, and the coroutine starts once it is both linked and suspended
 /// at its start (compilers differ on which comes first).
@@ -84,9 +95,14 @@ public:
     }
     struct start_awaiter {
         bool await_ready() const noexcept { return false; }
-        void await_suspend(std::coroutine_handle<future_promise> h) noexcept {
-            if (h.promise().m_linked) coro_queue::resume(h);
-            else h.promise().m_suspended = true;
+        bool await_suspend(std::coroutine_handle<future_promise> h) noexcept {
+            if (!h.promise().m_linked) {
+                h.promise().m_suspended = true;
+                return true;
+            }
+            if (coro_queue::is_active()) return false;  // runs on at once, see detail::start_now
+            coro_queue::resume(h);
+            return true;
         }
         void await_resume() const noexcept {}
     };
@@ -120,7 +136,8 @@ public:
     /// or queues it in coro mode; co_await it to switch to it now.
     suspend_point<void> detach() noexcept { return std::coroutine_handle<>(std::exchange(m_h, {})); }
 
-    /// Starts it; the future resolves with its result.
+    /// Starts it at once (in coro mode too, nested in the caller until it
+    /// first suspends); the future resolves with its result.
     future<T> start() { return future<T>(std::move(*this)); }
     future<T> operator()() { return start(); }
 
@@ -141,6 +158,8 @@ public:
         else return std::forward<T>(f.wait());
     }
 
+    /// The awaiter of `co_await coro` (COCLS's name).
+    using co_awaiter = async_awaiter<T>;
     /// Runs it as a child of the awaiting coroutine (no queueing: the caller
     /// suspends and the child runs at once on this thread).
     async_awaiter<T> operator co_await() && noexcept { return async_awaiter<T>(std::move(*this)); }
@@ -197,7 +216,7 @@ template <typename T>
 future<T>::future(detail::future_starter<T> &&s) : m_chain(nullptr) {
     auto &p = s.h.promise();
     p.m_target = promise<T>(*this);
-    if (p.m_suspended) coro_queue::resume(s.h);
+    if (p.m_suspended) detail::start_now(s.h);
     else p.m_linked = true;
 }
 
@@ -205,7 +224,7 @@ template <typename T>
 future<T>::future(async<T> &&coro) : m_chain(nullptr) {
     auto h = coro.release();
     h.promise().m_target = promise<T>(*this);
-    coro_queue::resume(h);
+    detail::start_now(h);
 }
 
 }  // namespace cocls

@@ -16,6 +16,10 @@
 #include "detail/tsan.h"
 #include "suspend_point.h"
 
+// COCLS's awaiter.h names these standard headers; programs written for it may rely on them.
+#include <algorithm>
+#include <cassert>
+
 namespace cocls {
 
 class awaiter;
@@ -55,7 +59,7 @@ public:
     std::coroutine_handle<> resume_handle() noexcept {
         if (_kind == kind::coroutine) return std::coroutine_handle<>::from_address(_context);
         auto sp = resume();
-        auto h = sp.pop();
+        auto h = sp.take();
         return h ? h : std::noop_coroutine();
     }
 
@@ -93,24 +97,40 @@ public:
         return subscribe_check_ready(chain, disabled);
     }
 
-    /// Empties `chain` and wakes its awaiters in subscription order.
+    /// Empties `chain` and wakes its awaiters, the last subscribed first (as
+    /// COCLS, whose chain is a stack).
     static suspend_point<void> resume_chain(awaiter_collector &chain, awaiter *skip = nullptr) noexcept {
-        return resume_chain_lk(take(chain, nullptr), skip);
+        return resume_chain_lk(newest_first(take(chain, nullptr)), skip);
     }
-    /// Wakes the awaiters of `chain` and closes it with `ready_state`, so
-    /// later subscribe_check_ready calls fail.
+    /// Wakes the awaiters of `chain` (the last subscribed first) and closes
+    /// it with `ready_state`, so later subscribe_check_ready calls fail.
     static suspend_point<void> resume_chain_set_ready(awaiter_collector &chain, awaiter &ready_state = disabled,
                                                       awaiter *skip = nullptr) noexcept {
-        return resume_chain_lk(take(chain, &ready_state), skip);
+        return resume_chain_lk(newest_first(take(chain, &ready_state)), skip);
     }
     /// Same, adding the woken coroutines to `into` (one suspend point for a
     /// whole resolution: no intermediate ones).
     template <typename T>
     static void resume_chain_set_ready(awaiter_collector &chain, suspend_point<T> &into,
                                        awaiter &ready_state = disabled) noexcept {
-        resume_list(take(chain, &ready_state), into, nullptr);
+        resume_list(newest_first(take(chain, &ready_state)), into, nullptr);
     }
-    /// Wakes a list taken from a chain (oldest first), except `skip`.
+    /// Reverses a list taken from a chain (the core gives it oldest first).
+    static awaiter *newest_first(awaiter *list) noexcept {
+        if (!list || !list->_next) [[likely]]
+            return list;
+        awaiter *out = nullptr;
+        while (list) {
+            awaiter *a = list;
+            detail::tsan_acquire(a);  // what the subscriber did before it subscribed
+            list = a->_next;
+            a->_next = out;
+            out = a;
+        }
+        return out;
+    }
+    /// Wakes a list as given (a list taken from a chain: newest_first() of
+    /// it gives COCLS's order), except `skip`.
     static suspend_point<void> resume_chain_lk(awaiter *list, awaiter *skip = nullptr) noexcept {
         suspend_point<void> ready;
         resume_list(list, ready, skip);
@@ -186,6 +206,65 @@ private:
     const std::uint32_t *word() const noexcept { return reinterpret_cast<const std::uint32_t *>(&m_flag); }
 
     std::atomic<std::uint32_t> m_flag{0};
+
+public:
+    /// wake() under COCLS's name.
+    void wakeup() noexcept { wake(); }
+};
+
+/// COCLS's generic awaiter of an `Owner` that has ready(), subscribe(awaiter *)
+/// (false: ready already) and value(): `co_await` suspends until ready, then
+/// returns value(); wait() / sync() block the thread instead. future<T>'s
+/// awaiter (future_awaiter<T>) derives from co_awaiter<future<T>>.
+template <typename Owner>
+class [[nodiscard]] co_awaiter : public awaiter {
+public:
+    co_awaiter(Owner &owner) noexcept : _owner(owner) {}
+    co_awaiter(const co_awaiter &) = default;
+    co_awaiter &operator=(const co_awaiter &) = delete;
+
+    bool await_ready() { return _owner.ready(); }
+    bool await_suspend(std::coroutine_handle<> h) {
+        set_handle(h);
+        return _owner.subscribe(this);
+    }
+    /// The callback form: `fn(this, ctx)` runs instead of resuming a coroutine.
+    bool await_suspend(resume_fn fn, void *ctx) {
+        set_resume_fn(fn, ctx);
+        return _owner.subscribe(this);
+    }
+    decltype(auto) await_resume() { return _owner.value(); }
+
+    /// Blocks the thread until ready (the core's parking); never throws.
+    void sync() noexcept {
+        if (_owner.ready()) return;
+        sync_awaiter w;
+        if (_owner.subscribe(&w)) w.wait_sync();
+    }
+    /// sync(), then value().
+    decltype(auto) wait() {
+        sync();
+        return _owner.value();
+    }
+    /// COCLS's debug builds assert on a blocking wait in coro mode unless
+    /// forced; these headers never assert, so these are sync() and wait().
+    void force_sync() noexcept { sync(); }
+    decltype(auto) force_wait() { return wait(); }
+    bool subscribe(awaiter *a) { return _owner.subscribe(a); }
+
+protected:
+    Owner &_owner;
+};
+
+/// An awaiter that calls member `fn` of a `T` when woken (`T *` given at
+/// construction); `fn` returns what it made ready.
+template <typename T, suspend_point<void> (T::*fn)(awaiter *) noexcept>
+class call_fn_awaiter : public awaiter {
+public:
+    explicit call_fn_awaiter(T *target) noexcept { set_resume_fn(&wakeup, target); }
+
+protected:
+    static suspend_point<void> wakeup(awaiter *me, void *target) noexcept { return (static_cast<T *>(target)->*fn)(me); }
 };
 
 }  // namespace cocls

@@ -21,6 +21,11 @@
 #include "generics.h"
 #include "with_allocator.h"
 
+// What COCLS's callback_awaiter.h also brings in (programs written for it may rely on it).
+#include "alloca_storage.h"
+#include "async.h"
+#include "common.h"
+
 namespace cocls {
 
 /// What the callback of callback_await receives: the result of the await, or
@@ -59,7 +64,10 @@ template <>
 class await_result<void> {
 public:
     await_result() noexcept = default;
-    explicit await_result(std::exception_ptr e) noexcept : m_exception(std::move(e)) {}
+    explicit await_result(std::exception_ptr e) noexcept : is_valid(!e), m_exception(std::move(e)) {}
+
+    /// Did the await succeed? (COCLS's public member; same as bool(*this).)
+    bool is_valid = true;
 
     void get() const {
         if (m_exception) std::rethrow_exception(m_exception);

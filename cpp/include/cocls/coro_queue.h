@@ -9,8 +9,29 @@
 #include <utility>
 
 #include "detail/core.h"
+#include "common.h"
+
+// COCLS's coro_queue.h names these standard headers; programs written for it may rely on them.
+#include <cassert>
+#include <deque>
+#include <vector>
 
 namespace cocls {
+
+/// Calls a function when the block that holds it ends (however it ends): a
+/// scope guard, `trailer t = [&] { cleanup(); };`. The function may throw
+/// (the destructor is noexcept(false)), as in COCLS.
+template <typename Fn>
+class trailer {
+public:
+    trailer(Fn &&fn) : m_fn(std::forward<Fn>(fn)) {}
+    ~trailer() noexcept(false) { m_fn(); }
+
+protected:
+    Fn m_fn;
+};
+template <typename Fn>
+trailer(Fn) -> trailer<Fn>;
 
 class coro_queue {
 public:
@@ -76,6 +97,53 @@ public:
         } guard{cot_resume_queue_enter(here())};
         return std::forward<Fn>(fn)(std::forward<Args>(args)...);
     }
+
+    /// Resumes `h` in coro mode and returns once it and everything it queued
+    /// ran (in normal mode). Already in coro mode, `h` is queued instead
+    /// (COCLS would nest a second queue; see install_queue_and_call).
+    static void install_queue_and_resume(std::coroutine_handle<> h) noexcept { resume(h); }
+
+    /// Queues `h` (a coroutine being suspended) at the tail and returns the
+    /// head to switch to, `h` itself if nothing else waits. In normal mode
+    /// returns `h` (nothing is queued).
+    static std::coroutine_handle<> swap_coroutine(std::coroutine_handle<> h) noexcept {
+        if (!is_active()) return h;
+        return std::coroutine_handle<>::from_address(cot_resume_queue_yield(here(), h.address()));
+    }
+
+    /// The coroutine to switch to when the current one suspends: next().
+    static std::coroutine_handle<> resume_handle_next() noexcept { return next(); }
+    /// The handle to resume `h` by: `h` itself.
+    static constexpr std::coroutine_handle<> resume_handle(std::coroutine_handle<> h) noexcept { return h; }
+
+    /// May the calling thread block without delaying coroutines? (normal mode,
+    /// or coro mode with nothing queued)
+    static bool can_block() noexcept { return !is_active() || size() == 0; }
+
+    /// COCLS's flag that a coroutine's first resumption goes through the
+    /// queue (initial_awaiter): always true.
+    static constexpr bool initialize_policy() noexcept { return true; }
+
+    /// An initial suspend for a promise type: the coroutine runs at once in
+    /// coro mode; in normal mode it suspends and is resumed in coro mode (the
+    /// thread enters it, runs the coroutine and what it queued, and leaves).
+    struct initial_awaiter {
+        initial_awaiter(coro_queue &) noexcept {}
+        static bool await_ready() noexcept { return is_active(); }
+        static void await_suspend(std::coroutine_handle<> h) noexcept { install_queue_and_resume(h); }
+        static constexpr void await_resume() noexcept {}
+    };
+
+    /// Calls `fn()` in coro mode and returns, in a suspend point, the
+    /// coroutines it made ready on this thread (those it resumed, which coro
+    /// mode queued), with `fn`'s result as the suspend point's value
+    /// (suspend_point<void> when `fn` returns nothing). They are taken out of
+    /// the thread's queue (what was queued before stays, in order), so they run
+    /// where the suspend point goes: `co_await` it to switch to them now,
+    /// discard it to queue them again, or move it (to a pool...). Defined in
+    /// suspend_point.h.
+    template <typename Fn>
+    static auto create_suspend_point(Fn &&fn);
 
 private:
     static void resume_address(void *h) noexcept { std::coroutine_handle<>::from_address(h).resume(); }

@@ -14,14 +14,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "common.h"  // COCLS_STATIC_STORAGE_MULTIPLIER
 #include "function.h"
 #include "with_allocator.h"
 
-/// Percentage applied to the sizes of all static_storage<N> (frames differ
-/// between compilers and builds): -DCOCLS_STATIC_STORAGE_MULTIPLIER=150.
-#ifndef COCLS_STATIC_STORAGE_MULTIPLIER
-#define COCLS_STATIC_STORAGE_MULTIPLIER 100
-#endif
+// COCLS's coro_storage.h names these standard headers; programs written for it may rely on them.
+#include <cassert>
 
 namespace cocls {
 

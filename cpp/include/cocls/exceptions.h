@@ -4,6 +4,9 @@
 
 #include <exception>
 
+// COCLS's exceptions.h names these standard headers; programs written for it may rely on them.
+#include <stdexcept>
+
 namespace cocls {
 
 /// The awaited operation will never complete: its promise was dropped, its

@@ -16,13 +16,18 @@
 #include <exception>
 #include <memory>
 #include <new>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "awaiter.h"
+#include "common.h"  // ReturnsFuture
 #include "exceptions.h"
 #include "suspend_point.h"
 #include "with_allocator.h"
+
+// COCLS's future.h names these standard headers; programs written for it may rely on them.
+#include <mutex>
 
 namespace cocls {
 
@@ -44,10 +49,6 @@ struct future_starter;
 /// Pass to a promise to drop it: the future resolves without a value.
 enum DropTag { drop };
 
-/// Fn() returns a future<T> (what operator<<, discard and shared_future take).
-template <typename Fn, typename T>
-concept ReturnsFuture = std::invocable<Fn> && std::same_as<std::invoke_result_t<Fn>, future<T>>;
-
 namespace detail {
 template <typename T>
 struct future_value {
@@ -68,16 +69,36 @@ class future_awaiter;
 template <typename T>
 class has_value_awaiter;
 
+/// The base of every future<T>, so that `std::is_base_of_v<future_common, X>`
+/// tells a future. Empty: the members COCLS keeps here (ready(), pending(),
+/// initialized(), subscribe()) are future<T>'s own.
+class future_common {};
+
 template <typename T>
-class [[nodiscard]] future {
+class [[nodiscard]] future : public future_common {
     using storage = typename detail::future_value<T>::type;
+    struct value_tag {};
+    struct exception_tag {};
+    struct no_value_tag {};
 
 public:
     using value_type = T;
     using reference = std::add_lvalue_reference_t<T>;
     using const_reference = std::add_lvalue_reference_t<std::add_const_t<T>>;
+    using promise_t = promise<T>;
+    using promise_object = promise<T>;
+    /// Pointer to the value (to the referred object for future<U &>).
+    using value_type_ptr = std::add_pointer_t<std::remove_reference_t<T>>;
+    static constexpr bool is_void = std::is_void_v<T>;
+    static constexpr bool is_ref = !is_void && std::is_reference_v<T>;
+    /// What holds the value: T, a pointer for a reference, int for void (COCLS's names).
+    using value_storage = std::conditional_t<is_void, int, std::conditional_t<is_ref, value_type_ptr, T>>;
+    using ptr_storage = std::conditional_t<is_void, int, value_type_ptr>;
+    /// has_value()'s awaiter (COCLS's name).
+    using awaitable_bool = has_value_awaiter<T>;
     /// A function returning future<T> may be a coroutine: it starts at once
-    /// (queued in coro mode) and its result resolves the returned future.
+    /// (in coro mode too, nested in the caller until it first suspends; see
+    /// detail::start_now) and its result resolves the returned future.
     using promise_type = future_promise<T>;
 
     /// A fresh future: get_promise() arms it, operator<< fills it.
@@ -89,6 +110,28 @@ public:
     future(Fn &&init) : m_chain(nullptr) {
         std::forward<Fn>(init)(promise<T>(*this));
     }
+
+    /// Constructs in place the future `init()` returns (a function returning
+    /// future<T>, e.g. `[&] { return pool.run(work()); }`): the way to keep
+    /// such a result where it cannot be returned, as in a container's
+    /// emplace. An exception from `init` propagates from the constructor
+    /// (operator<< instead resolves the future with it).
+    template <typename Fn>
+        requires(ReturnsFuture<Fn, T> && !std::invocable<Fn, promise<T>>)
+    future(Fn &&init) : future() {
+        ::new (static_cast<void *>(this)) future(std::forward<Fn>(init)());
+    }
+
+    /// A future resolved already: with a value built from `args` (for
+    /// future<U &>, one lvalue it refers to), with an exception, or without
+    /// a value (value() throws await_canceled_exception). They are returned
+    /// in place (a future cannot be moved): `return future<int>::set_value(1);`.
+    template <typename... Args>
+    static future set_value(Args &&...args) {
+        return future(value_tag{}, std::forward<Args>(args)...);
+    }
+    static future set_exception(std::exception_ptr e) noexcept { return future(exception_tag{}, std::move(e)); }
+    static future set_not_value() noexcept { return future(no_value_tag{}); }
 
     /// Starts coroutine `coro`; its result resolves this future.
     future(async<T> &&coro);
@@ -183,6 +226,11 @@ public:
         sync_awaiter w;
         if (w.subscribe_check_ready(m_chain, awaiter::disabled)) w.wait_sync();
     }
+    /// wait() and sync() under COCLS's names for "block even in a coroutine"
+    /// (its debug builds assert on a blocking wait in coro mode; these
+    /// headers never do, so both pairs are the same).
+    reference force_wait() { return wait(); }
+    void force_sync() const noexcept { sync(); }
 
     /// Resolved with a value or an exception (not dropped)? As a bool it
     /// blocks until resolved; `co_await f.has_value()` suspends instead.
@@ -199,6 +247,13 @@ private:
     friend class promise<T>;
     friend class has_value_awaiter<T>;
     enum class state : unsigned char { none, value, exception };
+
+    template <typename... Args>
+    explicit future(value_tag, Args &&...args) : m_chain(&awaiter::disabled) {
+        emplace(std::forward<Args>(args)...);
+    }
+    future(exception_tag, std::exception_ptr e) noexcept : m_chain(&awaiter::disabled) { store_exception(std::move(e)); }
+    explicit future(no_value_tag) noexcept : m_chain(&awaiter::disabled) {}
 
     void check() const {
         switch (m_state) {
@@ -220,7 +275,7 @@ private:
         }
         m_state = state::value;
     }
-    void set_exception(std::exception_ptr e) noexcept {
+    void store_exception(std::exception_ptr e) noexcept {
         m_exception = std::move(e);
         m_state = state::exception;
     }
@@ -243,23 +298,24 @@ private:
 
 /// The awaiter of `co_await future`.
 template <typename T>
-class [[nodiscard]] future_awaiter : public awaiter {
+class [[nodiscard]] future_awaiter : public co_awaiter<future<T>> {
+protected:
+    using co_awaiter<future<T>>::_owner;
+
 public:
-    explicit future_awaiter(future<T> &f) noexcept : m_future(f) {}
-    bool await_ready() const noexcept { return m_future.ready(); }
+    explicit future_awaiter(future<T> &f) noexcept : co_awaiter<future<T>>(f) {}
+    bool await_ready() const noexcept { return _owner.ready(); }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) noexcept {
-        set_handle(h);
+        this->set_handle(h);
         // Once subscribed the coroutine may run on another thread: touch
         // nothing. Suspended, control returns to the resumer (in coro mode the
         // queue's drain loop, which runs the next one: no extra queue call).
-        return m_future.subscribe(this) ? std::noop_coroutine() : h;
+        return _owner.subscribe(this) ? std::noop_coroutine() : h;
     }
-    typename future<T>::reference await_resume() { return m_future.value(); }
+    using co_awaiter<future<T>>::await_suspend;  // the callback form
+    typename future<T>::reference await_resume() { return _owner.value(); }
     /// Blocks the thread until resolved, then the value.
-    typename future<T>::reference wait() { return m_future.wait(); }
-
-protected:
-    future<T> &m_future;
+    typename future<T>::reference wait() { return _owner.wait(); }
 };
 
 /// has_value(): a bool (after blocking) or, awaited, a suspension.
@@ -267,9 +323,9 @@ template <typename T>
 class [[nodiscard]] has_value_awaiter : public future_awaiter<T> {
 public:
     using future_awaiter<T>::future_awaiter;
-    bool await_resume() const noexcept { return this->m_future.m_state != future<T>::state::none; }
+    bool await_resume() const noexcept { return this->_owner.m_state != future<T>::state::none; }
     operator bool() const noexcept {
-        this->m_future.sync();
+        this->_owner.sync();
         return await_resume();
     }
 };
@@ -310,7 +366,7 @@ public:
         try {
             f->emplace(std::forward<Args>(args)...);
         } catch (...) {
-            f->set_exception(std::current_exception());
+            f->store_exception(std::current_exception());
         }
         return finish(f);
     }
@@ -318,7 +374,7 @@ public:
     suspend_point<bool> operator()(std::exception_ptr e) noexcept {
         future<T> *f = claim();
         if (!f) return false;
-        f->set_exception(std::move(e));
+        f->store_exception(std::move(e));
         return finish(f);
     }
     /// Drops the promise: the future resolves without a value.
@@ -334,15 +390,39 @@ public:
     }
     suspend_point<bool> set_exception(std::exception_ptr e) noexcept { return (*this)(std::move(e)); }
 
+    /// Resolves the future with the exception being handled (call it in a
+    /// catch block); true if this call set it.
+    bool unhandled_exception() { return set_exception(std::current_exception()); }
+
     /// Not yet set?
     explicit operator bool() const noexcept { return m_future.load(std::memory_order_relaxed) != nullptr; }
 
-private:
-    // The first setter wins: one exchange, skipped when already empty.
+    /// An identifier of this promise's target (the future's address; null
+    /// when empty), to find it again in a container. Never dereference it.
+    const void *get_id() const noexcept { return m_future.load(std::memory_order_relaxed); }
+
+    /// Binds the arguments of a later setting: returns a function object
+    /// (owning this promise, which is left empty, and copies of `args`) that
+    /// sets the value when called, returning the setting's suspend_point<bool>.
+    template <typename... Args>
+    auto bind(Args &&...args) {
+        return [p = std::move(*this), a = std::tuple<std::decay_t<Args>...>(std::forward<Args>(args)...)]() mutable {
+            return std::apply(p, std::move(a));
+        };
+    }
+
+    /// Takes the target out, leaving the promise empty (null if it was); the
+    /// first one wins. The future is then resolved by nobody: this is for
+    /// code that only needs to win the race (as COCLS's helpers do).
     future<T> *claim() noexcept {
         if (!m_future.load(std::memory_order_relaxed)) return nullptr;
         return m_future.exchange(nullptr, std::memory_order_acq_rel);
     }
+
+    using future_t = future<T>;
+    using reference_type = std::add_lvalue_reference_t<typename future<T>::value_storage>;
+
+private:
     static suspend_point<bool> finish(future<T> *f) noexcept {
         suspend_point<bool> sp(true);
         f->resolve(sp);  // f may be gone after this: the waiter owns it
@@ -353,6 +433,56 @@ private:
     }
 
     std::atomic<future<T> *> m_future{nullptr};
+};
+
+/// A promise that sets a default value when destroyed unset (instead of
+/// resolving its future without a value). The default is given with the
+/// promise it takes over: `promise_with_default<int>(std::move(p), -1)`.
+template <typename T>
+class promise_with_default : public promise<T> {
+public:
+    using super = promise<T>;
+    using promise<T>::promise;
+    template <typename... Args>
+    promise_with_default(super &&prom, Args &&...args) : super(std::move(prom)), def(std::forward<Args>(args)...) {}
+    promise_with_default(promise_with_default &&) = default;
+    promise_with_default &operator=(promise_with_default &&other) {
+        if (this != &other) {
+            super::operator=(std::move(other));
+            def = std::move(other.def);
+        }
+        return *this;
+    }
+    ~promise_with_default() { this->set_value(std::move(def)); }
+
+protected:
+    T def;
+};
+
+/// A promise that sets the constant `val` when destroyed unset.
+template <typename T, T val>
+class promise_with_default_v : public promise<T> {
+public:
+    using super = promise<T>;
+    using promise<T>::promise;
+    promise_with_default_v() = default;
+    promise_with_default_v(super &&p) : super(std::move(p)) {}
+    promise_with_default_v(promise_with_default_v &&) = default;
+    promise_with_default_v &operator=(promise_with_default_v &&) = default;
+    ~promise_with_default_v() { this->set_value(val); }
+};
+
+/// A promise that sets `*val` (an object with static storage) when destroyed unset.
+template <typename T, const T *val>
+class promise_with_default_vp : public promise<T> {
+public:
+    using super = promise<T>;
+    using promise<T>::promise;
+    promise_with_default_vp() = default;
+    promise_with_default_vp(super &&p) : super(std::move(p)) {}
+    promise_with_default_vp(promise_with_default_vp &&) = default;
+    promise_with_default_vp &operator=(promise_with_default_vp &&) = default;
+    ~promise_with_default_vp() { this->set_value(*val); }
 };
 
 /// Calls `fn` (returning future<T>) and drops the result: the future lives on
@@ -390,6 +520,15 @@ public:
         future<T>::subscribe(static_cast<awaiter *>(this));
         return p;
     }
+    /// Fills the future with the one `fn()` returns (as future<T>::operator<<);
+    /// `fn` is called once it resolves. Instead of get_promise().
+    template <typename Factory>
+        requires ReturnsFuture<Factory, T>
+    future_with_cb &operator<<(Factory &&fn) {
+        future<T>::operator<<(std::forward<Factory>(fn));
+        if (!future<T>::subscribe(static_cast<awaiter *>(this))) on_resolved(this, nullptr);
+        return *this;
+    }
     virtual ~future_with_cb() = default;
 
 private:
@@ -401,6 +540,38 @@ private:
         return {};
     }
     Fn m_fn;
+};
+
+/// Member `fn` of `Obj` (`suspend_point<void> (Obj::*)(future<T> &) noexcept`)
+/// handles the result of a future, without a coroutine: a member of `Obj`,
+/// built with `*this`. `awt << [&] { return start_op(); }` keeps the returned
+/// future inside and calls `owner.fn(future)` when it resolves (at once if it
+/// is resolved already), on the resolving thread; the suspend point `fn`
+/// returns goes to that thread. One operation at a time; not movable.
+template <auto fn>
+class call_fn_future_awaiter;
+
+template <typename T, typename Obj, suspend_point<void> (Obj::*fn)(future<T> &) noexcept>
+class call_fn_future_awaiter<fn> : public awaiter {
+public:
+    explicit call_fn_future_awaiter(Obj &owner) noexcept { set_resume_fn(&wakeup, &owner); }
+    call_fn_future_awaiter(const call_fn_future_awaiter &) = delete;
+    call_fn_future_awaiter &operator=(const call_fn_future_awaiter &) = delete;
+
+    template <typename Fn>
+        requires ReturnsFuture<Fn, T>
+    void operator<<(Fn &&xfn) {
+        m_fut << std::forward<Fn>(xfn);
+        if (!m_fut.subscribe(this)) resume();
+    }
+
+protected:
+    future<T> m_fut;
+
+private:
+    static suspend_point<void> wakeup(awaiter *me, void *owner) noexcept {
+        return (static_cast<Obj *>(owner)->*fn)(static_cast<call_fn_future_awaiter *>(me)->m_fut);
+    }
 };
 
 /// future_with_cb allocated by `Storage` (make_promise's second form).

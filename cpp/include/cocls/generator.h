@@ -13,6 +13,11 @@
 // Ways to call it: next() then value(); `co_await gen.next()`; iterators and
 // range-for; gen() / gen(arg) -> future<T>. A generator is driven by one caller
 // at a time: start a step only when the previous one ended.
+//
+// T may be a reference, generator<U &, Arg>: the generator yields its own
+// objects (co_yield an lvalue U), value() is that U &, and the call operator's
+// future<U &> refers to the same object: nothing is copied. The object must
+// stay where it is until the caller is done with it (until the next step).
 #ifndef COCLS_GENERATOR_H_INCLUDED
 #define COCLS_GENERATOR_H_INCLUDED
 
@@ -27,6 +32,9 @@
 #include "exceptions.h"
 #include "future.h"
 #include "iterator.h"
+
+// What COCLS's generator.h also brings in (programs written for it may rely on it).
+#include "generics.h"
 
 namespace cocls {
 
@@ -47,6 +55,15 @@ public:
     using promise_type = detail::generator_promise<T, Arg>;
     using handle = std::coroutine_handle<promise_type>;
     using value_type = T;
+    /// T without a reference: what value() refers to.
+    using Ret = std::remove_reference_t<T>;
+    /// The call operator's future and its promise (COCLS's names).
+    using future_t = future<T>;
+    using promise_t = promise<T>;
+    /// Arg &, or void (COCLS's names for the argument's forms).
+    using reference_Arg = std::add_lvalue_reference_t<Arg>;
+    using storage_Arg_ptr = std::conditional_t<std::is_void_v<Arg>, std::nullptr_t, Arg *>;
+    using param_Arg = std::conditional_t<std::is_void_v<Arg>, std::nullptr_t, reference_Arg>;
     using arg_type = Arg;
     static constexpr bool arg_is_void = std::is_void_v<Arg>;
     using iterator = generator_iterator<generator>;
@@ -93,9 +110,9 @@ public:
     /// The value of the last step, valid until the next one. Throws what the
     /// generator threw, no_more_values_exception once it finished, and
     /// value_not_ready_exception before its first step.
-    [[gnu::always_inline]] T &value() {
+    [[gnu::always_inline]] Ret &value() {
         if (m_h) {
-            if (T *v = m_h.promise().m_value) [[likely]]
+            if (Ret *v = m_h.promise().m_value) [[likely]]
                 return *v;
         }
         throw_no_value();
@@ -124,6 +141,12 @@ public:
     /// Has it finished (returned or thrown; or it has no coroutine)? Only
     /// between steps.
     bool done() const noexcept { return !m_h || m_h.done(); }
+    /// Has it a coroutine that has not finished? (!done())
+    explicit operator bool() const noexcept { return !done(); }
+
+    /// An identifier of the generator's coroutine (its frame's address; null
+    /// without one).
+    coro_id get_id() const noexcept { return m_h ? m_h.address() : nullptr; }
 
     /// Runs the first step; the iterator stands on its value (or is end()).
     iterator begin() { return iterator(*this, static_cast<bool>(next())); }

@@ -22,6 +22,9 @@
 #include "generator.h"
 #include "suspend_point.h"
 
+// What COCLS's generator_aggregator.h also brings in (programs written for it may rely on it).
+#include "queue.h"
+
 namespace cocls {
 
 namespace detail {

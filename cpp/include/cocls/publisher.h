@@ -30,6 +30,15 @@
 #include "coro_queue.h"
 #include "suspend_point.h"
 
+// What COCLS's publisher.h also brings in (programs written for it may rely on it).
+#include "future.h"
+#include "iterator.h"
+
+// COCLS's publisher.h names these standard headers; programs written for it may rely on them.
+#include <map>
+#include <queue>
+#include <set>
+
 namespace cocls {
 
 /// How a subscriber reads (COCLS's spelling).
@@ -51,6 +60,10 @@ class subscriber_awaiter;
 template <typename T>
 class publisher {
 public:
+    /// An enumeration without values, kept from COCLS (which declares it
+    /// and uses it nowhere); subscribtion_type says how a subscriber reads.
+    enum class read_mode {};
+
     /// The shared stream state; subscribers keep it alive.
     class queue {
     public:
@@ -275,6 +288,7 @@ class subscriber {
 public:
     using queue = queue_type;
     using next_awt = subscriber_awaiter<T>;
+    using read_mode = typename publisher<T>::read_mode;
 
     /// Reads the values published from now on.
     explicit subscriber(publisher<T> &pub, subscribtion_type t = subscribtion_type::all_values)

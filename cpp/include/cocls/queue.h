@@ -23,6 +23,7 @@
 #include "exceptions.h"
 #include "future.h"
 #include "suspend_point.h"
+#include "common.h"
 
 namespace cocls {
 

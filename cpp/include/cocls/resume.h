@@ -33,6 +33,10 @@
 #include "detail/policy_awaiter.h"
 #include "suspend_point.h"
 
+// What COCLS's resume.h also brings in (programs written for it may rely on it).
+#include "awaiter.h"
+#include "generics.h"
+
 namespace cocls {
 
 namespace detail {

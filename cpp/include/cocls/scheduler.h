@@ -42,6 +42,13 @@
 #include "suspend_point.h"
 #include "thread_pool.h"
 
+// What COCLS's scheduler.h also brings in (programs written for it may rely on it).
+#include "callback_awaiter.h"
+
+// COCLS's scheduler.h names these standard headers; programs written for it may rely on them.
+#include <condition_variable>
+#include <variant>
+
 namespace cocls {
 
 class scheduler {

@@ -5,6 +5,10 @@
 
 #include <coroutine>
 
+// What COCLS's self.h also brings in (programs written for it may rely on it).
+#include "suspend_point.h"
+#include "common.h"
+
 namespace cocls {
 
 /// The awaiter of `co_await self()`. The result converts to

@@ -132,10 +132,28 @@ public:
     }
     /// Same as wait().
     decltype(auto) join() { return wait(); }
+    /// Same as wait() (COCLS's name for a blocking wait allowed in a
+    /// coroutine; these headers never assert on one).
+    decltype(auto) force_wait() { return wait(); }
+
+    /// This handle takes a new state holding the future `fn()` returns (as
+    /// the constructor from such a function); other copies keep the old
+    /// state. COCLS refills the shared state itself, for every copy, which
+    /// destroys it while pending if it is: here that cannot happen.
+    template <typename Fn>
+        requires(!std::invocable<Fn, promise<T>> && std::invocable<Fn> &&
+                 std::same_as<std::invoke_result_t<Fn>, Base>)
+    shared_future &operator<<(Fn &&fn) {
+        *this = shared_future(std::forward<Fn>(fn));
+        return *this;
+    }
     /// Blocks until resolved without reading the result (never throws).
     void sync() const noexcept {
         if (armed()) m_state->m_future.sync();
     }
+    /// sync() (COCLS's name for a blocking wait allowed in a coroutine;
+    /// these headers never assert on one).
+    void force_sync() const noexcept { sync(); }
 
     /// Suspends until resolved, then value(). The awaiter holds a reference
     /// to the state, so the shared_future awaited may be a temporary. The

@@ -3,7 +3,9 @@
 // Calling the collector wakes every coroutine waiting on an emitter of the
 // signal at that moment, with a reference to the value. Unlike a queue
 // nothing is stored: a coroutine that is not waiting on its emitter when a
-// value comes (it is busy or suspended on something else) misses it.
+// value comes (it is busy or suspended on something else) misses it. The
+// emitters wake newest first: the one that started waiting last runs first
+// (COCLS's order; a loop that waits again after each value thus alternates).
 //
 // The shared state holds the chain of waiting emitters (the core's lock-free
 // chain) and the current value. The signal object and the collectors hold it
@@ -25,6 +27,13 @@
 #include "detail/core.h"
 #include "exceptions.h"
 #include "suspend_point.h"
+
+// What COCLS's signal.h also brings in (programs written for it may rely on it).
+#include "function.h"
+#include "queue.h"
+
+// COCLS's signal.h names these standard headers; programs written for it may rely on them.
+#include <variant>
 
 namespace cocls {
 
@@ -57,9 +66,12 @@ private:
             wake();
         }
 
-        // Wakes every emitter waiting now; the result's value is their count.
+        // Wakes every emitter waiting now, the one that started waiting last
+        // first (COCLS's order: its chain is a stack); the result's value is
+        // their count.
         suspend_point<std::size_t> wake() noexcept {
-            auto *list = static_cast<awaiter *>(cot_chain_take(reinterpret_cast<void **>(&chain), nullptr, nullptr));
+            auto *list = awaiter::newest_first(
+                static_cast<awaiter *>(cot_chain_take(reinterpret_cast<void **>(&chain), nullptr, nullptr)));
             std::size_t n = 0;
             for (awaiter *a = list; a; a = a->_next) n++;
             suspend_point<std::size_t> ready(n);

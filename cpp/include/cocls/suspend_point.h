@@ -39,6 +39,7 @@ public:
     ~ready_set() { flush(); }
 
     bool empty() const noexcept { return !m_first; }
+    std::size_t size() const noexcept { return m_first ? 1 + (m_more ? m_more->size() : 0) : 0; }
 
     void add(std::coroutine_handle<> h) {
         if (!h) return;
@@ -132,6 +133,12 @@ public:
     suspend_point(U value) : m_value(std::move(value)) {}
     /// One coroutine ready.
     suspend_point(std::coroutine_handle<> h) noexcept : m_ready(h) {}
+    /// One coroutine ready, with the call's result.
+    template <typename U = storage, typename = std::enable_if_t<!std::is_void_v<T>, U>>
+    suspend_point(std::coroutine_handle<> h, U value) : m_ready(h), m_value(std::move(value)) {}
+    /// The coroutines of `sp`, with the call's result.
+    template <typename U = storage, typename = std::enable_if_t<!std::is_void_v<T>, U>>
+    suspend_point(suspend_point<void> &&sp, U value) : m_ready(std::move(sp.m_ready)), m_value(std::move(value)) {}
     suspend_point(suspend_point &&) noexcept = default;
     /// Takes the coroutines of a suspend point with a result (in COCLS a
     /// suspend_point<T> is a suspend_point<void>: `return p(v);` from a
@@ -157,14 +164,27 @@ public:
         return *this;
     }
 
+    /// How many coroutines it holds inline (more go to a vector on the heap).
+    static constexpr int inline_count = 1;
+
     /// Resumes the ready coroutines now, by the thread's mode.
     void flush() noexcept { m_ready.flush(); }
     /// Same as flush() (COCLS's later name).
     void clear() noexcept { m_ready.flush(); }
+    /// Same as flush() (COCLS's name).
+    void suspend_now() noexcept { m_ready.flush(); }
     /// Does it hold no ready coroutine?
     bool empty() const noexcept { return m_ready.empty(); }
-    /// Takes one ready coroutine out, to resume it elsewhere (null if none).
-    std::coroutine_handle<> pop() noexcept { return m_ready.pop(); }
+    /// How many ready coroutines it holds.
+    std::size_t size() const noexcept { return m_ready.size(); }
+    /// Takes one ready coroutine out, to resume it elsewhere; when empty,
+    /// std::noop_coroutine() (so that an await_suspend may `return sp.pop();`).
+    std::coroutine_handle<> pop() noexcept {
+        std::coroutine_handle<> h = m_ready.pop();
+        return h ? h : std::noop_coroutine();
+    }
+    /// Takes one ready coroutine out; a null handle when empty.
+    std::coroutine_handle<> take() noexcept { return m_ready.pop(); }
 
     /// The call's result.
     const storage &value() const noexcept { return m_value; }
@@ -175,7 +195,10 @@ public:
     /// queued; returns the call's result.
     bool await_ready() const noexcept { return m_ready.empty(); }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> me) noexcept { return m_ready.switch_from(me); }
-    T await_resume() noexcept(std::is_void_v<T> || std::is_nothrow_copy_constructible_v<storage>) {
+    /// The result by reference, as COCLS (T need not be copyable); it lives
+    /// in the suspend point, so read it in the same full expression when the
+    /// suspend point is a temporary (`bool won = co_await p(1);`).
+    std::add_lvalue_reference_t<T> await_resume() noexcept {
         if constexpr (!std::is_void_v<T>) return m_value;
     }
 
@@ -186,6 +209,34 @@ private:
     detail::ready_set m_ready;
     [[no_unique_address]] storage m_value{};
 };
+
+template <typename Fn>
+auto coro_queue::create_suspend_point(Fn &&fn) {
+    using R = std::invoke_result_t<Fn>;
+    return install_queue_and_call([&] {
+        cot_resume_queue *q = here();
+        const std::size_t before = cot_resume_queue_len(q);
+        // Moves what fn queued (behind the `before` entries) into `sp`: the
+        // core's queue is FIFO, so the older entries go round to the tail.
+        auto take = [&](auto &sp) {
+            const std::size_t after = cot_resume_queue_len(q);
+            if (after <= before) return;
+            for (std::size_t i = 0; i < before; i++) cot_resume_queue_push(q, cot_resume_queue_pop(q));
+            for (std::size_t i = before; i < after; i++)
+                sp << std::coroutine_handle<>::from_address(cot_resume_queue_pop(q));
+        };
+        if constexpr (std::is_void_v<R>) {
+            std::forward<Fn>(fn)();
+            suspend_point<void> sp;
+            take(sp);
+            return sp;
+        } else {
+            suspend_point<R> sp(std::forward<Fn>(fn)());
+            take(sp);
+            return sp;
+        }
+    });
+}
 
 }  // namespace cocls
 

@@ -40,6 +40,14 @@
 #include "resume.h"
 #include "suspend_point.h"
 
+// What COCLS's thread_pool.h also brings in (programs written for it may rely on it).
+#include "function.h"
+#include "generics.h"
+
+// COCLS's thread_pool.h names these standard headers; programs written for it may rely on them.
+#include <condition_variable>
+#include <queue>
+
 namespace cocls {
 
 class thread_pool;
@@ -111,6 +119,9 @@ class thread_pool {
 public:
     /// The awaiter of `co_await pool` (COCLS's name).
     using co_awaiter = thread_pool_awaiter;
+    /// A job's type in COCLS's own queue (a move-only function); the jobs
+    /// here are the core pool's, this only names the type.
+    using q_item = function<void()>;
     /// The awaiter of `co_await pool(x)` (COCLS's name).
     template <typename Awt>
     using enqueue_awaiter = detail::policy_awaiter<Awt, thread_pool_policy>;
@@ -224,7 +235,7 @@ public:
     /// allocation.
     template <typename T>
     void run_detached(async<T> &&coro) {
-        std::coroutine_handle<> h = coro.detach().pop();
+        std::coroutine_handle<> h = coro.detach().take();
         if (!h) return;
         if (submit(m_pool, &start_job, h.address()) != 0) h.destroy();
     }
@@ -239,7 +250,7 @@ public:
     /// the pool.
     template <typename T>
     T resume(suspend_point<T> &sp) {
-        while (std::coroutine_handle<> h = sp.pop()) submit_resume(h);
+        while (std::coroutine_handle<> h = sp.take()) submit_resume(h);
         if constexpr (!std::is_void_v<T>) return sp.value();
     }
     template <typename T>

@@ -16,14 +16,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace cocls {
+#include "common.h"  // Storage
 
-/// What with_allocator needs from an allocator.
-template <typename T>
-concept Storage = requires(T &v, void *p, std::size_t sz) {
-    { v.alloc(sz) } -> std::same_as<void *>;
-    { T::dealloc(p, sz) } -> std::same_as<void>;
-};
+namespace cocls {
 
 /// `Base` (a promise type, or any class) whose instances are allocated by an
 /// `Allocator` given to the allocation: as the first coroutine argument, the

@@ -97,9 +97,15 @@ private:
     Awt m_awt;
 };
 
+/// T may be a reference (generator<U &, Arg>): the generator then yields
+/// references to its own objects; value() and the futures of the call
+/// operator give that reference, no copy is made.
 template <typename T, typename Arg>
 class generator_promise : public generator_arg<Arg> {
 public:
+    /// The type of the yielded objects (T without a reference).
+    using Ret = std::remove_reference_t<T>;
+
     generator<T, Arg> get_return_object() noexcept;
 
     /// Starts suspended: the first call runs it.
@@ -133,7 +139,7 @@ public:
     /// frame holds while suspended).
     class [[nodiscard]] yield_copy_awaiter {
     public:
-        yield_copy_awaiter(generator_promise *p, const T &v) : m_p(p), m_copy(v) {}
+        yield_copy_awaiter(generator_promise *p, const Ret &v) : m_p(p), m_copy(v) {}
         bool await_ready() const noexcept { return false; }
         std::coroutine_handle<> await_suspend(std::coroutine_handle<>) noexcept {
             m_p->m_value = std::addressof(m_copy);
@@ -143,7 +149,7 @@ public:
 
     private:
         generator_promise *m_p;
-        T m_copy;
+        Ret m_copy;
     };
 
     /// `co_yield nullptr`: does not suspend; gives the current argument (the
@@ -159,15 +165,21 @@ public:
         generator_promise *m_p;
     };
 
-    yield_awaiter<false> yield_value(T &v) noexcept {
+    yield_awaiter<false> yield_value(Ret &v) noexcept {
         m_value = std::addressof(v);
         return yield_awaiter<false>(this);
     }
-    yield_awaiter<true> yield_value(T &&v) noexcept {
+    yield_awaiter<true> yield_value(Ret &&v) noexcept {
         m_value = std::addressof(v);
         return yield_awaiter<true>(this);
     }
-    yield_copy_awaiter yield_value(const T &v) { return yield_copy_awaiter(this, v); }
+    /// A const lvalue is copied, except by a generator of references (which
+    /// hands out the object itself) or of const values (no copy needed).
+    yield_copy_awaiter yield_value(const Ret &v)
+        requires(!std::is_reference_v<T> && !std::is_const_v<Ret>)
+    {
+        return yield_copy_awaiter(this, v);
+    }
     arg_awaiter yield_value(std::nullptr_t) noexcept { return arg_awaiter(this); }
 
     /// At the end the value is gone; the caller learns that the generator
@@ -234,7 +246,7 @@ public:
     const std::exception_ptr &exception() const noexcept { return m_rare.m_exception; }
 
     /// The value of the last step; null before the first and after the end.
-    T *m_value = nullptr;
+    Ret *m_value = nullptr;
 
 private:
     /// Where the generator goes at the end of a step (yield or final). The
@@ -277,7 +289,8 @@ private:
     std::coroutine_handle<> deliver() noexcept {
         suspend_point<void> ready;
         if (m_value) {
-            if constexpr (Move || !std::is_copy_constructible_v<T>) ready << m_rare.m_target(std::move(*m_value));
+            if constexpr (std::is_reference_v<T>) ready << m_rare.m_target(*m_value);  // the reference itself
+            else if constexpr (Move || !std::is_copy_constructible_v<T>) ready << m_rare.m_target(std::move(*m_value));
             else ready << m_rare.m_target(static_cast<const T &>(*m_value));
         } else if (m_rare.m_exception) {
             ready << m_rare.m_target(m_rare.m_exception);
@@ -285,7 +298,7 @@ private:
             ready << m_rare.m_target(drop);
         }
         // The waiter of the future goes on here; any others by the thread's mode.
-        std::coroutine_handle<> next = ready.pop();
+        std::coroutine_handle<> next = ready.take();
         return next ? next : std::noop_coroutine();
     }
 

@@ -125,7 +125,7 @@ private:
             awaiter::resume_fn fn = m_fn;
             void *ctx = m_ctx;
             suspend_point<void> ready = fn(nullptr, ctx);
-            std::coroutine_handle<> next = ready.pop();  // the rest, if any, by the thread's mode
+            std::coroutine_handle<> next = ready.take();  // the rest, if any, by the thread's mode
             return next ? next : coro_queue::next();
         }
         void await_resume() const noexcept {}
