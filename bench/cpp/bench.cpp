@@ -127,11 +127,6 @@ static void compare(const char *what, int rounds, measure ours, measure base) {
     std::fflush(stdout);
 }
 
-static long env_num(const char *name, long def) {
-    const char *s = std::getenv(name);
-    return s && *s ? std::strtol(s, nullptr, 10) : def;
-}
-
 int main() {
     ops = env_num("COT_BENCH_OPS", 1000000);
     int rounds = int(env_num("COT_BENCH_ROUNDS", 10));

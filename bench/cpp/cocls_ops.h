@@ -17,6 +17,12 @@
 
 static long ops = 1000000;
 
+// A setting from the environment (COT_BENCH_OPS, ...), or `def`.
+static long env_num(const char *name, long def) {
+    const char *s = std::getenv(name);
+    return s && *s ? std::strtol(s, nullptr, 10) : def;
+}
+
 static double now_ns() {
     return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

@@ -9,11 +9,6 @@
 
 #include "cocls_ops.h"
 
-static long env_num(const char *name, long def) {
-    const char *s = std::getenv(name);
-    return s && *s ? std::strtol(s, nullptr, 10) : def;
-}
-
 int main() {
     ops = env_num("COT_BENCH_OPS", 1000000);
     int rounds = int(env_num("COT_BENCH_ROUNDS", 1));
