@@ -28,16 +28,7 @@ pub unsafe fn install(l: L, m: c_int, s: c_int) {
         raw::check_stack(l, 4);
         if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, CHUNK.as_ptr()) != ffi::LUA_TFUNCTION {
             ffi::lua_pop(l, 1);
-            let status = ffi::luaL_loadbufferx(
-                l,
-                SOURCE.as_ptr().cast(),
-                SOURCE.len(),
-                c"=cothread.cosock".as_ptr(),
-                c"t".as_ptr(),
-            );
-            if status != ffi::LUA_OK {
-                ffi::lua_error(l);
-            }
+            raw::load_chunk(l, SOURCE, c"=cothread.cosock");
             ffi::lua_pushvalue(l, -1);
             ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, CHUNK.as_ptr());
         }

@@ -167,6 +167,23 @@ pub unsafe fn push_functions(l: L, functions: &[Reg]) {
     }
 }
 
+/// `[-0, +1, e]` Pushes the Lua chunk `source` (text, shipped in the module),
+/// compiled under the chunk name `name`; raises the compiler's message if it
+/// does not compile.
+///
+/// # Safety
+/// `l` is a valid state with a free stack slot.
+pub unsafe fn load_chunk(l: L, source: &str, name: &CStr) {
+    // SAFETY: valid state; `source` outlives the call; the load pushes one
+    // value (the chunk or the message, raised at once).
+    unsafe {
+        let status = ffi::luaL_loadbufferx(l, source.as_ptr().cast(), source.len(), name.as_ptr(), c"t".as_ptr());
+        if status != ffi::LUA_OK {
+            ffi::lua_error(l);
+        }
+    }
+}
+
 /// `[-0, +1, m]` Pushes the module table kept in the registry under `key`;
 /// the first time, `make` pushes it (after registering what it needs).
 ///

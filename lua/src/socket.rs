@@ -1847,16 +1847,7 @@ unsafe fn add_helpers(l: L) {
     // SAFETY: valid state; pushes are balanced as the comments show.
     unsafe {
         raw::check_stack(l, 3);
-        let status = ffi::luaL_loadbufferx(
-            l,
-            HELPERS.as_ptr().cast(),
-            HELPERS.len(),
-            c"=cothread.socket".as_ptr(),
-            c"t".as_ptr(),
-        );
-        if status != ffi::LUA_OK {
-            ffi::lua_error(l);
-        }
+        raw::load_chunk(l, HELPERS, c"=cothread.socket");
         ffi::lua_pushvalue(l, -2); // M chunk M
         ffi::lua_call(l, 1, 0);
     }
