@@ -3,6 +3,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
+use std::time::Duration;
 
 use super::coro::{self, Source};
 use super::*;
@@ -364,18 +365,46 @@ fn a_stack_overflow_hits_the_guard_page() {
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
     if pid == 0 {
-        // SAFETY: restores the default action (the test harness may have a
-        // handler); the child dies of the fault.
-        unsafe { libc::signal(libc::SIGSEGV, libc::SIG_DFL) };
+        // SAFETY: plain calls on this process: the default action for the
+        // fault (the harness may have a handler), and no core file, so the
+        // death is quick wherever core dumps are on (qemu-user writes its own).
+        unsafe {
+            libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+            libc::prctl(libc::PR_SET_DUMPABLE, 0);
+            libc::setrlimit(libc::RLIMIT_CORE, &libc::rlimit { rlim_cur: 0, rlim_max: 0 });
+        }
         let mut l = Loop::new().unwrap();
         spawn(&mut l, overflow, 0, 16 * 1024);
         let _ = l.run(RunMode::Default);
         // SAFETY: leaves the child at once.
         unsafe { libc::_exit(0) };
     }
-    let mut status = 0;
-    // SAFETY: waits for the child just forked.
-    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    let status = wait_child(pid, Duration::from_secs(60));
     assert!(libc::WIFSIGNALED(status), "the child died of a signal, status {status:#x}");
     assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
+}
+
+/// Waits for a forked child; a child alive after `limit` is killed and the
+/// test fails, so a hang costs a minute, not the CI's whole budget.
+fn wait_child(pid: libc::pid_t, limit: Duration) -> i32 {
+    let t0 = std::time::Instant::now();
+    let mut status = 0;
+    loop {
+        // SAFETY: polls the child just forked; `status` is ours.
+        match unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } {
+            0 if t0.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            0 => {
+                // SAFETY: kills and reaps our own child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+                panic!("the child neither faulted nor exited within {limit:?}");
+            }
+            r => {
+                assert_eq!(r, pid);
+                return status;
+            }
+        }
+    }
 }
