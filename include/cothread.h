@@ -409,15 +409,6 @@ typedef struct cot_pool cot_pool;
 typedef struct cot_promise cot_promise;
 
 /**
- * A thread's resume queue and coro-mode flag (opaque). Each thread has one;
- * `cot_resume_queue_current` gives its address, valid until the thread
- * exits. Only its own thread may use it: no locking, no allocation until
- * the first push. Items still queued when the thread exits are dropped,
- * never resumed.
- */
-typedef struct cot_resume_queue cot_resume_queue;
-
-/**
  * A scheduler (opaque). Made by `cot_sched_new`, freed by `cot_sched_free`.
  */
 typedef struct cot_sched cot_sched;
@@ -589,6 +580,42 @@ typedef void (*cot_poll_cb)(struct cot_loop *loop, cot_handle poll, int events, 
  * it runs on the thread that called `cot_pool_stop`, to free `data`).
  */
 typedef void (*cot_pool_fn)(void *data, int status);
+
+/**
+ * A thread's resume queue and coro-mode flag. Each thread has one;
+ * `cot_resume_queue_current` gives its address, valid until the thread
+ * exits. Only its own thread may use it: no locking, no allocation until
+ * the first push. Items still queued when the thread exits are dropped,
+ * never resumed.
+ *
+ * The fields are public for inline fast paths (the C++ headers yield, push
+ * and pop on them without a call) and are part of this version's ABI. Read
+ * them; write them only as those paths do. A push that finds the ring
+ * full (`len == mask + 1`, or `slots` NULL) must call
+ * `cot_resume_queue_push`, the only function that allocates.
+ */
+typedef struct cot_resume_queue {
+  /**
+   * The ring: `mask + 1` slots, NULL before the first push.
+   */
+  void **slots;
+  /**
+   * The ring's size minus one (a power of two minus one; 0 without slots).
+   */
+  size_t mask;
+  /**
+   * The slot of the oldest item.
+   */
+  size_t head;
+  /**
+   * Items queued, from `head` on (wrapping at `mask`).
+   */
+  size_t len;
+  /**
+   * Whether the thread is in coro mode.
+   */
+  bool active;
+} cot_resume_queue;
 
 /**
  * A task handle: a plain value, never 0, valid until `cot_task_free`. The

@@ -1,5 +1,5 @@
 // Coro mode: each thread has a queue of coroutines ready to run, kept by the
-// core (cot_resume_queue_*). A coroutine resumed while another one runs on the
+// core (cot_resume_queue, stepped inline by detail/resume_queue.h). A coroutine resumed while another one runs on the
 // thread is queued, not nested; the queue drains as coroutines suspend or end.
 #ifndef COCLS_CORO_QUEUE_H_INCLUDED
 #define COCLS_CORO_QUEUE_H_INCLUDED
@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "detail/core.h"
+#include "detail/resume_queue.h"
 #include "common.h"
 
 // COCLS's coro_queue.h names these standard headers; programs written for it may rely on them.
@@ -40,17 +41,22 @@ public:
     /// meanwhile, in order, and returns to normal mode. In coro mode (called
     /// from a coroutine) `h` is queued and runs when the current one suspends.
     static void resume(std::coroutine_handle<> h) noexcept {
-        // One core call: queue it, or enter, run, drain and leave.
-        cot_resume_queue_run(here(), h.address(), &resume_address);
+        cot_resume_queue *q = here();
+        if (!detail::queue_enter(q)) {
+            detail::queue_push(q, h.address());
+            return;
+        }
+        h.resume();
+        drain();
     }
 
     /// Is the calling thread in coro mode (a cocls coroutine is running on it)?
-    static bool is_active() noexcept { return cot_resume_queue_active(here()); }
+    static bool is_active() noexcept { return detail::queue_active(here()); }
 
     /// The coroutine to switch to when the current one suspends: the head of
     /// the queue, or std::noop_coroutine() (back to whoever resumed it).
     static std::coroutine_handle<> next() noexcept {
-        void *n = cot_resume_queue_pop(here());
+        void *n = detail::queue_pop(here());
         return n ? std::coroutine_handle<>::from_address(n) : std::noop_coroutine();
     }
 
@@ -59,9 +65,9 @@ public:
     static void resume(std::coroutine_handle<> first, const std::coroutine_handle<> *rest,
                        std::size_t n) noexcept {
         cot_resume_queue *q = here();
-        bool entered = cot_resume_queue_enter(q);
-        if (!entered) cot_resume_queue_push(q, first.address());
-        for (std::size_t i = 0; i < n; i++) cot_resume_queue_push(q, rest[i].address());
+        bool entered = detail::queue_enter(q);
+        if (!entered) detail::queue_push(q, first.address());
+        for (std::size_t i = 0; i < n; i++) detail::queue_push(q, rest[i].address());
         if (entered) {
             first.resume();
             drain();
@@ -78,7 +84,7 @@ public:
     }
 
     /// Number of coroutines queued on this thread.
-    static std::size_t size() noexcept { return cot_resume_queue_len(here()); }
+    static std::size_t size() noexcept { return detail::queue_len(here()); }
 
     /// Calls `fn(args...)` in coro mode and returns its result. In normal
     /// mode the thread enters coro mode for the call; the coroutines resumed
@@ -94,7 +100,7 @@ public:
             ~leave_guard() {
                 if (entered) drain();
             }
-        } guard{cot_resume_queue_enter(here())};
+        } guard{detail::queue_enter(here())};
         return std::forward<Fn>(fn)(std::forward<Args>(args)...);
     }
 
@@ -108,7 +114,7 @@ public:
     /// returns `h` (nothing is queued).
     static std::coroutine_handle<> swap_coroutine(std::coroutine_handle<> h) noexcept {
         if (!is_active()) return h;
-        return std::coroutine_handle<>::from_address(cot_resume_queue_yield(here(), h.address()));
+        return std::coroutine_handle<>::from_address(detail::queue_yield(here(), h.address()));
     }
 
     /// The coroutine to switch to when the current one suspends: next().
@@ -146,13 +152,11 @@ public:
     static auto create_suspend_point(Fn &&fn);
 
 private:
-    static void resume_address(void *h) noexcept { std::coroutine_handle<>::from_address(h).resume(); }
-
     // Runs what is queued until the queue is empty, then leaves coro mode.
     static void drain() noexcept {
         cot_resume_queue *q = here();
-        while (void *n = cot_resume_queue_pop(q)) std::coroutine_handle<>::from_address(n).resume();
-        cot_resume_queue_leave(q);
+        while (void *n = detail::queue_pop(q)) std::coroutine_handle<>::from_address(n).resume();
+        detail::queue_leave(q);
     }
 };
 
@@ -162,7 +166,7 @@ class [[nodiscard]] pause_awaiter {
 public:
     bool await_ready() const noexcept { return false; }
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> h) const noexcept {
-        return std::coroutine_handle<>::from_address(cot_resume_queue_yield(coro_queue::here(), h.address()));
+        return std::coroutine_handle<>::from_address(detail::queue_yield(coro_queue::here(), h.address()));
     }
     void await_resume() const noexcept {}
 };

@@ -89,10 +89,10 @@ public:
         }
         cot_resume_queue *q = coro_queue::here();
         if (m_more) {
-            for (auto h : *m_more) cot_resume_queue_push(q, h.address());
+            for (auto h : *m_more) detail::queue_push(q, h.address());
             m_more.reset();
         }
-        cot_resume_queue_push(q, me.address());
+        detail::queue_push(q, me.address());
         return std::exchange(m_first, {});
     }
 
@@ -215,15 +215,15 @@ auto coro_queue::create_suspend_point(Fn &&fn) {
     using R = std::invoke_result_t<Fn>;
     return install_queue_and_call([&] {
         cot_resume_queue *q = here();
-        const std::size_t before = cot_resume_queue_len(q);
+        const std::size_t before = detail::queue_len(q);
         // Moves what fn queued (behind the `before` entries) into `sp`: the
         // core's queue is FIFO, so the older entries go round to the tail.
         auto take = [&](auto &sp) {
-            const std::size_t after = cot_resume_queue_len(q);
+            const std::size_t after = detail::queue_len(q);
             if (after <= before) return;
-            for (std::size_t i = 0; i < before; i++) cot_resume_queue_push(q, cot_resume_queue_pop(q));
+            for (std::size_t i = 0; i < before; i++) detail::queue_push(q, detail::queue_pop(q));
             for (std::size_t i = before; i < after; i++)
-                sp << std::coroutine_handle<>::from_address(cot_resume_queue_pop(q));
+                sp << std::coroutine_handle<>::from_address(detail::queue_pop(q));
         };
         if constexpr (std::is_void_v<R>) {
             std::forward<Fn>(fn)();

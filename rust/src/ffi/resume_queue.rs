@@ -6,14 +6,49 @@ use std::os::raw::c_int;
 use crate::error::Error;
 use crate::sync::resume_queue::{self as rq, ResumeQueue};
 
-/// A thread's resume queue and coro-mode flag (opaque). Each thread has one;
+/// A thread's resume queue and coro-mode flag. Each thread has one;
 /// `cot_resume_queue_current` gives its address, valid until the thread
 /// exits. Only its own thread may use it: no locking, no allocation until
 /// the first push. Items still queued when the thread exits are dropped,
 /// never resumed.
+///
+/// The fields are public for inline fast paths (the C++ headers yield, push
+/// and pop on them without a call) and are part of this version's ABI. Read
+/// them; write them only as those paths do. A push that finds the ring
+/// full (`len == mask + 1`, or `slots` NULL) must call
+/// `cot_resume_queue_push`, the only function that allocates.
+#[repr(C)]
 pub struct cot_resume_queue {
-    _private: [u8; 0],
+    /// The ring: `mask + 1` slots, NULL before the first push.
+    pub slots: *mut *mut c_void,
+    /// The ring's size minus one (a power of two minus one; 0 without slots).
+    pub mask: usize,
+    /// The slot of the oldest item.
+    pub head: usize,
+    /// Items queued, from `head` on (wrapping at `mask`).
+    pub len: usize,
+    /// Whether the thread is in coro mode.
+    pub active: bool,
 }
+
+// The header's struct is the core's queue, word for word.
+const _: () = {
+    use std::mem::{align_of, size_of};
+    assert!(size_of::<cot_resume_queue>() == size_of::<ResumeQueue>());
+    assert!(align_of::<cot_resume_queue>() == align_of::<ResumeQueue>());
+    let mirror = [
+        std::mem::offset_of!(cot_resume_queue, slots),
+        std::mem::offset_of!(cot_resume_queue, mask),
+        std::mem::offset_of!(cot_resume_queue, head),
+        std::mem::offset_of!(cot_resume_queue, len),
+        std::mem::offset_of!(cot_resume_queue, active),
+    ];
+    let mut i = 0;
+    while i < mirror.len() {
+        assert!(mirror[i] == ResumeQueue::LAYOUT[i]);
+        i += 1;
+    }
+};
 
 /// The queue behind `q`.
 ///

@@ -20,9 +20,12 @@ use std::ffi::c_void;
 use crate::util::ring::Ring;
 
 /// One thread's queue and mode. Not `Sync`: only its thread touches it.
+/// C's layout: the C++ headers read and write it inline (the ring's words,
+/// then the mode), as `cot_resume_queue` in the header spells out.
+#[repr(C)]
 pub struct ResumeQueue {
-    active: Cell<bool>,
     items: Ring,
+    active: Cell<bool>,
 }
 
 thread_local! {
@@ -36,8 +39,16 @@ pub fn current() -> Option<*const ResumeQueue> {
 }
 
 impl ResumeQueue {
+    /// Offsets of the ring's slots, mask, head and len and of the mode, for
+    /// the C mirror's layout check (`cot_resume_queue`).
+    pub const LAYOUT: [usize; 5] = {
+        let r = std::mem::offset_of!(ResumeQueue, items);
+        let [slots, mask, head, len] = Ring::LAYOUT;
+        [r + slots, r + mask, r + head, r + len, std::mem::offset_of!(ResumeQueue, active)]
+    };
+
     const fn new() -> ResumeQueue {
-        ResumeQueue { active: Cell::new(false), items: Ring::new() }
+        ResumeQueue { items: Ring::new(), active: Cell::new(false) }
     }
 
     /// Enters coro mode: true if the thread was not in it (the caller now owns

@@ -1,57 +1,76 @@
 //! A FIFO of pointers for one thread, mutated through `&self`: the storage
-//! of the per-thread resume queue, whose every operation is one core call on
-//! a C++ coroutine's hot path (a `pause()` is a push and a pop).
+//! of the per-thread resume queue, whose every operation is on a C++
+//! coroutine's hot path (a `pause()` is a push and a pop).
 //!
 //! The slots are a power-of-two ring that doubles when full, so an index is
-//! a mask away. Unlike a `RefCell<VecDeque>`, nothing is checked or counted
-//! on access: the type is not `Sync` (the `UnsafeCell`), and no method calls
-//! out while it holds the slots, so two borrows of them never overlap. That
-//! argument is the whole of this module's unsafety.
+//! a mask away. The layout is C's (`#[repr(C)]`, plain words) because the
+//! C++ headers push, pop and yield inline on it (`cot_resume_queue` in the
+//! header mirrors it); only growing and freeing need the core. Nothing is
+//! checked or counted on access: the type is not `Sync` (the cells), so only
+//! its thread touches it, and no method calls out while it reads or writes
+//! the slots. That argument is the whole of this module's unsafety, with the
+//! invariant below.
+//!
+//! Invariant: `slots` is null and `mask` 0 (no slot yet), or `slots` is a
+//! boxed slice of `mask + 1` slots, a power of two, from `grow`;
+//! `head <= mask` and `len <= mask + 1`.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::ffi::c_void;
 
 /// The first capacity: 16 slots (128 bytes) at the first push.
 const FIRST: usize = 16;
 
 /// A FIFO of pointers (see the [module documentation](self)).
+#[repr(C)]
 pub(crate) struct Ring {
-    /// Empty, or a power-of-two number of slots.
-    slots: UnsafeCell<Vec<*mut c_void>>,
+    slots: Cell<*mut *mut c_void>,
+    mask: Cell<usize>,
     head: Cell<usize>,
     len: Cell<usize>,
 }
 
 impl Ring {
-    pub(crate) const fn new() -> Ring {
-        Ring { slots: UnsafeCell::new(Vec::new()), head: Cell::new(0), len: Cell::new(0) }
-    }
+    /// Offsets of `slots`, `mask`, `head` and `len`.
+    pub(crate) const LAYOUT: [usize; 4] = [
+        std::mem::offset_of!(Ring, slots),
+        std::mem::offset_of!(Ring, mask),
+        std::mem::offset_of!(Ring, head),
+        std::mem::offset_of!(Ring, len),
+    ];
 
-    /// Runs `f` on the slots; `f` must not reach this ring again.
-    #[inline]
-    fn with_slots<R>(&self, f: impl FnOnce(&mut Vec<*mut c_void>) -> R) -> R {
-        // SAFETY: `Ring` is not `Sync`, so only this thread is here, and the
-        // closures of this module only touch the slots and the cells: no
-        // other borrow of the slots exists while this one does.
-        f(unsafe { &mut *self.slots.get() })
+    pub(crate) const fn new() -> Ring {
+        Ring {
+            slots: Cell::new(std::ptr::null_mut()),
+            mask: Cell::new(0),
+            head: Cell::new(0),
+            len: Cell::new(0),
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
         self.len.get()
     }
 
+    /// The slot at `i` (masked).
+    #[inline]
+    fn slot(&self, i: usize) -> *mut *mut c_void {
+        // SAFETY: callers reach here only with slots allocated (len > 0 or
+        // after `grow`), and the mask keeps the index inside the
+        // `mask + 1` slots of the invariant.
+        unsafe { self.slots.get().add(i & self.mask.get()) }
+    }
+
     /// Appends `item` at the tail (doubling the ring when full).
     #[inline]
     pub(crate) fn push(&self, item: *mut c_void) {
-        let (head, len) = (self.head.get(), self.len.get());
-        self.with_slots(|s| {
-            if len == s.len() {
-                grow(s, head);
-                self.head.set(0);
-            }
-            let mask = s.len() - 1;
-            s[(self.head.get() + len) & mask] = item;
-        });
+        let len = self.len.get();
+        if self.slots.get().is_null() || len == self.mask.get() + 1 {
+            self.grow();
+        }
+        // SAFETY: `slot` points into the live slots (just grown if needed);
+        // only this thread writes them (not `Sync`).
+        unsafe { *self.slot(self.head.get() + len) = item };
         self.len.set(len + 1);
     }
 
@@ -62,10 +81,9 @@ impl Ring {
         if len == 0 {
             return None;
         }
-        let item = self.with_slots(|s| {
-            self.head.set((head + 1) & (s.len() - 1));
-            s[head]
-        });
+        // SAFETY: len > 0, so the slots exist and the head slot holds an item.
+        let item = unsafe { *self.slot(head) };
+        self.head.set((head + 1) & self.mask.get());
         self.len.set(len - 1);
         Some(item)
     }
@@ -80,26 +98,53 @@ impl Ring {
             return item;
         }
         let Some(item) = item else { return self.pop() };
-        Some(self.with_slots(|s| {
-            let mask = s.len() - 1;
-            let out = s[head];
-            s[(head + len) & mask] = item;
-            self.head.set((head + 1) & mask);
+        // SAFETY: len > 0, so the slots exist; the head slot is read before
+        // the tail slot (the same one when full) is written.
+        let out = unsafe {
+            let out = *self.slot(head);
+            *self.slot(head + len) = item;
             out
-        }))
+        };
+        self.head.set((head + 1) & self.mask.get());
+        Some(out)
+    }
+
+    /// Doubles the ring (or makes its first slots), unrolling it: the head
+    /// moves to slot 0.
+    #[cold]
+    fn grow(&self) {
+        let (old, len) = (self.take_slots(), self.len.get());
+        let size = (old.len() * 2).max(FIRST); // a power of two, as `old.len()`
+        let mut bigger = Vec::with_capacity(size);
+        let head = self.head.get();
+        bigger.extend_from_slice(&old[head..]);
+        bigger.extend_from_slice(&old[..head]);
+        debug_assert_eq!(bigger.len(), len);
+        bigger.resize(size, std::ptr::null_mut());
+        self.slots.set(Box::into_raw(bigger.into_boxed_slice()).cast());
+        self.mask.set(size - 1);
+        self.head.set(0);
+    }
+
+    /// Takes the slots out as the box they were made as (empty if none),
+    /// leaving the ring without slots.
+    fn take_slots(&self) -> Box<[*mut c_void]> {
+        let p = self.slots.replace(std::ptr::null_mut());
+        if p.is_null() {
+            return Box::default();
+        }
+        let n = self.mask.replace(0) + 1;
+        // SAFETY: by the invariant, a non-null `slots` is the boxed slice of
+        // `mask + 1` slots made by `grow`, and the cell no longer holds it, so
+        // this box is its only owner.
+        unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) }
     }
 }
 
-/// Doubles the full ring `s` whose head is at `head`, unrolling it: the
-/// head moves to slot 0.
-#[cold]
-fn grow(s: &mut Vec<*mut c_void>, head: usize) {
-    let size = (s.len() * 2).max(FIRST); // a power of two, as `s.len()`
-    let mut bigger = Vec::with_capacity(size);
-    bigger.extend_from_slice(&s[head..]);
-    bigger.extend_from_slice(&s[..head]);
-    bigger.resize(size, std::ptr::null_mut());
-    *s = bigger;
+impl Drop for Ring {
+    fn drop(&mut self) {
+        drop(self.take_slots());
+    }
 }
 
 #[cfg(test)]
