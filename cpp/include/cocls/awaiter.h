@@ -35,7 +35,7 @@ public:
     /// The form of COCLS's documentation: stores a coroutine to resume in `out`.
     using resume_out_fn = void (*)(awaiter *self, void *context, std::coroutine_handle<> &out) noexcept;
 
-    awaiter() = default;
+    awaiter() noexcept : _next(nullptr), _context(nullptr), _fn{nullptr}, _kind(kind::none) {}
     awaiter(resume_fn fn, void *context = nullptr) noexcept { set_resume_fn(fn, context); }
     awaiter(resume_out_fn fn, void *context = nullptr) noexcept { set_resume_fn(fn, context); }
 
@@ -150,14 +150,21 @@ public:
     }
 
     /// The next awaiter in a chain; first member (the core links through it).
-    awaiter *_next = nullptr;
+    awaiter *_next;
     /// A coroutine address or the resume function's context.
-    void *_context = nullptr;
+    void *_context;
     union fn_t {
         resume_fn plain;
         resume_out_fn out;
-    } _fn{nullptr};
-    enum class kind : unsigned char { none, coroutine, function, out_function } _kind = kind::none;
+    } _fn;
+    enum class kind : unsigned char { none, coroutine, function, out_function } _kind;
+
+    /// For awaiters that usually never wait (mutex_awaiter): the fields are
+    /// left unset, to be set only on the way to waiting (set_handle or
+    /// set_resume_fn; the core sets `_next`). Saves their stores on the path
+    /// that does not wait.
+    struct unset_t {};
+    explicit awaiter(unset_t) noexcept {}
 
     /// A marker: a future holding it was never initialised.
     static awaiter instance;

@@ -52,7 +52,8 @@ public:
         ~ownership() {
             if (!m_mx) return;
             // The suspend point is made only if someone waited (no cost otherwise).
-            if (awaiter *next = std::exchange(m_mx, nullptr)->unlock()) [[unlikely]]
+            // m_mx is left as it is: the object ends here.
+            if (awaiter *next = m_mx->unlock()) [[unlikely]]
                 next->resume();
         }
 
@@ -137,7 +138,8 @@ private:
 /// queue (awaiter::_next is the link).
 class [[nodiscard]] mutex_awaiter : public awaiter {
 public:
-    explicit mutex_awaiter(mutex &mx) noexcept : m_mx(mx) {}
+    // The awaiter's fields are set only if it waits (await_suspend).
+    explicit mutex_awaiter(mutex &mx) noexcept : awaiter(unset_t{}), m_mx(mx) {}
     mutex_awaiter(const mutex_awaiter &) = delete;
     mutex_awaiter &operator=(const mutex_awaiter &) = delete;
 
