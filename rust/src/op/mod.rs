@@ -151,10 +151,15 @@ mod action;
 mod object;
 mod slot;
 
-#[cfg(test)]
+// The model tests run as tests and, under `cargo fuzz` (which sets
+// `--cfg fuzzing`), as fuzz targets reading every choice from the input.
+#[cfg(any(test, fuzzing))]
 mod model;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 mod tests;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub use model::{fuzz_objects, fuzz_slots};
 
 use std::fmt;
 

@@ -13,6 +13,9 @@
 //! Every transition must also be a row of the tables in `tests.rs`, and
 //! every row must be reached.
 
+// Built without `test` only as fuzz targets, which use part of it.
+#![cfg_attr(not(test), allow(dead_code, unused_imports))]
+
 use super::tests::{A, B, OBJ_ROWS, SLOT_ROWS, assert_all_reached, obj_row, slot_row};
 use super::*;
 use crate::util::rng::Rng;
@@ -314,46 +317,63 @@ fn random_kind(r: &mut Rng) -> Kind {
 fn slots_keep_the_invariants_over_random_sequences() {
     let mut st = Stats { rows: vec![0; SLOT_ROWS.len()], ..Stats::default() };
     for seed in 1..=SEEDS {
-        let mut r = Rng::new(seed);
-        let mut sims: Vec<Sim> = (0..4).map(|_| Sim::new()).collect();
-        for step in 0..EVENTS {
-            let i = r.below(sims.len() as u64) as usize;
-            let s = &mut sims[i];
-            let running = s.task == Task::Running;
-            let callback = s.req.is_some() || s.hdl.is_some_and(|h| h.active);
-            let closing = s.hdl.is_some_and(|h| h.closing);
-            // Running too: a spurious resume of a task already resumed (and
-            // maybe not yet run), which is none of the slot's business.
-            let resumable = s.task != Task::Ended;
-            let w = |b: bool, w: u64| if b { w } else { 0 };
-            let weights = [w(running, 3), w(callback, 4), w(closing, 2), w(resumable, 2), w(running, 2)];
-            if weights.iter().sum::<u64>() == 0 {
-                // An ended task whose slot is idle: only a freed slot is that.
-                assert!(s.slot.is_freed(), "seed {seed} step {step}: stuck in {:?}", s.slot.state());
-            } else {
-                match r.pick(&weights) {
-                    0 => s.await_op(random_kind(&mut r), &mut r, &mut st),
-                    1 => s.callback(&mut r, &mut st),
-                    2 => s.close_callback(&mut r, &mut st),
-                    3 => s.outside_resume(&mut r, &mut st),
-                    _ => s.task_left(r.one_in(6), &mut r, &mut st),
-                }
-            }
-            s.check();
-            // An ended task's slot lives until released; then a new task comes.
-            if s.task == Task::Ended && s.slot.is_freed() {
-                assert!(s.memory_free());
-                *s = Sim::new();
-                st.tasks += 1;
-            }
-        }
-        drain(&mut sims, &mut r, &mut st);
+        run_slots(&mut Rng::new(seed), EVENTS, &mut st);
     }
     assert_eq!(st.request_callbacks, st.requests, "one callback per started request");
     assert_eq!(st.close_callbacks, st.closes, "one close callback per close");
     assert!(st.tasks > 100 && st.releases > 1_000, "tasks {} releases {}", st.tasks, st.releases);
     let labels: Vec<_> = SLOT_ROWS.iter().map(|r| r.label).collect();
     assert_all_reached("slot model", &labels, &st.rows);
+}
+
+/// The slot fuzz target: the model, every choice read from `data`.
+#[cfg(fuzzing)]
+pub fn fuzz_slots(data: &[u8]) {
+    let mut st = Stats { rows: vec![0; SLOT_ROWS.len()], ..Stats::default() };
+    run_slots(&mut Rng::tape(data), data.len() / 2, &mut st);
+    assert_eq!(st.request_callbacks, st.requests, "one callback per started request");
+    assert_eq!(st.close_callbacks, st.closes, "one close callback per close");
+}
+
+/// Four tasks on their slots take up to `events` random steps (fewer if a
+/// tape runs out), then everything drains; panics at a broken invariant.
+fn run_slots(r: &mut Rng, events: usize, st: &mut Stats) {
+    let mut sims: Vec<Sim> = (0..4).map(|_| Sim::new()).collect();
+    for step in 0..events {
+        if r.exhausted() {
+            break;
+        }
+        let i = r.below(sims.len() as u64) as usize;
+        let s = &mut sims[i];
+        let running = s.task == Task::Running;
+        let callback = s.req.is_some() || s.hdl.is_some_and(|h| h.active);
+        let closing = s.hdl.is_some_and(|h| h.closing);
+        // Running too: a spurious resume of a task already resumed (and
+        // maybe not yet run), which is none of the slot's business.
+        let resumable = s.task != Task::Ended;
+        let w = |b: bool, w: u64| if b { w } else { 0 };
+        let weights = [w(running, 3), w(callback, 4), w(closing, 2), w(resumable, 2), w(running, 2)];
+        if weights.iter().sum::<u64>() == 0 {
+            // An ended task whose slot is idle: only a freed slot is that.
+            assert!(s.slot.is_freed(), "step {step}: stuck in {:?}", s.slot.state());
+        } else {
+            match r.pick(&weights) {
+                0 => s.await_op(random_kind(r), r, st),
+                1 => s.callback(r, st),
+                2 => s.close_callback(r, st),
+                3 => s.outside_resume(r, st),
+                _ => s.task_left(r.one_in(6), r, st),
+            }
+        }
+        s.check();
+        // An ended task's slot lives until released; then a new task comes.
+        if s.task == Task::Ended && s.slot.is_freed() {
+            assert!(s.memory_free());
+            *s = Sim::new();
+            st.tasks += 1;
+        }
+    }
+    drain(&mut sims, r, st);
 }
 
 /// Ends every task, then delivers callbacks and close callbacks until the
@@ -534,91 +554,106 @@ fn objects_keep_the_invariants_over_random_sequences() {
     let mut rows = vec![0; OBJ_ROWS.len()];
     let (mut closes, mut close_callbacks, mut resumes) = (0, 0, 0);
     for seed in 1..=SEEDS {
-        let mut r = Rng::new(seed + 1_000);
-        let mut w = World {
-            objs: (0..2).map(|_| OSim::new()).collect(),
-            tasks: vec![OTask::Running; 3],
-            rows,
-            closes: 0,
-            close_callbacks: 0,
-            resumes: 0,
-        };
-        for _ in 0..EVENTS {
-            let t = r.below(w.tasks.len() as u64) as usize;
-            let o = r.below(w.objs.len() as u64) as usize;
-            match r.pick(&[4, 4, 1, 2, 2, 2]) {
-                0 if w.tasks[t] == OTask::Running => {
-                    let ob = &w.objs[o];
-                    let expect = if ob.obj.is_closed() {
-                        Err(OpError::Closed)
-                    } else if ob.waiter.is_some() {
-                        Err(OpError::Busy)
-                    } else {
-                        Ok(Actions::of(if ob.active { &[] } else { &[StartHandle] }))
-                    };
-                    let got = w.apply(o, ObjEvent::Await(tid(t)), false);
-                    assert_eq!(got, expect);
-                    if let Ok(acts) = got {
-                        (w.objs[o].waiter, w.objs[o].holder) = (Some(tid(t)), None);
-                        w.tasks[t] = OTask::Waiting(o);
-                        w.perform(o, acts, &mut r);
-                    }
-                }
-                // Callbacks come only to a waiter: the driver runs the resumed
-                // task before the backend calls back again.
-                1 if w.objs[o].active && w.objs[o].waiter.is_some() => {
-                    let acts = w.apply(o, ObjEvent::Callback, false).unwrap();
-                    assert_eq!(acts, Actions::of(&[Resume]));
-                    w.perform(o, acts, &mut r);
-                }
-                2 => w.close(o, &mut r),
-                3 if w.objs[o].closing => w.close_callback(o, &mut r),
-                // A freed object stays a while (its face may still be used), then a new one comes.
-                3 if w.objs[o].obj.state() == ObjState::Freed => w.objs[o] = OSim::new(),
-                4 if w.tasks[t] != OTask::Running => {
-                    for o in 0..w.objs.len() {
-                        let mine = w.tasks[t] == OTask::Waiting(o);
-                        let acts = w.apply(o, ObjEvent::OutsideResume(tid(t)), false).unwrap();
-                        assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::none() });
-                        if mine {
-                            w.objs[o].waiter = None;
-                        }
-                        w.perform(o, acts, &mut r);
-                    }
-                    w.tasks[t] = OTask::Running;
-                }
-                5 if w.tasks[t] == OTask::Running => {
-                    for o in 0..w.objs.len() {
-                        let mine = w.objs[o].holder == Some(tid(t));
-                        let acts = w.apply(o, ObjEvent::TaskLeft(tid(t)), false).unwrap();
-                        assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::none() });
-                        if mine {
-                            w.objs[o].holder = None;
-                        }
-                        w.perform(o, acts, &mut r);
-                    }
-                    w.tasks[t] = OTask::Elsewhere;
-                }
-                _ => {}
-            }
-            w.check();
-        }
-        // Drain: close everything, deliver the close callbacks.
-        for o in 0..w.objs.len() {
-            w.close(o, &mut r);
-            if w.objs[o].closing {
-                w.close_callback(o, &mut r);
-            }
-            assert_eq!(w.objs[o].obj.state(), ObjState::Freed);
-        }
-        w.check();
-        assert!(w.tasks.iter().all(|t| !matches!(t, OTask::Waiting(_))), "a waiter was never resumed");
-        assert_eq!(w.closes, w.close_callbacks);
-        (rows, closes, close_callbacks, resumes) =
-            (w.rows, closes + w.closes, close_callbacks + w.close_callbacks, resumes + w.resumes);
+        let w = run_objects(&mut Rng::new(seed + 1_000), EVENTS);
+        rows.iter_mut().zip(&w.rows).for_each(|(a, b)| *a += b);
+        (closes, close_callbacks, resumes) = (closes + w.closes, close_callbacks + w.close_callbacks, resumes + w.resumes);
     }
     assert_eq!(closes, close_callbacks);
     assert!(resumes > 1_000, "resumes {resumes}");
     let labels: Vec<_> = OBJ_ROWS.iter().map(|r| r.label).collect();
     assert_all_reached("object model", &labels, &rows);
+}
+
+/// The object fuzz target: the model, every choice read from `data`.
+#[cfg(fuzzing)]
+pub fn fuzz_objects(data: &[u8]) {
+    run_objects(&mut Rng::tape(data), data.len() / 2);
+}
+
+/// Three tasks and two objects take up to `events` random steps (fewer if a
+/// tape runs out), then every object closes; panics at a broken invariant.
+fn run_objects(r: &mut Rng, events: usize) -> World {
+    let mut w = World {
+        objs: (0..2).map(|_| OSim::new()).collect(),
+        tasks: vec![OTask::Running; 3],
+        rows: vec![0; OBJ_ROWS.len()],
+        closes: 0,
+        close_callbacks: 0,
+        resumes: 0,
+    };
+    for _ in 0..events {
+        if r.exhausted() {
+            break;
+        }
+        let t = r.below(w.tasks.len() as u64) as usize;
+        let o = r.below(w.objs.len() as u64) as usize;
+        match r.pick(&[4, 4, 1, 2, 2, 2]) {
+            0 if w.tasks[t] == OTask::Running => {
+                let ob = &w.objs[o];
+                let expect = if ob.obj.is_closed() {
+                    Err(OpError::Closed)
+                } else if ob.waiter.is_some() {
+                    Err(OpError::Busy)
+                } else {
+                    Ok(Actions::of(if ob.active { &[] } else { &[StartHandle] }))
+                };
+                let got = w.apply(o, ObjEvent::Await(tid(t)), false);
+                assert_eq!(got, expect);
+                if let Ok(acts) = got {
+                    (w.objs[o].waiter, w.objs[o].holder) = (Some(tid(t)), None);
+                    w.tasks[t] = OTask::Waiting(o);
+                    w.perform(o, acts, r);
+                }
+            }
+            // Callbacks come only to a waiter: the driver runs the resumed
+            // task before the backend calls back again.
+            1 if w.objs[o].active && w.objs[o].waiter.is_some() => {
+                let acts = w.apply(o, ObjEvent::Callback, false).unwrap();
+                assert_eq!(acts, Actions::of(&[Resume]));
+                w.perform(o, acts, r);
+            }
+            2 => w.close(o, r),
+            3 if w.objs[o].closing => w.close_callback(o, r),
+            // A freed object stays a while (its face may still be used), then a new one comes.
+            3 if w.objs[o].obj.state() == ObjState::Freed => w.objs[o] = OSim::new(),
+            4 if w.tasks[t] != OTask::Running => {
+                for o in 0..w.objs.len() {
+                    let mine = w.tasks[t] == OTask::Waiting(o);
+                    let acts = w.apply(o, ObjEvent::OutsideResume(tid(t)), false).unwrap();
+                    assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::none() });
+                    if mine {
+                        w.objs[o].waiter = None;
+                    }
+                    w.perform(o, acts, r);
+                }
+                w.tasks[t] = OTask::Running;
+            }
+            5 if w.tasks[t] == OTask::Running => {
+                for o in 0..w.objs.len() {
+                    let mine = w.objs[o].holder == Some(tid(t));
+                    let acts = w.apply(o, ObjEvent::TaskLeft(tid(t)), false).unwrap();
+                    assert_eq!(acts, if mine { Actions::of(&[StopHandle]) } else { Actions::none() });
+                    if mine {
+                        w.objs[o].holder = None;
+                    }
+                    w.perform(o, acts, r);
+                }
+                w.tasks[t] = OTask::Elsewhere;
+            }
+            _ => {}
+        }
+        w.check();
+    }
+    // Drain: close everything, deliver the close callbacks.
+    for o in 0..w.objs.len() {
+        w.close(o, r);
+        if w.objs[o].closing {
+            w.close_callback(o, r);
+        }
+        assert_eq!(w.objs[o].obj.state(), ObjState::Freed);
+    }
+    w.check();
+    assert!(w.tasks.iter().all(|t| !matches!(t, OTask::Waiting(_))), "a waiter was never resumed");
+    assert_eq!(w.closes, w.close_callbacks);
+    w
 }

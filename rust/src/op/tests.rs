@@ -4,6 +4,9 @@
 //! row applies. The randomized model tests (`model.rs`) check their
 //! transitions against the same rows.
 
+// Built without `test` only as fuzz targets, which use part of it.
+#![cfg_attr(not(test), allow(dead_code, unused_imports))]
+
 use super::*;
 use Action::*;
 

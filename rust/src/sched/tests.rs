@@ -591,7 +591,7 @@ fn randomized_with_combined_signals_keeps_every_invariant() {
     let plain = [A, B, C];
     for seed in 1..=20u64 {
         let (mut s, now) = sched();
-        let mut r = Rng(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
+        let mut r = Rng::new(seed);
         let inner_any = s.onany(&[A, B]).unwrap();
         let inner_all = s.onall(&[B, C]).unwrap();
         let outer = s.onall(&[inner_any, inner_all, A]).unwrap();

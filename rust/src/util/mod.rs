@@ -6,6 +6,6 @@ pub(crate) mod chain;
 pub(crate) mod futex;
 pub(crate) mod os;
 pub(crate) mod ring;
-#[cfg(test)]
+#[cfg(any(test, fuzzing))]
 pub(crate) mod rng;
 pub(crate) mod slab;
