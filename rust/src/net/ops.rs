@@ -31,7 +31,6 @@ pub type WriteDone = Box<dyn FnOnce(&mut Loop, usize, Result<(), Fail>)>;
 const TAG: usize = 1;
 
 /// A socket's state, shared by its `Socket` handles and its operations.
-#[derive(Debug)]
 pub(super) struct Shared {
     pub io: SocketIo,
     on: Option<OnLoop>,
@@ -41,7 +40,6 @@ pub(super) struct Shared {
 pub(super) type Cell = Rc<RefCell<Shared>>;
 
 /// A socket's handles on the loop it is attached to.
-#[derive(Debug)]
 struct OnLoop {
     /// The loop's epoll descriptor: it tells loops apart while both live.
     backend: RawFd,
@@ -70,12 +68,6 @@ struct Pending {
     phase: Phase,
     /// The operation keeps its socket alive until it ends.
     keep: Cell,
-}
-
-impl std::fmt::Debug for Pending {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Pending").field("deadline", &self.deadline).field("phase", &self.phase).finish()
-    }
 }
 
 /// An operation and its completion.
@@ -418,4 +410,16 @@ pub(super) fn detach(cell: &Cell, lp: &mut Loop) -> Result<(), Error> {
     // Cannot fail: the handle is this socket's, and open.
     let _ = lp.close(on.poll, Some(closed));
     Ok(())
+}
+
+/// Forgets the loop the socket was attached to, which was dropped: its
+/// handles went with it, and the operations that waited are dropped without
+/// their completions (no loop is left to run them).
+pub(super) fn forget_loop(cell: &Cell) {
+    let ops = {
+        let mut s = cell.borrow_mut();
+        s.on = None;
+        std::mem::take(&mut s.ops)
+    };
+    drop(ops);
 }

@@ -18,8 +18,15 @@ use crate::reactor::Loop;
 /// A socket: its descriptor (owned: closed by `close`, or when the last
 /// handle and operation are gone), its read buffer, and its operations on
 /// at most one loop. Handles are cheap clones of one socket; single-threaded.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Socket(Cell);
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0.borrow();
+        f.debug_struct("Socket").field("fd", &s.io.fd).field("buffered", &s.io.buf.unread().len()).finish()
+    }
+}
 
 impl Socket {
     /// A new non-blocking, close-on-exec socket of `family` (`AF_INET`,
@@ -198,6 +205,15 @@ impl Socket {
     /// attached to another loop; nothing if to none.
     pub fn detach(&self, lp: &mut Loop) -> Result<(), Error> {
         ops::detach(&self.0, lp)
+    }
+
+    /// Forgets the loop it was attached to, once that loop was dropped
+    /// without detaching it (a face tearing down in any order): the
+    /// operations that waited are dropped without their completions, since
+    /// no loop is left to run them. Then `close(None)` works. Called while
+    /// the loop lives, the loop keeps the socket's handles, now idle.
+    pub fn forget_loop(&self) {
+        ops::forget_loop(&self.0)
     }
 
     /// Detaches it (from `lp`, which must be its loop if it has one), then

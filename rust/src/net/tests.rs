@@ -482,3 +482,26 @@ fn lines_split_at_every_position_arrive_whole() {
     }
     b.close(Some(&mut lp)).unwrap();
 }
+
+#[test]
+fn a_socket_whose_loop_was_dropped_forgets_it_and_its_operations() {
+    struct Guard(Rc<RefCell<bool>>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            *self.0.borrow_mut() = true;
+        }
+    }
+    let mut lp = Loop::new().unwrap();
+    let (_a, b) = pair();
+    let dropped = Rc::new(RefCell::new(false));
+    let guard = Guard(dropped.clone());
+    b.read(&mut lp, Pattern::Line, None, Box::new(move |_, _| drop(guard))).unwrap();
+    drop(lp);
+    assert_eq!(b.close(None), Err(Error::Inval), "still attached");
+    assert!(!*dropped.borrow());
+    b.forget_loop();
+    assert!(*dropped.borrow(), "the completion went with its operation");
+    assert!(!b.waiting(Dir::Read));
+    assert_eq!(b.close(None), Ok(()));
+    assert_eq!(b.fd(), -1);
+}
