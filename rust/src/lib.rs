@@ -4,9 +4,9 @@
 //! Layers, bottom up: a module uses only modules listed above it (checked
 //! with `grep -rn 'crate::' rust/src`; doc/architecture.md has the graph).
 //! `sched`, `sync` and `op` do not use each other.
-//! - `util`: small building blocks (a generational slab,
+//! - [`util`]: small building blocks (a generational slab,
 //!   the OS clock, futexes, intrusive node chains, a one-thread pointer
-//!   ring). Uses nothing.
+//!   ring, a read buffer: the only public one). Uses nothing.
 //! - [`error`]: the core's error type (the C ABI's negative `COT_E*` codes).
 //!   Uses nothing.
 //! - [`time`]: clocks and the timer heap. Uses `util`.
@@ -22,6 +22,9 @@
 //! - [`reactor`]: the event loop (timers, fd readiness, wakeups, OS signals,
 //!   children, work on the pool, loop tasks), on its own scheduler. Uses
 //!   `sched`, `sync`, `future`, `op`, `time`, `util`, `error`.
+//! - [`net`]: TCP and UDP sockets: their system calls, LuaSocket's receive
+//!   patterns, and reads, writes, accepts, connects and recvfroms that wait
+//!   on a loop until a deadline. Uses `reactor`, `util`, `error`.
 //! - [`stack`]: stackful coroutines: stacks with guard pages, the context
 //!   switch in assembly, coroutines that run as tasks of a loop. Uses
 //!   `reactor`, `sched`, `future`, `error`.
@@ -38,6 +41,8 @@ pub mod ffi;
 /// cbindgen:ignore
 pub mod future;
 /// cbindgen:ignore
+pub mod net;
+/// cbindgen:ignore
 pub mod op;
 /// cbindgen:ignore
 pub mod reactor;
@@ -49,7 +54,8 @@ pub mod stack;
 pub mod sync;
 /// cbindgen:ignore
 pub mod time;
-mod util;
+/// cbindgen:ignore
+pub mod util;
 
 pub use error::Error;
 pub use sched::{Mode, Sched, Task, When};

@@ -1,5 +1,11 @@
 //! Poll handles: a callback when a descriptor is ready. Level-triggered: the
 //! callback runs at every iteration while the descriptor stays ready.
+//!
+//! A handle may be *paused* (`poll_pause`): it stops calling back and no longer
+//! keeps `run` going, but its descriptor stays in epoll, so starting it again
+//! for the same events costs no system call. If the descriptor turns ready
+//! while paused, the loop takes it out of epoll then (one system call), as
+//! libuv does with a stream whose reading stopped.
 
 use std::os::fd::RawFd;
 
@@ -20,7 +26,7 @@ pub type PollCallback = Box<dyn FnMut(&mut Loop, Handle, u32)>;
 impl Poll {
     /// Is it watching at least `events`?
     pub(super) fn registered_for(&self, events: u32) -> bool {
-        self.registered && self.events & events == events
+        self.registered && !self.paused && self.events & events == events
     }
 }
 
@@ -29,6 +35,10 @@ pub(crate) struct Poll {
     cb: Option<PollCallback>,
     events: u32,
     registered: bool,
+    /// Stopped by `poll_pause`: still in epoll, calling nobody.
+    paused: bool,
+    /// Identifies `cb` for `poll_start_with` (0: none).
+    tag: usize,
     /// Tasks awaiting readiness (see `task::task_poll`): one at a time.
     pub(super) obj: crate::op::Object,
     /// The loop task waiting (or resumed by the last readiness).
@@ -79,6 +89,8 @@ impl Loop {
                 cb: None,
                 events: 0,
                 registered: false,
+                paused: false,
+                tag: 0,
                 obj: crate::op::Object::new(),
                 waiter: None,
             }),
@@ -96,18 +108,53 @@ impl Loop {
     /// Starts (or changes) watching for `events` (`READABLE | WRITABLE |
     /// DISCONNECT`); `cb` runs with the ready ones.
     pub fn poll_start(&mut self, h: Handle, events: u32, cb: PollCallback) -> Result<()> {
+        self.poll_start_with(h, events, 0, || cb)
+    }
+
+    /// [`Loop::poll_start`] with a callback made by `make` only if the handle
+    /// does not hold one with the same nonzero `tag` already, as
+    /// [`Loop::timer_start_with`]: a handle started again and again (each
+    /// wait of a socket) then allocates nothing. A handle already in epoll
+    /// for exactly `events` (started, or paused) makes no system call.
+    pub fn poll_start_with(
+        &mut self,
+        h: Handle,
+        events: u32,
+        tag: usize,
+        make: impl FnOnce() -> PollCallback,
+    ) -> Result<()> {
         if events & !(READABLE | WRITABLE | DISCONNECT) != 0 || events == 0 {
             return Err(Error::Inval);
         }
         let p = self.poll(h)?;
         let (fd, registered) = (p.fd, p.registered);
-        let op = if registered { libc::EPOLL_CTL_MOD } else { libc::EPOLL_CTL_ADD };
-        sys::epoll_ctl(&self.epoll, op, fd, to_epoll(events), h.to_raw()).map_err(|e| Error::from_io(&e))?;
+        if !registered || p.events != events {
+            let op = if registered { libc::EPOLL_CTL_MOD } else { libc::EPOLL_CTL_ADD };
+            sys::epoll_ctl(&self.epoll, op, fd, to_epoll(events), h.to_raw()).map_err(|e| Error::from_io(&e))?;
+        }
         let p = self.poll(h)?;
         p.registered = true;
+        p.paused = false;
         p.events = events;
-        p.cb = Some(cb);
+        if tag == 0 || p.tag != tag {
+            p.cb = Some(make());
+            p.tag = tag;
+        } else if p.cb.is_none() {
+            // Started again from its own callback: the callback is out, being
+            // run, and `call_back` puts it back after.
+            p.tag = tag;
+        }
         self.set_active(h, true);
+        Ok(())
+    }
+
+    /// Pauses the handle: no callback, and it does not keep `run` going, but
+    /// the descriptor stays in epoll (see the module documentation). Pausing a
+    /// stopped or paused handle is fine.
+    pub fn poll_pause(&mut self, h: Handle) -> Result<()> {
+        let p = self.poll(h)?;
+        p.paused = p.registered;
+        self.set_active(h, false);
         Ok(())
     }
 
@@ -123,6 +170,7 @@ impl Loop {
         let p = self.poll(h)?;
         let (fd, registered) = (p.fd, p.registered);
         p.registered = false;
+        p.paused = false;
         if registered {
             // The descriptor may be closed already: then epoll dropped it.
             let _ = sys::epoll_ctl(&self.epoll, libc::EPOLL_CTL_DEL, fd, 0, 0);
@@ -135,6 +183,11 @@ impl Loop {
     pub(super) fn dispatch_poll(&mut self, h: Handle, bits: u32) {
         let Ok(p) = self.poll(h) else { return };
         if !p.registered {
+            return;
+        }
+        if p.paused {
+            // Ready while nobody listens: out of epoll until started again.
+            let _ = self.poll_stop(h);
             return;
         }
         let ready = from_epoll(bits, p.events);

@@ -132,6 +132,55 @@ fn poll_reports_readiness_level_triggered() {
     assert_eq!(l.poll_init(-1, 0), Err(Error::BadF));
 }
 
+/// Is the loop's epoll descriptor readable: does a descriptor in its set have
+/// an event ready?
+fn epoll_ready(l: &Loop) -> bool {
+    let mut pfd = libc::pollfd { fd: l.backend_fd(), events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd, for the duration of the call.
+    unsafe { libc::poll(&mut pfd, 1, 0) == 1 }
+}
+
+#[test]
+fn a_paused_poll_stays_in_epoll_until_it_fires_unheard() {
+    let mut l = Loop::new().unwrap();
+    let (mut a, b) = UnixStream::pair().unwrap();
+    let p = l.poll_init(b.as_raw_fd(), 0).unwrap();
+    let (calls, made) = (Rc::new(RefCell::new(0)), Rc::new(RefCell::new(0)));
+    let start = |l: &mut Loop| {
+        let (c, m) = (calls.clone(), made.clone());
+        l.poll_start_with(p, READABLE, 7, move || {
+            *m.borrow_mut() += 1;
+            Box::new(move |_, _, _| *c.borrow_mut() += 1)
+        })
+    };
+    start(&mut l).unwrap();
+    l.poll_pause(p).unwrap();
+    assert!(!l.is_active(p).unwrap() && !l.alive(), "a paused poll keeps nothing going");
+    a.write_all(b"x").unwrap();
+    assert!(epoll_ready(&l), "pausing made no epoll_ctl: the descriptor is still in the set");
+    // Another poll keeps the loop alive, so that it polls.
+    let (_c, d) = UnixStream::pair().unwrap();
+    let other = l.poll_init(d.as_raw_fd(), 0).unwrap();
+    l.poll_start(other, READABLE, Box::new(|_, _, _| {})).unwrap();
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*calls.borrow(), 0, "no callback while paused");
+    assert!(!epoll_ready(&l), "ready while paused: taken out of epoll");
+    start(&mut l).unwrap();
+    assert!(epoll_ready(&l), "started again: back in the set");
+    l.run(RunMode::NoWait).unwrap();
+    assert_eq!(*calls.borrow(), 1);
+    assert_eq!(*made.borrow(), 1, "the same tag reuses the callback");
+    l.poll_pause(p).unwrap();
+    l.poll_pause(p).unwrap(); // twice is fine
+    l.poll_stop(p).unwrap();
+    l.poll_pause(p).unwrap(); // a stopped handle stays stopped
+    assert!(!epoll_ready(&l));
+    assert_eq!(l.poll_start_with(p, 0, 7, || Box::new(|_, _, _| {})), Err(Error::Inval));
+    l.close(p, None).unwrap();
+    l.close(other, None).unwrap();
+    assert_eq!(l.poll_pause(p), Err(Error::Inval), "closed");
+}
+
 #[test]
 fn poll_of_a_bad_descriptor_is_an_error() {
     let mut l = Loop::new().unwrap();

@@ -1,7 +1,9 @@
 //! Small building blocks: a generational slab, the OS clock, futexes, a
-//! test-only random source, intrusive chains of C-owned nodes and a
-//! one-thread pointer ring (the unsafe parts of `sync`).
+//! test-only random source, intrusive chains of C-owned nodes, a one-thread
+//! pointer ring (the unsafe parts of `sync`), and a read buffer. Only the
+//! buffer is public: the faces read files and pipes into it too.
 
+pub mod buffer;
 pub(crate) mod chain;
 pub(crate) mod futex;
 pub(crate) mod os;

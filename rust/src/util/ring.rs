@@ -40,12 +40,7 @@ impl Ring {
     ];
 
     pub(crate) const fn new() -> Ring {
-        Ring {
-            slots: Cell::new(std::ptr::null_mut()),
-            mask: Cell::new(0),
-            head: Cell::new(0),
-            len: Cell::new(0),
-        }
+        Ring { slots: Cell::new(std::ptr::null_mut()), mask: Cell::new(0), head: Cell::new(0), len: Cell::new(0) }
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -1,0 +1,231 @@
+//! `Socket`: one TCP or UDP socket, what a face holds. Its calls that do not
+//! wait try once, now (`try_*`); its operations wait on a loop and end
+//! through their completion (see the [module documentation](super)).
+
+use std::cell::RefCell;
+use std::ffi::c_int;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+
+use super::io::{SocketIo, settle};
+use super::ops::{self, Cell, Done, Op, Shared, WriteDone};
+use super::pattern::Pattern;
+use super::sys::{self, Addr, SysResult};
+use super::{Dir, Fail};
+use crate::error::Error;
+use crate::reactor::Loop;
+
+/// A socket: its descriptor (owned: closed by `close`, or when the last
+/// handle and operation are gone), its read buffer, and its operations on
+/// at most one loop. Handles are cheap clones of one socket; single-threaded.
+#[derive(Clone)]
+pub struct Socket(Cell);
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.0.borrow();
+        f.debug_struct("Socket").field("fd", &s.io.fd).field("buffered", &s.io.buf.unread().len()).finish()
+    }
+}
+
+impl Socket {
+    /// A new non-blocking, close-on-exec socket of `family` (`AF_INET`,
+    /// `AF_INET6`) and `socktype` (`SOCK_STREAM`, `SOCK_DGRAM`).
+    pub fn new(family: c_int, socktype: c_int) -> SysResult<Socket> {
+        sys::socket(family, socktype).map(Socket::from_fd)
+    }
+
+    /// Takes ownership of `fd`, which the caller made non-blocking. No
+    /// system call.
+    pub fn from_fd(fd: RawFd) -> Socket {
+        Socket(Rc::new(RefCell::new(Shared::new(SocketIo::new(fd)))))
+    }
+
+    /// The descriptor, or -1 once closed.
+    pub fn fd(&self) -> RawFd {
+        self.0.borrow().io.fd
+    }
+
+    /// Is it the same socket as `other`?
+    pub fn same(&self, other: &Socket) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+
+    fn with_fd<T>(&self, f: impl FnOnce(RawFd) -> SysResult<T>) -> SysResult<T> {
+        match self.fd() {
+            -1 => Err(libc::EBADF),
+            fd => f(fd),
+        }
+    }
+
+    /// Binds it to `addr`.
+    pub fn bind(&self, addr: &Addr) -> SysResult<()> {
+        self.with_fd(|fd| sys::bind(fd, addr))
+    }
+
+    /// Makes it listen, with a queue of `backlog` connections.
+    pub fn listen(&self, backlog: c_int) -> SysResult<()> {
+        self.with_fd(|fd| sys::listen(fd, backlog))
+    }
+
+    /// Its local address.
+    pub fn local_addr(&self) -> SysResult<Addr> {
+        self.with_fd(|fd| sys::name(fd, false))
+    }
+
+    /// Its peer's address.
+    pub fn peer_addr(&self) -> SysResult<Addr> {
+        self.with_fd(|fd| sys::name(fd, true))
+    }
+
+    /// Starts connecting to `addr`: true if connected at once, false if the
+    /// connection goes on (then `connect` waits for it).
+    pub fn connect_start(&self, addr: &Addr) -> Result<bool, Fail> {
+        match self.with_fd(|fd| sys::connect(fd, addr)) {
+            Ok(()) => Ok(true),
+            Err(libc::EINPROGRESS) => Ok(false),
+            Err(libc::EBADF) if self.fd() < 0 => Err(Fail::Closed),
+            Err(e) => Err(Fail::Sys(e)),
+        }
+    }
+
+    /// How many bytes were read and not taken yet.
+    pub fn buffered(&self) -> usize {
+        self.0.borrow().io.buf.unread().len()
+    }
+
+    /// Did the last read find the socket (most likely) empty? Then reading
+    /// again before readiness is seen costs a system call for nothing; a
+    /// face that may wait can start `read` at once instead of `try_read`.
+    pub fn drained(&self) -> bool {
+        self.0.borrow().io.drained
+    }
+
+    /// Takes every unread byte, as LuaSocket hands out the partial result of
+    /// a failed read (for `Pattern::Line`, without CRs).
+    pub fn take_partial(&self, p: Pattern) -> Vec<u8> {
+        p.take_partial(&mut self.0.borrow_mut().io.buf)
+    }
+
+    /// Reads what `p` asks, now: `None` if it must wait. Reads the socket at
+    /// least once, unless the buffer answers.
+    pub fn try_read(&self, p: Pattern) -> Option<Result<Vec<u8>, Fail>> {
+        let mut s = self.0.borrow_mut();
+        s.io.drained = false;
+        settle(s.io.read(p))
+    }
+
+    /// Sends what it can of `data` now: the bytes sent (fewer than all: it
+    /// would block). A failure after some bytes went shows at the next call.
+    pub fn try_write(&self, data: &[u8]) -> Result<usize, Fail> {
+        let mut sent = 0;
+        match self.0.borrow_mut().io.write(data, &mut sent) {
+            Err(f) if sent == 0 => Err(f),
+            _ => Ok(sent),
+        }
+    }
+
+    /// Accepts a connection now: `None` if none is queued.
+    pub fn try_accept(&self) -> Option<Result<Socket, Fail>> {
+        settle(self.0.borrow_mut().io.accept()).map(|r| r.map(Socket::from_fd))
+    }
+
+    /// Receives a datagram of at most `max` bytes now, and its sender:
+    /// `None` if none is queued.
+    pub fn try_recvfrom(&self, max: usize) -> Option<Result<(Vec<u8>, Addr), Fail>> {
+        settle(self.0.borrow_mut().io.recvfrom(max))
+    }
+
+    /// Sends one datagram to `to` (None: the connected peer). Datagrams are
+    /// not split: it went whole, or fails (`Sys(EAGAIN)`: the send buffer is
+    /// full).
+    pub fn try_sendto(&self, data: &[u8], to: Option<&Addr>) -> Result<usize, Fail> {
+        match self.fd() {
+            -1 => Err(Fail::Closed),
+            fd => sys::sendto(fd, data, to).map_err(Fail::Sys),
+        }
+    }
+
+    /// Reads what `p` asks on `lp`, until `deadline` (on the loop's clock,
+    /// `Loop::now`; `None`: no limit). On failure the bytes read stay
+    /// buffered (`take_partial`). Fails to start (and never calls `done`)
+    /// with `Error::BadF` if closed, `Busy` if a read, accept or recvfrom
+    /// waits already, `Inval` if attached to another loop.
+    pub fn read(&self, lp: &mut Loop, p: Pattern, deadline: Option<u64>, done: Done<Vec<u8>>) -> Result<(), Error> {
+        ops::start(&self.0, lp, Op::Read(p, done), deadline)
+    }
+
+    /// Writes all of `data` on `lp`, until `deadline`; `done` gets the bytes
+    /// sent, all of them on success. Fails to start as `read` does (`Busy`:
+    /// a write or connect waits).
+    pub fn write(&self, lp: &mut Loop, data: Vec<u8>, deadline: Option<u64>, done: WriteDone) -> Result<(), Error> {
+        ops::start(&self.0, lp, Op::Write(data, 0, done), deadline)
+    }
+
+    /// Accepts a connection on `lp`, until `deadline`. Fails to start as
+    /// `read` does.
+    pub fn accept(&self, lp: &mut Loop, deadline: Option<u64>, done: Done<Socket>) -> Result<(), Error> {
+        let done: Done<RawFd> = Box::new(move |lp, r| done(lp, r.map(Socket::from_fd)));
+        ops::start(&self.0, lp, Op::Accept(done), deadline)
+    }
+
+    /// Waits on `lp`, until `deadline`, for the connection `connect_start`
+    /// began to be made or to fail. Fails to start as `write` does.
+    pub fn connect(&self, lp: &mut Loop, deadline: Option<u64>, done: Done<()>) -> Result<(), Error> {
+        ops::start(&self.0, lp, Op::Connect(done), deadline)
+    }
+
+    /// Receives a datagram of at most `max` bytes on `lp`, until `deadline`.
+    /// Fails to start as `read` does.
+    pub fn recvfrom(
+        &self,
+        lp: &mut Loop,
+        max: usize,
+        deadline: Option<u64>,
+        done: Done<(Vec<u8>, Addr)>,
+    ) -> Result<(), Error> {
+        ops::start(&self.0, lp, Op::RecvFrom(max, done), deadline)
+    }
+
+    /// Is an operation of `dir` waiting?
+    pub fn waiting(&self, dir: Dir) -> bool {
+        self.0.borrow().waiting(dir)
+    }
+
+    /// Cancels the operation of `dir`: its completion gets `Fail::Cancelled`
+    /// at the loop's next turn, never inside this call. False if none waits
+    /// (or it is cancelled already); `Error::Inval` for another loop.
+    pub fn cancel(&self, lp: &mut Loop, dir: Dir) -> Result<bool, Error> {
+        ops::cancel(&self.0, lp, dir)
+    }
+
+    /// Leaves `lp`: the waiting operations end with `Fail::Closed` (or
+    /// `Cancelled`, if they were) at the loop's next turn. The socket stays
+    /// open and may wait on another loop then. `Error::Inval` if it is
+    /// attached to another loop; nothing if to none.
+    pub fn detach(&self, lp: &mut Loop) -> Result<(), Error> {
+        ops::detach(&self.0, lp)
+    }
+
+    /// Forgets the loop it was attached to, once that loop was dropped
+    /// without detaching it (a face tearing down in any order): the
+    /// operations that waited are dropped without their completions, since
+    /// no loop is left to run them. Then `close(None)` works. Called while
+    /// the loop lives, the loop keeps the socket's handles, now idle.
+    pub fn forget_loop(&self) {
+        ops::forget_loop(&self.0)
+    }
+
+    /// Detaches it (from `lp`, which must be its loop if it has one), then
+    /// closes the descriptor. The read buffer stays readable. Closing twice
+    /// is fine.
+    pub fn close(&self, lp: Option<&mut Loop>) -> Result<(), Error> {
+        if let Some(lp) = lp {
+            self.detach(lp)?;
+        } else if self.0.borrow().attached() {
+            return Err(Error::Inval);
+        }
+        self.0.borrow_mut().io.close();
+        Ok(())
+    }
+}

@@ -1,0 +1,507 @@
+//! Tests of sockets on a loop, over loopback and socket pairs: how each
+//! operation ends (data, end of stream, timeout, cancel, close, error), that
+//! it ends once and never inside the call that caused it, partial writes,
+//! and the deadline rule.
+
+use std::cell::RefCell;
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::error::Error;
+use crate::reactor::{Loop, RunMode};
+
+const MS: u64 = 1_000_000;
+
+/// Where a completion leaves its result.
+type Got<T> = Rc<RefCell<Option<T>>>;
+
+fn got<T>() -> Got<T> {
+    Rc::new(RefCell::new(None))
+}
+
+/// A completion that stores its result, and fails the test if called twice.
+fn catch<T: 'static>(g: &Got<Result<T, Fail>>) -> Done<T> {
+    let g = g.clone();
+    Box::new(move |_, r| assert!(g.borrow_mut().replace(r).is_none(), "a completion ran twice"))
+}
+
+fn catch_write(g: &Got<(usize, Result<(), Fail>)>) -> WriteDone {
+    let g = g.clone();
+    Box::new(move |_, n, r| assert!(g.borrow_mut().replace((n, r)).is_none(), "a completion ran twice"))
+}
+
+/// Runs the loop one turn at a time until `g` holds a result (at most 5 s).
+fn run_until<T>(lp: &mut Loop, g: &Got<T>) {
+    let limit = Instant::now() + Duration::from_secs(5);
+    while g.borrow().is_none() {
+        assert!(Instant::now() < limit, "no result after 5 s");
+        lp.run(RunMode::Once).unwrap();
+    }
+}
+
+fn take<T>(g: &Got<T>) -> T {
+    g.borrow_mut().take().expect("a result")
+}
+
+/// A connected pair of local stream sockets.
+fn pair() -> (Socket, Socket) {
+    let (a, b) = sys::socketpair().unwrap();
+    (Socket::from_fd(a), Socket::from_fd(b))
+}
+
+fn loopback(port: u16) -> Addr {
+    Addr::new(SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// A TCP socket listening on a free loopback port, and its address.
+fn listener() -> (Socket, Addr) {
+    let s = Socket::new(libc::AF_INET, libc::SOCK_STREAM).unwrap();
+    s.bind(&loopback(0)).unwrap();
+    s.listen(16).unwrap();
+    let a = s.local_addr().unwrap();
+    (s, a)
+}
+
+fn deadline(lp: &mut Loop, ms: u64) -> Option<u64> {
+    Some(lp.now_fresh() + ms * MS)
+}
+
+#[test]
+fn a_read_ends_with_its_line_and_keeps_the_rest() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    assert!(b.waiting(Dir::Read));
+    a.try_write(b"hel").unwrap();
+    lp.run(RunMode::Once).unwrap();
+    assert!(g.borrow().is_none(), "half a line: still waiting");
+    a.try_write(b"lo\r\nrest").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"hello".to_vec()));
+    assert!(!b.waiting(Dir::Read));
+    assert_eq!(b.buffered(), 4, "the rest stays buffered");
+    assert!(!lp.alive(), "nothing waits: the paused poll keeps nothing going");
+    b.close(Some(&mut lp)).unwrap();
+    a.close(None).unwrap();
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(lp.check_close(), Ok(()), "every handle of the socket is gone");
+}
+
+#[test]
+fn a_read_the_buffer_answers_ends_at_the_next_turn_without_readiness() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    a.try_write(b"one\ntwo\n").unwrap();
+    assert_eq!(b.try_read(Pattern::Line), Some(Ok(b"one".to_vec())));
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    assert!(g.borrow().is_none(), "never inside the call");
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&g), Ok(b"two".to_vec()));
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn a_read_times_out_and_leaves_its_partial_bytes() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    a.try_write(b"par").unwrap();
+    let g = got();
+    let start = Instant::now();
+    let d = deadline(&mut lp, 20);
+    b.read(&mut lp, Pattern::Line, d, catch(&g)).unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Err(Fail::Timeout));
+    assert!(start.elapsed() >= Duration::from_millis(20));
+    assert_eq!(b.take_partial(Pattern::Line), b"par");
+    // A deadline already passed still tries once: the bytes there win.
+    a.try_write(b"now\n").unwrap();
+    let past = Some(lp.now_fresh());
+    b.read(&mut lp, Pattern::Line, past, catch(&g)).unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"now".to_vec()));
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn a_deadline_in_the_same_turn_as_readiness_delivers_the_bytes() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    let d = deadline(&mut lp, 5);
+    b.read(&mut lp, Pattern::Line, d, catch(&g)).unwrap();
+    a.try_write(b"in time\n").unwrap();
+    std::thread::sleep(Duration::from_millis(20)); // both are due when the loop turns
+    lp.run(RunMode::Once).unwrap();
+    assert_eq!(take(&g), Ok(b"in time".to_vec()), "the timer ran first, and tried once more");
+
+    // Not enough bytes by the deadline: the timeout wins, the bytes stay.
+    let d = deadline(&mut lp, 5);
+    b.read(&mut lp, Pattern::Count(10), d, catch(&g)).unwrap();
+    a.try_write(b"short").unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    lp.run(RunMode::Once).unwrap();
+    assert_eq!(take(&g), Err(Fail::Timeout));
+    assert_eq!(b.buffered(), 5);
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn the_peer_closing_ends_a_read_with_eof_or_with_all() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let (line, all) = (got(), got());
+    b.read(&mut lp, Pattern::Line, None, catch(&line)).unwrap();
+    a.try_write(b"abc").unwrap();
+    a.close(None).unwrap();
+    run_until(&mut lp, &line);
+    assert_eq!(take(&line), Err(Fail::Eof));
+    assert_eq!(Fail::Eof.message().to_str().unwrap(), "closed");
+    b.read(&mut lp, Pattern::All, None, catch(&all)).unwrap();
+    run_until(&mut lp, &all);
+    assert_eq!(take(&all), Ok(b"abc".to_vec()), "all: what came before the end");
+    b.read(&mut lp, Pattern::All, None, catch(&all)).unwrap();
+    run_until(&mut lp, &all);
+    assert_eq!(take(&all), Err(Fail::Eof), "all with nothing left fails");
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn cancel_ends_an_operation_once_at_the_next_turn() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    assert_eq!(b.cancel(&mut lp, Dir::Read), Ok(true));
+    assert!(g.borrow().is_none(), "never inside cancel");
+    assert_eq!(b.cancel(&mut lp, Dir::Read), Ok(false), "cancelled already");
+    assert_eq!(b.cancel(&mut lp, Dir::Write), Ok(false), "nothing waits there");
+    a.try_write(b"late\n").unwrap(); // readiness after the cancel resumes nothing
+    lp.run(RunMode::Once).unwrap();
+    assert_eq!(take(&g), Err(Fail::Cancelled));
+    lp.run(RunMode::NoWait).unwrap();
+    assert!(g.borrow().is_none(), "once");
+    assert_eq!(b.try_read(Pattern::Line), Some(Ok(b"late".to_vec())), "the bytes were left for the next read");
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn close_ends_the_waiting_operations_with_closed_later() {
+    let mut lp = Loop::new().unwrap();
+    let (_a, b) = pair();
+    let (r, w) = (got(), got());
+    b.read(&mut lp, Pattern::All, None, catch(&r)).unwrap();
+    // Fill the send buffer so that a write waits too.
+    b.write(&mut lp, vec![7; 8 << 20], None, catch_write(&w)).unwrap();
+    lp.run(RunMode::NoWait).unwrap();
+    assert!(b.waiting(Dir::Read) && b.waiting(Dir::Write), "both directions at once");
+    b.close(Some(&mut lp)).unwrap();
+    assert_eq!(b.fd(), -1);
+    assert!(r.borrow().is_none() && w.borrow().is_none(), "never inside close");
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&r), Err(Fail::Closed));
+    let (sent, end) = take(&w);
+    assert_eq!(end, Err(Fail::Closed));
+    assert!(sent > 0 && sent < 8 << 20, "{sent} bytes went before the close");
+    assert_eq!(lp.check_close(), Ok(()));
+    assert_eq!(b.close(Some(&mut lp)), Ok(()), "twice is fine");
+}
+
+#[test]
+fn a_cancelled_operation_closed_before_its_turn_stays_cancelled() {
+    let mut lp = Loop::new().unwrap();
+    let (_a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    b.cancel(&mut lp, Dir::Read).unwrap();
+    b.close(Some(&mut lp)).unwrap();
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&g), Err(Fail::Cancelled));
+}
+
+#[test]
+fn a_completion_may_close_the_socket_the_other_direction_waits_on() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let (r, w) = (got(), got());
+    let b2 = b.clone();
+    let r2 = r.clone();
+    b.read(
+        &mut lp,
+        Pattern::Line,
+        None,
+        Box::new(move |lp, res| {
+            *r2.borrow_mut() = Some(res);
+            b2.close(Some(lp)).unwrap();
+        }),
+    )
+    .unwrap();
+    b.write(&mut lp, vec![1; 8 << 20], None, catch_write(&w)).unwrap();
+    a.try_write(b"bye\n").unwrap();
+    run_until(&mut lp, &w);
+    assert_eq!(take(&r), Ok(b"bye".to_vec()));
+    assert_eq!(take(&w).1, Err(Fail::Closed));
+}
+
+#[test]
+fn writes_go_whole_or_report_how_much_went() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let big: Vec<u8> = (0..8u32 << 20).map(|i| i as u8).collect();
+    // Nobody reads: the write fills the socket and times out part way.
+    let w = got();
+    let d = deadline(&mut lp, 30);
+    a.write(&mut lp, big.clone(), d, catch_write(&w)).unwrap();
+    run_until(&mut lp, &w);
+    let (sent, end) = take(&w);
+    assert_eq!(end, Err(Fail::Timeout));
+    assert!(sent > 0 && sent < big.len(), "a partial write: {sent}");
+    // The reader takes those bytes and the whole of a second write.
+    let r = got();
+    b.read(&mut lp, Pattern::Count(sent + big.len()), None, catch(&r)).unwrap();
+    a.write(&mut lp, big.clone(), None, catch_write(&w)).unwrap();
+    run_until(&mut lp, &w);
+    assert_eq!(take(&w), (big.len(), Ok(())));
+    run_until(&mut lp, &r);
+    let data = take(&r).unwrap();
+    assert_eq!(&data[..sent], &big[..sent]);
+    assert_eq!(&data[sent..], &big[..]);
+    assert_eq!(a.try_write(b""), Ok(0));
+    a.close(Some(&mut lp)).unwrap();
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn a_write_to_a_closed_peer_fails_with_its_errno() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    b.close(None).unwrap();
+    assert_eq!(a.try_write(b"x"), Err(Fail::Sys(libc::EPIPE)));
+    let w = got();
+    a.write(&mut lp, b"x".to_vec(), None, catch_write(&w)).unwrap();
+    run_until(&mut lp, &w);
+    assert_eq!(take(&w), (0, Err(Fail::Sys(libc::EPIPE))));
+    assert_eq!(Fail::Sys(libc::EPIPE).message().to_str().unwrap(), "closed");
+    a.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn accept_and_connect_meet_on_loopback() {
+    let mut lp = Loop::new().unwrap();
+    let (srv, addr) = listener();
+    assert!(srv.try_accept().is_none(), "nobody yet");
+    let (acc, con) = (got(), got());
+    srv.accept(&mut lp, None, catch(&acc)).unwrap();
+    let c = Socket::new(libc::AF_INET, libc::SOCK_STREAM).unwrap();
+    if !c.connect_start(&addr).unwrap() {
+        let d = deadline(&mut lp, 5000);
+        c.connect(&mut lp, d, catch(&con)).unwrap();
+        run_until(&mut lp, &con);
+        assert_eq!(take(&con), Ok(()));
+    }
+    run_until(&mut lp, &acc);
+    let s = take(&acc).unwrap();
+    assert_eq!(s.peer_addr().unwrap().to_socket_addr(), c.local_addr().unwrap().to_socket_addr());
+    // The accepted socket works on the same loop.
+    let g = got();
+    s.read(&mut lp, Pattern::Count(2), None, catch(&g)).unwrap();
+    c.try_write(b"ok").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"ok".to_vec()));
+    // Nobody else connects: the accept times out.
+    let d = deadline(&mut lp, 10);
+    srv.accept(&mut lp, d, catch(&acc)).unwrap();
+    run_until(&mut lp, &acc);
+    assert!(matches!(take(&acc), Err(Fail::Timeout)));
+    for sock in [srv, c, s] {
+        sock.close(Some(&mut lp)).unwrap();
+    }
+}
+
+#[test]
+fn a_refused_connection_ends_with_its_errno() {
+    let mut lp = Loop::new().unwrap();
+    let (srv, addr) = listener();
+    srv.close(None).unwrap(); // nobody listens there now
+    let c = Socket::new(libc::AF_INET, libc::SOCK_STREAM).unwrap();
+    match c.connect_start(&addr) {
+        Err(f) => assert_eq!(f, Fail::Sys(libc::ECONNREFUSED)),
+        Ok(true) => panic!("connected to a closed port"),
+        Ok(false) => {
+            let g = got();
+            c.connect(&mut lp, None, catch(&g)).unwrap();
+            run_until(&mut lp, &g);
+            assert_eq!(take(&g), Err(Fail::Sys(libc::ECONNREFUSED)));
+            assert_eq!(Fail::Sys(libc::ECONNREFUSED).message().to_str().unwrap(), "connection refused");
+        }
+    }
+    c.close(Some(&mut lp)).unwrap();
+    assert_eq!(c.connect_start(&addr), Err(Fail::Closed));
+}
+
+#[test]
+fn recvfrom_gets_a_datagram_and_its_sender_or_times_out() {
+    let mut lp = Loop::new().unwrap();
+    let u1 = Socket::new(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+    let u2 = Socket::new(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+    u1.bind(&loopback(0)).unwrap();
+    u2.bind(&loopback(0)).unwrap();
+    let g = got();
+    let d = deadline(&mut lp, 10);
+    u2.recvfrom(&mut lp, 100, d, catch(&g)).unwrap();
+    run_until(&mut lp, &g);
+    assert!(matches!(take(&g), Err(Fail::Timeout)));
+    u2.recvfrom(&mut lp, 100, None, catch(&g)).unwrap();
+    let to = u2.local_addr().unwrap();
+    assert_eq!(u1.try_sendto(b"ping", Some(&to)), Ok(4));
+    run_until(&mut lp, &g);
+    let (data, from) = take(&g).unwrap();
+    assert_eq!(data, b"ping");
+    assert_eq!(from.to_socket_addr(), u1.local_addr().unwrap().to_socket_addr());
+    assert!(u2.try_recvfrom(100).is_none(), "no other datagram");
+    u1.close(None).unwrap();
+    u2.close(Some(&mut lp)).unwrap();
+    assert_eq!(u1.try_sendto(b"x", Some(&to)), Err(Fail::Closed));
+}
+
+#[test]
+fn starts_that_fail_change_nothing_and_call_nothing() {
+    let mut lp = Loop::new().unwrap();
+    let mut other = Loop::new().unwrap();
+    let (_a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    let never = |_: &mut Loop, _: Result<Vec<u8>, Fail>| panic!("a failed start called its completion");
+    assert_eq!(b.read(&mut lp, Pattern::All, None, Box::new(never)), Err(Error::Busy), "one read at a time");
+    assert_eq!(b.recvfrom(&mut lp, 9, None, Box::new(|_, _| panic!("called"))), Err(Error::Busy));
+    assert_eq!(b.write(&mut other, vec![1], None, Box::new(|_, _, _| panic!("called"))), Err(Error::Inval));
+    assert_eq!(b.cancel(&mut other, Dir::Read), Err(Error::Inval), "another loop");
+    assert_eq!(b.detach(&mut other), Err(Error::Inval));
+    assert_eq!(b.close(None), Err(Error::Inval), "attached: close needs its loop");
+    assert!(b.fd() >= 0, "still open");
+    b.close(Some(&mut lp)).unwrap();
+    assert_eq!(b.read(&mut lp, Pattern::All, None, Box::new(never)), Err(Error::BadF), "closed");
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&g), Err(Fail::Closed), "the first read ended by the close");
+    assert_eq!(b.try_read(Pattern::Line), Some(Err(Fail::Closed)));
+    assert_eq!(b.try_write(b"x"), Err(Fail::Closed));
+    assert!(matches!(b.try_accept(), Some(Err(Fail::Closed))));
+    assert_eq!(b.local_addr().err(), Some(libc::EBADF));
+    // A descriptor epoll refuses: the start fails, nothing waits.
+    let file = std::fs::File::open("/proc/self/exe").unwrap();
+    let f = Socket::from_fd(std::os::fd::IntoRawFd::into_raw_fd(file));
+    assert_eq!(f.read(&mut lp, Pattern::All, None, Box::new(never)), Err(Error::Perm));
+    assert!(!f.waiting(Dir::Read));
+    f.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn a_socket_lives_while_an_operation_waits_on_it() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Count(3), None, catch(&g)).unwrap();
+    drop(b); // the face let go; the read still holds the socket
+    a.try_write(b"xyz").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"xyz".to_vec()));
+    a.close(None).unwrap();
+}
+
+#[test]
+fn the_loop_runs_until_the_operations_end() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let (r, t) = (got(), got());
+    b.read(&mut lp, Pattern::Line, None, catch(&r)).unwrap();
+    let d = deadline(&mut lp, 10);
+    a.read(&mut lp, Pattern::Line, d, catch(&t)).unwrap();
+    // Two timers write, after the deadline of `a`'s read.
+    for (ms, from, text) in [(20, b.clone(), b"x\n"), (30, a.clone(), b"y\n")] {
+        let timer = lp.timer_init(0);
+        lp.timer_start(
+            timer,
+            ms * MS,
+            0,
+            Box::new(move |_, _| {
+                let _ = from.try_write(text);
+            }),
+        )
+        .unwrap();
+    }
+    assert!(!lp.run(RunMode::Default).unwrap(), "nothing left alive once both ended");
+    assert_eq!(take(&t), Err(Fail::Timeout));
+    assert_eq!(take(&r), Ok(b"y".to_vec()));
+    assert_eq!(a.try_read(Pattern::Line), Some(Ok(b"x".to_vec())));
+}
+
+#[test]
+fn a_detached_socket_waits_on_another_loop() {
+    let mut one = Loop::new().unwrap();
+    let mut two = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut one, Pattern::Line, None, catch(&g)).unwrap();
+    b.detach(&mut one).unwrap();
+    one.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&g), Err(Fail::Closed));
+    assert!(b.fd() >= 0, "detached, not closed");
+    b.read(&mut two, Pattern::Line, None, catch(&g)).unwrap();
+    a.try_write(b"there\n").unwrap();
+    run_until(&mut two, &g);
+    assert_eq!(take(&g), Ok(b"there".to_vec()));
+    b.close(Some(&mut two)).unwrap();
+    two.run(RunMode::NoWait).unwrap();
+    assert_eq!((one.check_close(), two.check_close()), (Ok(()), Ok(())));
+}
+
+#[test]
+fn lines_split_at_every_position_arrive_whole() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let stream = b"first\r\nsecond\nthird\n";
+    for cut in 0..=stream.len() {
+        let mut lines = Vec::new();
+        a.try_write(&stream[..cut]).unwrap();
+        let mut rest = &stream[cut..];
+        while lines.len() < 3 {
+            let g = got();
+            b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+            lp.run(RunMode::NoWait).unwrap();
+            if g.borrow().is_none() {
+                a.try_write(rest).unwrap();
+                rest = b"";
+                run_until(&mut lp, &g);
+            }
+            lines.push(take(&g).unwrap());
+        }
+        assert_eq!(lines, [&b"first"[..], b"second", b"third"], "split at {cut}");
+    }
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn a_socket_whose_loop_was_dropped_forgets_it_and_its_operations() {
+    struct Guard(Rc<RefCell<bool>>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            *self.0.borrow_mut() = true;
+        }
+    }
+    let mut lp = Loop::new().unwrap();
+    let (_a, b) = pair();
+    let dropped = Rc::new(RefCell::new(false));
+    let guard = Guard(dropped.clone());
+    b.read(&mut lp, Pattern::Line, None, Box::new(move |_, _| drop(guard))).unwrap();
+    drop(lp);
+    assert_eq!(b.close(None), Err(Error::Inval), "still attached");
+    assert!(!*dropped.borrow());
+    b.forget_loop();
+    assert!(*dropped.borrow(), "the completion went with its operation");
+    assert!(!b.waiting(Dir::Read));
+    assert_eq!(b.close(None), Ok(()));
+    assert_eq!(b.fd(), -1);
+}
