@@ -1505,7 +1505,8 @@ int cot_signal_stop(struct cot_loop *loop, cot_handle handle);
 /**
  * Creates a stopped handle for child process `pid` (a child of this process)
  * carrying `data`; stores it in `*handle`. Returns 0, `COT_EINVAL` (pid <= 0),
- * or `COT_ESRCH` (no such process).
+ * `COT_ESRCH` (no such process), or `COT_ECHILD` (not a child of this
+ * process, or reaped already: its end could never be reported).
  *
  * # Safety
  * `loop` is NULL or a live loop; `handle` is NULL or writable.

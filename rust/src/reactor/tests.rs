@@ -452,6 +452,8 @@ fn child_handles_reap_the_child_and_report_its_exit() {
     assert_eq!(got, [(1, Ok(Exit { status: 3, signal: 0 })), (2, Ok(Exit { status: 0, signal: libc::SIGTERM }))]);
     assert_eq!(l.child_init(0, 0), Err(Error::Inval));
     assert_eq!(l.child_init(i32::MAX, 0), Err(Error::Srch));
+    let parent = std::os::unix::process::parent_id() as i32;
+    assert_eq!(l.child_init(parent, 0), Err(Error::Child), "alive, not ours: it could never be reaped");
 }
 
 #[test]
