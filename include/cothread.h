@@ -1052,8 +1052,9 @@ struct cot_loop *cot_loop_new(void);
 
 /**
  * Frees a loop. Returns `COT_EBUSY` (freeing nothing) while handles remain
- * (close them, then run the loop until their close callbacks ran) or when
- * called from a callback; NULL is accepted (returns 0).
+ * or when called from a callback; NULL is accepted (returns 0). A handle
+ * closed with a close callback remains until a run called it; one closed
+ * without (a coroutine freed unfinished closes its task so) does not.
  *
  * # Safety
  * `loop` is NULL or a live loop.
