@@ -5,8 +5,18 @@
  * - Functions return 0 (or 1/0 for yes/no questions) on success and a negative
  *   COT_E* code on failure; cot_strerror() and cot_err_name() describe codes.
  *   A call that fails changes nothing and never runs a callback.
- * - Every pointer and handle is checked: NULL, a freed task or a task of
- *   another scheduler give COT_EINVAL, never a crash.
+ * - Checked, never a crash (COT_EINVAL unless said): NULL pointers; handles
+ *   (cot_task, cot_handle, cot_req) freed, closed, of another scheduler or
+ *   loop, of the other kind or made up (one in 2^32 passes); unknown modes;
+ *   a cot_coro_init block after cot_coro_free; calls that would re-enter an
+ *   object from its own callback (COT_EBUSY).
+ * - The caller's duty, not checked: an object pointer (cot_sched, cot_loop,
+ *   cot_pool, cot_timers, cot_promise, cot_future, a cot_coro from
+ *   cot_coro_new) is used only between its creation and its free or close,
+ *   so never freed or closed twice; memory passed in (arrays, buffers,
+ *   blocks, stacks, nodes) is valid for its size and lifetime. Breaking
+ *   either is undefined behaviour, as free() twice is.
+ *   doc/c.md ("Checked input and the caller's duty") lists every case.
  * - Objects are single-threaded: use each from one thread at a time. Only
  *   functions marked "safe from any thread" may be called concurrently.
  * - Times are nanoseconds of CLOCK_MONOTONIC unless a clock was injected.

@@ -95,7 +95,7 @@ impl Sched {
 
     /// A scheduler reading the given clock.
     pub fn with_clock(clock: Clock) -> Sched {
-        let mut arena = Arena::new(generation_seed());
+        let mut arena = Arena::new(crate::util::os::generation_seed());
         let ready = arena.alloc(Role::Ready, 0);
         Sched {
             arena,
@@ -500,15 +500,6 @@ fn check_when(when: When) -> Result<()> {
         When::Wait(key) => check_key(key),
         _ => Ok(()),
     }
-}
-
-/// Varies generations between schedulers (see `Arena::new`): the instance's
-/// stack address and the clock, mixed.
-fn generation_seed() -> u32 {
-    let local = 0u8;
-    let x = (&local as *const u8 as u64) ^ crate::time::monotonic_ns();
-    let x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (x >> 32) as u32 ^ x as u32
 }
 
 #[cfg(test)]
