@@ -197,6 +197,13 @@ struct stat;
 #define COT_WAKE_SETTLED 5
 
 /**
+ * A loop task's callback wake: the operation it awaited could not run;
+ * `events` is the error: `COT_ENOMEM` (work, and no pool thread could
+ * start) or `COT_ECANCELED` (the pool was stopped).
+ */
+#define COT_WAKE_FAILED 6
+
+/**
  * Action: drop the results of the late callback (clean them up).
  */
 #define COT_ACT_DROP_RESULTS (1 << 0)
@@ -1253,7 +1260,10 @@ int cot_loop_task_sleep(struct cot_loop *loop, cot_handle task, uint64_t ns);
 /**
  * The task awaits `work(data)` on the pool: its callback then runs with
  * `COT_WAKE_WORKED`, unless something else resumed it before (then the work
- * is cancelled if it has not started). Returns 0 or `COT_EINVAL`.
+ * is cancelled if it has not started), or with `COT_WAKE_FAILED` and the
+ * error in `events` if the work could not run (`COT_ENOMEM`: no pool thread
+ * could start; `COT_ECANCELED`: the pool was stopped). Returns 0 or
+ * `COT_EINVAL`.
  *
  * # Safety
  * `loop` is NULL or a live loop; `work(data)` may run on another thread.
@@ -2248,9 +2258,11 @@ int cot_loop_set_pool(struct cot_loop *loop, struct cot_pool *pool);
 
 /**
  * Runs `work(data)` on a thread of the loop's pool (started at the first
- * request), then `after(loop, req, status, data)` on the loop. The request
- * keeps the loop alive until `after` ran. Stores the request in `*req` (may
- * be NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
+ * request), then `after(loop, req, status, data)` on the loop. `status` is
+ * 0, `COT_ECANCELED` (cancelled, or the pool was stopped) or `COT_ENOMEM`
+ * (no pool thread could start); `work` ran only with 0. The request keeps
+ * the loop alive until `after` ran. Stores the request in `*req` (may be
+ * NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
  *
  * # Safety
  * `loop` is NULL or a live loop; `work(data)` may run on another thread,
@@ -2459,8 +2471,9 @@ int cot_coro_poll(cot_handle poll, int events, uint64_t timeout_ns);
  * Runs `work(data)` on a thread of the loop's pool and waits until it ran.
  * Returns 0, `COT_ECANCELED` (woken before it ran: it is cancelled if it has
  * not started, and runs to its end otherwise, so `data` must outlive it;
- * or the pool was stopped), `COT_EINVAL` (NULL `work`), or `COT_EPERM`
- * outside coroutines.
+ * or the pool was stopped), `COT_ENOMEM` (no pool thread could start: the
+ * work did not run), `COT_EINVAL` (NULL `work`), or `COT_EPERM` outside
+ * coroutines.
  *
  * # Safety
  * `work(data)` may run on another thread, concurrently with the loop.
