@@ -170,18 +170,8 @@ impl Sched {
         while let Some(step) = self.steps.pop() {
             match step {
                 Step::Settle(key) => self.settle_step(key),
-                Step::Watch { combo, part, end } => {
-                    if part + 1 < end {
-                        self.steps.push(Step::Watch { combo, part: part + 1, end });
-                    }
-                    self.watch_part(combo, part as usize);
-                }
-                Step::Unwatch { combo, part, end } => {
-                    if part + 1 < end {
-                        self.steps.push(Step::Unwatch { combo, part: part + 1, end });
-                    }
-                    self.unwatch_part(combo, part as usize);
-                }
+                Step::Watch { combo, part, end } => self.parts_step(combo, part, end, true),
+                Step::Unwatch { combo, part, end } => self.parts_step(combo, part, end, false),
                 Step::Fire(key) => {
                     self.steps.push(Step::Fired(key));
                     self.disarm(key);
@@ -237,39 +227,55 @@ impl Sched {
         }
     }
 
+    /// Watches (or unwatches) parts `part..end` of `combo` in turn. Plain
+    /// parts are done in place; after a combined one, whose settling may
+    /// spread, the rest waits on the stack below that settling.
+    fn parts_step(&mut self, combo: usize, part: u32, end: u32, watch: bool) {
+        for i in part..end {
+            let spread = if watch { self.watch_part(combo, i as usize) } else { self.unwatch_part(combo, i as usize) };
+            if let Some(p) = spread {
+                if i + 1 < end {
+                    let (combo, part) = (combo, i + 1);
+                    self.steps.push(if watch {
+                        Step::Watch { combo, part, end }
+                    } else {
+                        Step::Unwatch { combo, part, end }
+                    });
+                }
+                self.steps.push(Step::Settle(p));
+                return;
+            }
+        }
+    }
+
     /// Registers combined signal `key`'s watch on its part `i`, if `key` is
     /// still armed (arming a part may fire it, and so `key`, on the spot).
-    fn watch_part(&mut self, key: usize, i: usize) {
-        let Some(c) = self.combo_mut(key).filter(|c| c.armed) else {
-            return;
-        };
+    /// Returns the part if it is a combined signal, to settle.
+    fn watch_part(&mut self, key: usize, i: usize) -> Option<usize> {
+        let c = self.combo_mut(key).filter(|c| c.armed)?;
         let p = c.parts[i].key;
         let sig = self.signals.entry(p).or_default();
         sig.watchers.push(Watch { combo: key, part: i });
         // A plain key with a watch needs no settling.
-        if sig.combo.is_some() {
-            self.steps.push(Step::Settle(p));
-        }
+        sig.combo.is_some().then_some(p)
     }
 
     /// Removes combined signal `key`'s watch from its part `i`, if there.
-    fn unwatch_part(&mut self, key: usize, i: usize) {
+    /// Returns the part if it is a combined signal, to settle.
+    fn unwatch_part(&mut self, key: usize, i: usize) -> Option<usize> {
         let p = self.combo(key).parts[i].key;
         let w = Watch { combo: key, part: i };
-        let Some(sig) = self.signals.get_mut(&p) else {
-            return;
-        };
-        let Some(at) = sig.watchers.iter().position(|&x| x == w) else {
-            return;
-        };
+        let sig = self.signals.get_mut(&p)?;
+        let at = sig.watchers.iter().position(|&x| x == w)?;
         sig.watchers.swap_remove(at);
         match &sig.combo {
-            Some(_) => self.steps.push(Step::Settle(p)),
+            Some(_) => Some(p),
             // A plain key's settling spreads nowhere: done here.
             None if sig.queue == NIL && sig.watchers.is_empty() => {
                 self.signals.remove(&p);
+                None
             }
-            None => {}
+            None => None,
         }
     }
 
