@@ -5,8 +5,18 @@
  * - Functions return 0 (or 1/0 for yes/no questions) on success and a negative
  *   COT_E* code on failure; cot_strerror() and cot_err_name() describe codes.
  *   A call that fails changes nothing and never runs a callback.
- * - Every pointer and handle is checked: NULL, a freed task or a task of
- *   another scheduler give COT_EINVAL, never a crash.
+ * - Checked, never a crash (COT_EINVAL unless said): NULL pointers; handles
+ *   (cot_task, cot_handle, cot_req) freed, closed, of another scheduler or
+ *   loop, of the other kind or made up (one in 2^32 passes); unknown modes;
+ *   a cot_coro_init block after cot_coro_free; calls that would re-enter an
+ *   object from its own callback (COT_EBUSY).
+ * - The caller's duty, not checked: an object pointer (cot_sched, cot_loop,
+ *   cot_pool, cot_timers, cot_promise, cot_future, a cot_coro from
+ *   cot_coro_new) is used only between its creation and its free or close,
+ *   so never freed or closed twice; memory passed in (arrays, buffers,
+ *   blocks, stacks, nodes) is valid for its size and lifetime. Breaking
+ *   either is undefined behaviour, as free() twice is.
+ *   doc/c.md ("Checked input and the caller's duty") lists every case.
  * - Objects are single-threaded: use each from one thread at a time. Only
  *   functions marked "safe from any thread" may be called concurrently.
  * - Times are nanoseconds of CLOCK_MONOTONIC unless a clock was injected.
@@ -185,6 +195,13 @@ struct stat;
  * is settled.
  */
 #define COT_WAKE_SETTLED 5
+
+/**
+ * A loop task's callback wake: the operation it awaited could not run;
+ * `events` is the error: `COT_ENOMEM` (work, and no pool thread could
+ * start) or `COT_ECANCELED` (the pool was stopped).
+ */
+#define COT_WAKE_FAILED 6
 
 /**
  * Action: drop the results of the late callback (clean them up).
@@ -1079,8 +1096,9 @@ struct cot_loop *cot_loop_new(void);
 
 /**
  * Frees a loop. Returns `COT_EBUSY` (freeing nothing) while handles remain
- * (close them, then run the loop until their close callbacks ran) or when
- * called from a callback; NULL is accepted (returns 0).
+ * or when called from a callback; NULL is accepted (returns 0). A handle
+ * closed with a close callback remains until a run called it; one closed
+ * without (a coroutine freed unfinished closes its task so) does not.
  *
  * # Safety
  * `loop` is NULL or a live loop.
@@ -1269,7 +1287,10 @@ int cot_loop_task_sleep(struct cot_loop *loop, cot_handle task, uint64_t ns);
 /**
  * The task awaits `work(data)` on the pool: its callback then runs with
  * `COT_WAKE_WORKED`, unless something else resumed it before (then the work
- * is cancelled if it has not started). Returns 0 or `COT_EINVAL`.
+ * is cancelled if it has not started), or with `COT_WAKE_FAILED` and the
+ * error in `events` if the work could not run (`COT_ENOMEM`: no pool thread
+ * could start; `COT_ECANCELED`: the pool was stopped). Returns 0 or
+ * `COT_EINVAL`.
  *
  * # Safety
  * `loop` is NULL or a live loop; `work(data)` may run on another thread.
@@ -1532,7 +1553,8 @@ int cot_signal_stop(struct cot_loop *loop, cot_handle handle);
 /**
  * Creates a stopped handle for child process `pid` (a child of this process)
  * carrying `data`; stores it in `*handle`. Returns 0, `COT_EINVAL` (pid <= 0),
- * or `COT_ESRCH` (no such process).
+ * `COT_ESRCH` (no such process), or `COT_ECHILD` (not a child of this
+ * process, or reaped already: its end could never be reported).
  *
  * # Safety
  * `loop` is NULL or a live loop; `handle` is NULL or writable.
@@ -2263,9 +2285,11 @@ int cot_loop_set_pool(struct cot_loop *loop, struct cot_pool *pool);
 
 /**
  * Runs `work(data)` on a thread of the loop's pool (started at the first
- * request), then `after(loop, req, status, data)` on the loop. The request
- * keeps the loop alive until `after` ran. Stores the request in `*req` (may
- * be NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
+ * request), then `after(loop, req, status, data)` on the loop. `status` is
+ * 0, `COT_ECANCELED` (cancelled, or the pool was stopped) or `COT_ENOMEM`
+ * (no pool thread could start); `work` ran only with 0. The request keeps
+ * the loop alive until `after` ran. Stores the request in `*req` (may be
+ * NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
  *
  * # Safety
  * `loop` is NULL or a live loop; `work(data)` may run on another thread,
@@ -2474,8 +2498,9 @@ int cot_coro_poll(cot_handle poll, int events, uint64_t timeout_ns);
  * Runs `work(data)` on a thread of the loop's pool and waits until it ran.
  * Returns 0, `COT_ECANCELED` (woken before it ran: it is cancelled if it has
  * not started, and runs to its end otherwise, so `data` must outlive it;
- * or the pool was stopped), `COT_EINVAL` (NULL `work`), or `COT_EPERM`
- * outside coroutines.
+ * or the pool was stopped), `COT_ENOMEM` (no pool thread could start: the
+ * work did not run), `COT_EINVAL` (NULL `work`), or `COT_EPERM` outside
+ * coroutines.
  *
  * # Safety
  * `work(data)` may run on another thread, concurrently with the loop.

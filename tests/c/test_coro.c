@@ -803,6 +803,34 @@ static void *error_cases(void *arg) {
     return NULL;
 }
 
+/* Freeing unfinished coroutines frees their loop tasks at once: the loop
+ * closes right after, with no run in between (doc/c.md, "The loop"). */
+static void test_free_then_close(void) {
+    cot_loop *loop = cot_loop_new();
+    int rw = 1, rs = 1;
+    cot_coro *created, *ready, *waiting, *sleeping;
+    CHECK_EQ(cot_coro_new(loop, return_arg, NULL, 0, &created), 0);
+    CHECK_EQ(cot_coro_new(loop, return_arg, NULL, 0, &ready), 0);
+    CHECK_EQ(cot_coro_new(loop, wait_forever, &rw, 0, &waiting), 0);
+    CHECK_EQ(cot_coro_new(loop, sleep_long, &rs, 0, &sleeping), 0);
+    CHECK_EQ(cot_coro_start(waiting), 0);
+    CHECK_EQ(cot_coro_start(sleeping), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_NOWAIT), 1);
+    CHECK_EQ(cot_coro_start(ready), 0);
+    CHECK_EQ(cot_coro_status(waiting), COT_CORO_WAITING);
+    CHECK_EQ(cot_coro_status(sleeping), COT_CORO_WAITING);
+    CHECK_EQ(cot_coro_status(ready), COT_CORO_READY);
+    CHECK_EQ(cot_loop_close(loop), COT_EBUSY); /* four coroutines */
+    CHECK_EQ(cot_coro_free(created), 0);
+    CHECK_EQ(cot_coro_free(ready), 0);
+    CHECK_EQ(cot_coro_free(waiting), 0);
+    CHECK_EQ(cot_loop_close(loop), COT_EBUSY); /* one left */
+    CHECK_EQ(cot_coro_free(sleeping), 0);
+    CHECK_EQ(cot_loop_close(loop), 0);
+    CHECK_EQ(rw, 1); /* abandoned: their waits never returned */
+    CHECK_EQ(rs, 1);
+}
+
 static void test_errors(void) {
     cot_loop *loop = cot_loop_new(), *other = cot_loop_new();
     cot_coro *co = NULL, *foreign = NULL;
@@ -874,7 +902,7 @@ static void test_errors(void) {
     /* A created coroutine keeps its loop from closing; freed, it does not. */
     CHECK_EQ(cot_loop_close(other), COT_EBUSY);
     CHECK_EQ(cot_coro_free(foreign), 0);
-    finish_loop(other);
+    CHECK_EQ(cot_loop_close(other), 0);
     /* Error names. */
     CHECK(strcmp(cot_err_name(COT_EPERM), "COT_EPERM") == 0);
 }
@@ -889,6 +917,7 @@ int main(void) {
     test_guard_page();
     test_sleep_and_timeouts();
     test_wake();
+    test_free_then_close();
     test_wait_any();
     test_wait_any_finished();
     test_poll();

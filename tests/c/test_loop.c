@@ -85,6 +85,24 @@ static void test_repeat_and_close(void) {
     CHECK_EQ(closed, 10);
     CHECK_EQ(cot_close(loop, t, NULL), COT_EINVAL); /* gone */
     CHECK_EQ(cot_loop_close(loop), 0);
+
+    /* Closed without a callback, a handle does not wait for a run to let the
+     * loop close; with one, the loop is busy until the callback ran. */
+    loop = cot_loop_new();
+    cot_handle quiet, told;
+    CHECK_EQ(cot_timer_init(loop, &weight, &quiet), 0);
+    CHECK_EQ(cot_timer_init(loop, &weight, &told), 0);
+    CHECK_EQ(cot_timer_start(loop, quiet, on_tick, 1000 * MS, 0), 0);
+    CHECK_EQ(cot_close(loop, quiet, NULL), 0);
+    CHECK_EQ(cot_close(loop, told, on_closed), 0);
+    CHECK_EQ(cot_loop_close(loop), COT_EBUSY); /* told's callback is due */
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+    CHECK_EQ(closed, 20);
+    CHECK_EQ(cot_loop_close(loop), 0);
+    loop = cot_loop_new();
+    CHECK_EQ(cot_timer_init(loop, &weight, &quiet), 0);
+    CHECK_EQ(cot_close(loop, quiet, NULL), 0);
+    CHECK_EQ(cot_loop_close(loop), 0);
 }
 
 static int reads;

@@ -73,6 +73,11 @@ static void test_child(void) {
     CHECK_EQ(killed.signal, SIGTERM);
     CHECK_EQ(cot_child_init(loop, 0, NULL, &bad), COT_EINVAL);
     CHECK_EQ(cot_child_init(loop, 0x7fffffff, NULL, &bad), COT_ESRCH);
+    /* Alive but not ours: the loop could never reap it, so no handle. */
+    CHECK_EQ(cot_child_init(loop, getppid(), NULL, &bad), COT_ECHILD);
+    CHECK_EQ(cot_child_init(loop, 1, NULL, &bad), COT_ECHILD);
+    int reaped = cot_child_init(loop, pa, NULL, &bad); /* ECHILD if the pid was reused */
+    CHECK(reaped == COT_ESRCH || reaped == COT_ECHILD);
     CHECK_EQ(cot_child_start(loop, a, on_exit_cb), COT_EINVAL); /* closed */
     CHECK_EQ(cot_loop_close(loop), 0);
 }

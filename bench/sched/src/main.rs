@@ -3,7 +3,10 @@
 //! - schedule + take-next cycles against a `VecDeque` ring of ids;
 //! - `notify` of a signal queue with 10 and 100 000 waiters (O(1): the two
 //!   must be within 2x) against moving the waiters one by one;
-//! - postponing and expiring n tasks against std's `BinaryHeap`.
+//! - postponing and expiring n tasks against std's `BinaryHeap`;
+//! - shallow combined signals (`onany`, `onall`, one nested in another):
+//!   a wait and the notifies that fire it, against the same wait on a plain
+//!   signal.
 //!
 //! Run: `cargo run --release -p cothread-bench-sched`
 
@@ -119,6 +122,35 @@ fn postpone(n: usize) -> (f64, f64) {
     (ours, base)
 }
 
+/// ns per cycle of: `t` waits on `wait_on`, `fire` notifies the keys that
+/// wake it, `t` leaves the ready queue.
+fn wait_cycle(s: &mut Sched, wait_on: usize, fire: &[usize]) -> f64 {
+    let t = s.task_new(0);
+    const CYCLES: u64 = 1_000_000;
+    best(5, CYCLES, || {
+        for _ in 0..CYCLES {
+            s.schedule(t, When::Wait(black_box(wait_on))).unwrap();
+            for &k in fire {
+                s.notify(black_box(k), When::Later).unwrap();
+            }
+            s.unschedule(t).unwrap();
+        }
+    })
+}
+
+fn combined() {
+    let (a, b, c) = (0xa0usize, 0xb0usize, 0xc0usize);
+    let mut s = Sched::new();
+    let plain = wait_cycle(&mut s, a, &[a]);
+    let any = s.onany(&[a, b]).unwrap();
+    row("onany(a, b): wait, notify a", wait_cycle(&mut s, any, &[a]), plain);
+    let all = s.onall(&[a, b, c]).unwrap();
+    row("onall(a, b, c): wait, notify a, b, c", wait_cycle(&mut s, all, &[a, b, c]), plain);
+    let inner = s.onany(&[a, b]).unwrap();
+    let outer = s.onall(&[inner, c]).unwrap();
+    row("onall(onany(a, b), c): wait, notify a, c", wait_cycle(&mut s, outer, &[a, c]), plain);
+}
+
 fn main() {
     println!("cothread core scheduler benchmark (best of several runs; baseline in the same run)");
     println!("{:<44} {:>13} {:>13} {:>9}", "", "cothread", "baseline", "ratio");
@@ -129,6 +161,9 @@ fn main() {
     row("notify, 10 waiters (vs VecDeque move)", n10, b10);
     row("notify, 100000 waiters (vs VecDeque move)", n100k, b100k);
     println!("notify 100000 / notify 10 waiters: {:.2}x (O(1) means within 2x)", n100k / n10);
+
+    println!("combined signals (baseline: the same cycle on a plain signal)");
+    combined();
 
     let (p100k, q100k) = postpone(100_000);
     let (p1m, q1m) = postpone(1_000_000);

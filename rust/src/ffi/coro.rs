@@ -479,8 +479,9 @@ pub extern "C" fn cot_coro_poll(poll: cot_handle, events: c_int, timeout_ns: u64
 /// Runs `work(data)` on a thread of the loop's pool and waits until it ran.
 /// Returns 0, `COT_ECANCELED` (woken before it ran: it is cancelled if it has
 /// not started, and runs to its end otherwise, so `data` must outlive it;
-/// or the pool was stopped), `COT_EINVAL` (NULL `work`), or `COT_EPERM`
-/// outside coroutines.
+/// or the pool was stopped), `COT_ENOMEM` (no pool thread could start: the
+/// work did not run), `COT_EINVAL` (NULL `work`), or `COT_EPERM` outside
+/// coroutines.
 ///
 /// # Safety
 /// `work(data)` may run on another thread, concurrently with the loop.

@@ -147,8 +147,9 @@ pub extern "C" fn cot_loop_new() -> *mut cot_loop {
 }
 
 /// Frees a loop. Returns `COT_EBUSY` (freeing nothing) while handles remain
-/// (close them, then run the loop until their close callbacks ran) or when
-/// called from a callback; NULL is accepted (returns 0).
+/// or when called from a callback; NULL is accepted (returns 0). A handle
+/// closed with a close callback remains until a run called it; one closed
+/// without (a coroutine freed unfinished closes its task so) does not.
 ///
 /// # Safety
 /// `loop` is NULL or a live loop.
@@ -160,7 +161,7 @@ pub unsafe extern "C" fn cot_loop_close(r#loop: *mut cot_loop) -> c_int {
     // SAFETY: forwarded caller contract; outside any callback, no reference
     // into the loop is alive once `with_loop` returned.
     unsafe {
-        let r = with_loop(r#loop, |l| l.check_close());
+        let r = with_loop(r#loop, |l| l.free_quietly_closed().and_then(|()| l.check_close()));
         if r.is_ok() && (*r#loop).current.get().is_null() {
             drop(Box::from_raw(r#loop));
             return 0;

@@ -28,6 +28,10 @@ pub const COT_WAKE_CLOSED: c_int = 4;
 /// A loop task's callback wake: the future it awaited (`cot_loop_task_future`)
 /// is settled.
 pub const COT_WAKE_SETTLED: c_int = 5;
+/// A loop task's callback wake: the operation it awaited could not run;
+/// `events` is the error: `COT_ENOMEM` (work, and no pool thread could
+/// start) or `COT_ECANCELED` (the pool was stopped).
+pub const COT_WAKE_FAILED: c_int = 6;
 
 /// A loop task's callback: `wake` says why it runs (`COT_WAKE_*`); `events`
 /// are the ready events for `COT_WAKE_READY`, 0 otherwise.
@@ -45,6 +49,7 @@ fn wake_code(w: Wake) -> (c_int, c_int) {
         Wake::Done(Outcome::Ready(events)) => (COT_WAKE_READY, events as c_int),
         Wake::Done(Outcome::Closed) => (COT_WAKE_CLOSED, 0),
         Wake::Done(Outcome::Settled) => (COT_WAKE_SETTLED, 0),
+        Wake::Done(Outcome::Failed(e)) => (COT_WAKE_FAILED, e.code()),
     }
 }
 
@@ -155,7 +160,10 @@ pub unsafe extern "C" fn cot_loop_task_sleep(r#loop: *mut cot_loop, task: cot_ha
 
 /// The task awaits `work(data)` on the pool: its callback then runs with
 /// `COT_WAKE_WORKED`, unless something else resumed it before (then the work
-/// is cancelled if it has not started). Returns 0 or `COT_EINVAL`.
+/// is cancelled if it has not started), or with `COT_WAKE_FAILED` and the
+/// error in `events` if the work could not run (`COT_ENOMEM`: no pool thread
+/// could start; `COT_ECANCELED`: the pool was stopped). Returns 0 or
+/// `COT_EINVAL`.
 ///
 /// # Safety
 /// `loop` is NULL or a live loop; `work(data)` may run on another thread.

@@ -77,7 +77,8 @@ pub unsafe extern "C" fn cot_signal_stop(r#loop: *mut cot_loop, handle: cot_hand
 
 /// Creates a stopped handle for child process `pid` (a child of this process)
 /// carrying `data`; stores it in `*handle`. Returns 0, `COT_EINVAL` (pid <= 0),
-/// or `COT_ESRCH` (no such process).
+/// `COT_ESRCH` (no such process), or `COT_ECHILD` (not a child of this
+/// process, or reaped already: its end could never be reported).
 ///
 /// # Safety
 /// `loop` is NULL or a live loop; `handle` is NULL or writable.

@@ -85,9 +85,11 @@ pub unsafe extern "C" fn cot_loop_set_pool(r#loop: *mut cot_loop, pool: *mut cot
 }
 
 /// Runs `work(data)` on a thread of the loop's pool (started at the first
-/// request), then `after(loop, req, status, data)` on the loop. The request
-/// keeps the loop alive until `after` ran. Stores the request in `*req` (may
-/// be NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
+/// request), then `after(loop, req, status, data)` on the loop. `status` is
+/// 0, `COT_ECANCELED` (cancelled, or the pool was stopped) or `COT_ENOMEM`
+/// (no pool thread could start); `work` ran only with 0. The request keeps
+/// the loop alive until `after` ran. Stores the request in `*req` (may be
+/// NULL). Returns 0 or `COT_EINVAL` (NULL `work` or `after`).
 ///
 /// # Safety
 /// `loop` is NULL or a live loop; `work(data)` may run on another thread,

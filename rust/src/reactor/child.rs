@@ -19,13 +19,17 @@ pub(crate) struct Child {
 
 impl Loop {
     /// A new, stopped handle for child process `pid`, carrying `data`.
-    /// `Error::Inval` for a pid <= 0; the system's error for a pid that does
-    /// not exist.
+    /// `Error::Inval` for a pid <= 0, `Error::Srch` for a pid that does not
+    /// exist, `Error::Child` for a process that is not a child of this one
+    /// (or was reaped already): the loop could never reap it.
     pub fn child_init(&mut self, pid: i32, data: usize) -> Result<Handle> {
         if pid <= 0 {
             return Err(Error::Inval);
         }
         let fd = sys::pidfd_open(pid).map_err(|e| Error::from_io(&e))?;
+        if !sys::is_child(pid).map_err(|e| Error::from_io(&e))? {
+            return Err(Error::Child);
+        }
         Ok(self.insert(Kind::Child(Child { pid, fd, cb: None, registered: false }), data))
     }
 

@@ -423,21 +423,44 @@ impl Loop {
     /// Runs the close callbacks due, freeing their handles first.
     fn run_closing(&mut self) {
         for h in std::mem::take(&mut self.closing) {
-            let Some(slot) = self.handles.remove(h.0) else { continue };
-            match &slot.kind {
-                Kind::Timer(t) => drop(self.sched.task_free(t.task)),
-                Kind::Task(t) => {
-                    for &w in &t.watches {
-                        let _ = self.sched.task_free(w);
-                    }
-                    let _ = self.sched.task_free(t.task);
-                }
-                _ => {}
-            }
-            if let Some(cb) = slot.close_cb {
+            if let Some(cb) = self.free_closed(h) {
                 cb(self, h);
             }
         }
+    }
+
+    /// Frees closed handle `h`; returns its close callback, if any.
+    fn free_closed(&mut self, h: Handle) -> Option<CloseCallback> {
+        let slot = self.handles.remove(h.0)?;
+        match &slot.kind {
+            Kind::Timer(t) => drop(self.sched.task_free(t.task)),
+            Kind::Task(t) => {
+                for &w in &t.watches {
+                    let _ = self.sched.task_free(w);
+                }
+                let _ = self.sched.task_free(t.task);
+            }
+            _ => {}
+        }
+        slot.close_cb
+    }
+
+    /// Frees now the handles closed without a close callback: nothing waits
+    /// for them, so closing the loop need not wait for a `run` (a coroutine
+    /// freed unfinished closes its task so). `Error::Busy` inside `run`,
+    /// which owns the closing list meanwhile.
+    pub fn free_quietly_closed(&mut self) -> Result<()> {
+        if self.running {
+            return Err(Error::Busy);
+        }
+        let (told, quiet): (Vec<Handle>, Vec<Handle>) = std::mem::take(&mut self.closing)
+            .into_iter()
+            .partition(|&h| self.handles.get(h.0).is_some_and(|s| s.close_cb.is_some()));
+        for h in quiet {
+            self.free_closed(h);
+        }
+        self.closing = told;
+        Ok(())
     }
 
     /// `Error::Busy` while handles or work requests remain (close them and run

@@ -132,6 +132,22 @@ pub(crate) fn pidfd_open(pid: i32) -> io::Result<Fd> {
     check(r as libc::c_int).map(Fd)
 }
 
+/// Is `pid` a child of this process, not reaped yet? (`waitid` with
+/// `WNOWAIT` and `WNOHANG`: it neither waits nor reaps.)
+pub(crate) fn is_child(pid: i32) -> io::Result<bool> {
+    // SAFETY: `info` is a zeroed `siginfo_t` that waitid may fill; the other
+    // arguments are integers.
+    let r = unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT)
+    };
+    match check(r) {
+        Ok(_) => Ok(true),
+        Err(e) if e.raw_os_error() == Some(libc::ECHILD) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// How a child ended: its exit status, or the signal that ended it.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct Exit {

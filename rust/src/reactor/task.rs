@@ -87,6 +87,9 @@ pub enum Outcome {
     Ready(u32),
     /// The poll handle awaited was closed.
     Closed,
+    /// The operation could not run: `Error::NoMem` (work, and no pool
+    /// thread could start) or `Error::Canceled` (the pool was stopped).
+    Failed(Error),
 }
 
 /// A loop task's callback.
@@ -621,7 +624,10 @@ impl Loop {
     }
 }
 
-/// The `after` of a task's request: hands `outcome` to the task on success.
+/// The `after` of a task's request: hands `outcome` to the task on success,
+/// the error otherwise.
 fn task_after(h: Handle, outcome: Outcome) -> After {
-    Box::new(move |l: &mut Loop, _, status: Result<()>| l.task_callback(h, status.is_ok().then_some(outcome)))
+    Box::new(move |l: &mut Loop, _, status: Result<()>| {
+        l.task_callback(h, Some(status.map_or_else(Outcome::Failed, |()| outcome)))
+    })
 }

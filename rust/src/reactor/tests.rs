@@ -286,6 +286,24 @@ fn close_callbacks_run_later_once_and_invalidate_the_handle() {
 }
 
 #[test]
+fn handles_closed_without_a_callback_need_no_run_before_closing_the_loop() {
+    let mut l = Loop::new().unwrap();
+    let out = Rc::new(RefCell::new(Vec::new()));
+    let (quiet, told) = (l.timer_init(0), l.timer_init(0));
+    l.timer_start(quiet, 1_000_000_000, 0, note(&out, "fired")).unwrap();
+    l.close(quiet, None).unwrap();
+    let o = out.clone();
+    l.close(told, Some(Box::new(move |_, _| o.borrow_mut().push("closed".into())))).unwrap();
+    l.free_quietly_closed().unwrap();
+    assert_eq!(l.handle_count(), 1, "the quiet one is gone");
+    assert!(out.borrow().is_empty(), "callbacks run only from run");
+    assert_eq!(l.check_close(), Err(Error::Busy));
+    assert!(!l.run(RunMode::Default).unwrap());
+    assert_eq!(*out.borrow(), ["closed"]);
+    assert_eq!(l.check_close(), Ok(()));
+}
+
+#[test]
 fn a_handle_may_close_itself_from_its_callback() {
     let mut l = Loop::new().unwrap();
     let out = log();
@@ -501,6 +519,8 @@ fn child_handles_reap_the_child_and_report_its_exit() {
     assert_eq!(got, [(1, Ok(Exit { status: 3, signal: 0 })), (2, Ok(Exit { status: 0, signal: libc::SIGTERM }))]);
     assert_eq!(l.child_init(0, 0), Err(Error::Inval));
     assert_eq!(l.child_init(i32::MAX, 0), Err(Error::Srch));
+    let parent = std::os::unix::process::parent_id() as i32;
+    assert_eq!(l.child_init(parent, 0), Err(Error::Child), "alive, not ours: it could never be reaped");
 }
 
 #[test]

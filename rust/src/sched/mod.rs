@@ -20,7 +20,8 @@
 //! `combine` makes a signal that fires once all (`Mode::All`) or any
 //! (`Mode::Any`) of its parts were notified while it had waiters; see
 //! `combined` for the rules. They are implemented in the scheduler itself,
-//! without helper tasks.
+//! without helper tasks, and without recursion: chains of any depth need no
+//! deep native stack (a work stack in the scheduler holds what is pending).
 //!
 //! # Running
 //! The core never runs tasks: a face takes [`Sched::ready_head`], resumes it
@@ -38,7 +39,7 @@ use crate::error::{Error, Result};
 use crate::time::Clock;
 use crate::time::heap::{Entry, TimerHeap};
 use arena::{Arena, NIL, Role};
-use combined::{Combo, Watch};
+use combined::{Combo, Step, Watch};
 use rustc_hash::FxHashMap;
 
 pub use task::{Mode, Task, When};
@@ -74,6 +75,10 @@ pub struct Sched {
     seq: u64,
     clock: Clock,
     hook: Option<SignalHook>,
+    /// Combined-signal work in progress (see `combined`): empty between calls.
+    steps: Vec<Step>,
+    /// The watches a `Step::Count` goes through, saved when counting began.
+    watch_buf: Vec<Watch>,
 }
 
 impl Default for Sched {
@@ -90,9 +95,19 @@ impl Sched {
 
     /// A scheduler reading the given clock.
     pub fn with_clock(clock: Clock) -> Sched {
-        let mut arena = Arena::new(generation_seed());
+        let mut arena = Arena::new(crate::util::os::generation_seed());
         let ready = arena.alloc(Role::Ready, 0);
-        Sched { arena, ready, signals: FxHashMap::default(), timers: TimerHeap::default(), seq: 0, clock, hook: None }
+        Sched {
+            arena,
+            ready,
+            signals: FxHashMap::default(),
+            timers: TimerHeap::default(),
+            seq: 0,
+            clock,
+            hook: None,
+            steps: Vec::new(),
+            watch_buf: Vec::new(),
+        }
     }
 
     /// Replaces the clock. Wake times already set keep their values.
@@ -258,6 +273,7 @@ impl Sched {
             }
         }
         let counted = self.count(key);
+        self.run_steps();
         if let When::Wait(target) = when {
             self.settle(target);
         }
@@ -438,13 +454,15 @@ impl Sched {
     }
 
     /// Brings the key's entry up to date after its queue or watchers changed:
-    /// arms or disarms a combined signal, forgets a plain key nobody needs.
+    /// arms or disarms a combined signal (and what that spreads to), forgets
+    /// a plain key nobody needs.
     fn settle(&mut self, key: usize) {
         let Some(sig) = self.signals.get(&key) else {
             return;
         };
         if sig.combo.is_some() {
-            self.update_demand(key);
+            self.settle_step(key);
+            self.run_steps();
         } else if sig.queue == NIL && sig.watchers.is_empty() {
             self.signals.remove(&key);
         }
@@ -484,14 +502,5 @@ fn check_when(when: When) -> Result<()> {
     }
 }
 
-/// Varies generations between schedulers (see `Arena::new`): the instance's
-/// stack address and the clock, mixed.
-fn generation_seed() -> u32 {
-    let local = 0u8;
-    let x = (&local as *const u8 as u64) ^ crate::time::monotonic_ns();
-    let x = x.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    (x >> 32) as u32 ^ x as u32
-}
-
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -414,6 +414,90 @@ fn combined_signal_edge_cases() {
     assert_eq!(ready(&s), [0]);
 }
 
+// ===== deep chains =====
+
+/// Levels of the deep-chain tests. Recursing per level overflowed an 8 MiB
+/// stack at about 65 000 levels; the tests run chains on a test thread's
+/// 2 MiB stack, and `stack::tests` on a 64 KiB coroutine stack.
+pub(crate) const DEEP: usize = 1_000_000;
+
+/// `levels` combined signals over `bottom`, each the only part of the next
+/// (`onany` and `onall` alternating); the last is the top.
+fn chain(s: &mut Sched, bottom: usize, levels: usize) -> Vec<usize> {
+    let mut chain = Vec::with_capacity(levels);
+    let mut top = bottom;
+    for i in 0..levels {
+        top = if i % 2 == 0 { s.onany(&[top]) } else { s.onall(&[top]) }.unwrap();
+        chain.push(top);
+    }
+    chain
+}
+
+/// Arms, disarms, fires and frees a chain of `levels` combined signals,
+/// checking every answer. Nothing it calls may recurse per level.
+pub(crate) fn deep_chain(levels: usize) {
+    let mut s = Sched::new();
+    let t = s.task_new(7);
+    let c = chain(&mut s, A, levels);
+    let top = *c.last().unwrap();
+
+    // Waiting on the top arms every level down to A; leaving disarms them.
+    s.schedule(t, When::Wait(top)).unwrap();
+    assert_eq!(s.signals[&A].watchers.len(), 1, "the bottom level watches A");
+    s.unschedule(t).unwrap();
+    assert!(!s.signals.contains_key(&A), "disarmed down to A");
+    assert!(!s.notify(A, When::Later).unwrap(), "nothing armed, nothing counted");
+
+    // Armed again, then A fires every level: the waiter is ready.
+    s.schedule(t, When::Wait(top)).unwrap();
+    assert!(s.notify(A, When::Later).unwrap());
+    assert_eq!(ready(&s), [7]);
+    assert!(!s.signals.contains_key(&A), "disarmed down to A");
+
+    // Freed top first (a part of a live one is busy); nothing left behind.
+    assert_eq!(s.free_combined(c[0]), Err(Error::Busy));
+    for &k in c.iter().rev() {
+        s.free_combined(k).unwrap();
+    }
+    assert!(s.signals.is_empty());
+}
+
+/// The other ways work spreads along a chain of `levels`: from a middle
+/// level, arming that fires at once, and dropping the scheduler armed.
+pub(crate) fn deep_chain_paths(levels: usize) {
+    let mut s = Sched::new();
+    let t = s.task_new(7);
+    let c = chain(&mut s, A, levels);
+    let top = *c.last().unwrap();
+
+    // A middle level notified fires the levels above it.
+    s.schedule(t, When::Wait(top)).unwrap();
+    assert!(s.notify(c[levels / 2], When::Later).unwrap());
+    assert_eq!(ready(&s), [7]);
+    s.check_combined();
+
+    // Over an empty all-of, arming fires at once, up to the waiter.
+    let empty = s.onall(&[]).unwrap();
+    let e = chain(&mut s, empty, levels);
+    s.reschedule(t, When::Wait(*e.last().unwrap())).unwrap();
+    assert_eq!(ready(&s), [7], "fired while being armed");
+    s.check_combined();
+
+    // Dropped while armed: the chain goes with the scheduler.
+    s.reschedule(t, When::Wait(top)).unwrap();
+    drop(s);
+}
+
+#[test]
+fn a_chain_of_a_million_combined_signals_needs_no_deep_stack() {
+    deep_chain(DEEP);
+}
+
+#[test]
+fn every_path_along_a_deep_chain_needs_no_deep_stack() {
+    deep_chain_paths(DEEP / 10);
+}
+
 // ===== model test =====
 
 /// The reference: plain vectors, with every operation done the obvious way.

@@ -545,6 +545,7 @@ pub fn arm_work(l: &mut Loop, co: &Coro, work: Work) -> Result<()> {
 pub fn work_result(w: Wake) -> Result<()> {
     match w {
         Wake::Done(Outcome::Worked) => Ok(()),
+        Wake::Done(Outcome::Failed(e)) => Err(e),
         _ => Err(Error::Canceled),
     }
 }

@@ -150,7 +150,8 @@ mod tests {
         // The whole usable range is writable.
         // SAFETY: `base .. top` is the stack's usable memory.
         unsafe { std::ptr::write_bytes(s.base(), 0xa5, s.size()) };
-        assert!(Stack::new(usize::MAX - 10).is_err());
+        assert_eq!(Stack::new(usize::MAX - 10).err(), Some(Error::NoMem), "the size overflows");
+        assert_eq!(Stack::new(1 << 62).err(), Some(Error::NoMem), "no address space that large: mmap refuses");
     }
 
     #[test]

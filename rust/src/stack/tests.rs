@@ -384,6 +384,29 @@ fn a_stack_overflow_hits_the_guard_page() {
     assert_eq!(libc::WTERMSIG(status), libc::SIGSEGV);
 }
 
+/// Runs the scheduler's deep-chain tests; returns 1 if they passed (a panic
+/// must not unwind out of the coroutine).
+unsafe extern "C" fn deep_chains(_: *mut c_void) -> *mut c_void {
+    use crate::sched::tests::{DEEP, deep_chain, deep_chain_paths};
+    let passed = std::panic::catch_unwind(|| {
+        deep_chain(DEEP);
+        deep_chain_paths(DEEP / 10);
+    });
+    passed.is_ok() as usize as *mut c_void
+}
+
+#[test]
+fn a_million_nested_combined_signals_fit_a_64_kib_coroutine_stack() {
+    let mut l = Loop::new().unwrap();
+    let co = spawn(&mut l, deep_chains, 0, 64 * 1024);
+    l.run(RunMode::Default).unwrap();
+    // SAFETY: the coroutine is freed only below.
+    assert_eq!(unsafe { (*co).result() }.map(|r| r as usize), Some(1), "the chains' checks passed");
+    // SAFETY: finished, not used afterwards.
+    unsafe { coro::free(None, co).unwrap() };
+    close(l);
+}
+
 /// Waits for a forked child; a child alive after `limit` is killed and the
 /// test fails, so a hang costs a minute, not the CI's whole budget.
 fn wait_child(pid: libc::pid_t, limit: Duration) -> i32 {

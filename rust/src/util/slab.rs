@@ -1,5 +1,8 @@
 //! A slab of values addressed by handles that carry a generation, so a handle
-//! of a removed value is recognised instead of reaching its successor.
+//! of a removed value is recognised instead of reaching its successor. Each
+//! slab starts its slots at generations of its own (a random seed), so a
+//! handle of another slab (another loop's, a request passed as a handle) is
+//! almost never valid either.
 
 /// A slab handle: slot index and generation, packed in a `u64` (never 0).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
@@ -49,11 +52,13 @@ pub struct Slab<T> {
     slots: Vec<Slot<T>>,
     free: Vec<u32>,
     len: usize,
+    /// Varies the first generation of each slot between slabs.
+    seed: u32,
 }
 
 impl<T> Default for Slab<T> {
     fn default() -> Self {
-        Slab { slots: Vec::new(), free: Vec::new(), len: 0 }
+        Slab { slots: Vec::new(), free: Vec::new(), len: 0, seed: super::os::generation_seed() }
     }
 }
 
@@ -72,8 +77,9 @@ impl<T> Slab<T> {
             return Key::new(i, slot.generation);
         }
         let i = u32::try_from(self.slots.len()).expect("too many slab entries");
-        self.slots.push(Slot { generation: 1, value: Some(value) });
-        Key::new(i, 1)
+        let generation = (self.seed ^ i.wrapping_mul(0x9e37_79b9)).max(1);
+        self.slots.push(Slot { generation, value: Some(value) });
+        Key::new(i, generation)
     }
 
     /// The value of `key`, if it is still there.
@@ -118,5 +124,15 @@ mod tests {
         assert_eq!(s.get(b), Some(&"B"));
         assert_eq!(Key::from_raw(0), None);
         assert_eq!(Key::from_raw(c.to_raw()), Some(c));
+    }
+
+    #[test]
+    fn keys_of_another_slab_are_rejected() {
+        let (mut s, mut other) = (Slab::default(), Slab::default());
+        let mine: Vec<Key> = (0..100).map(|i| s.insert(i)).collect();
+        let theirs: Vec<Key> = (0..100).map(|i| other.insert(i)).collect();
+        // Seeds collide once in 2^32 slabs: a failure here is a broken seed.
+        assert!(theirs.iter().all(|&k| s.get(k).is_none()));
+        assert!(mine.iter().all(|&k| other.get(k).is_none()));
     }
 }
