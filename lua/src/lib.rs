@@ -33,10 +33,10 @@ mod buffer;
 mod channel;
 mod cosock;
 mod dns;
+mod engine;
 mod file;
 mod future;
 mod host;
-mod io;
 mod ops;
 mod ossignal;
 mod park;
@@ -216,7 +216,7 @@ unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
                     ffi::lua_rawset(l, table);
                 }
             }
-            if b.is_yield() && !b.is_hidden() {
+            if b.is_yield() {
                 ops::push_yield_op(l, -1, b.function());
                 ffi::lua_setfield(l, m, b.name().as_ptr());
             }
