@@ -68,11 +68,14 @@ mod block;
 mod op;
 mod source;
 mod step;
+#[cfg(test)]
+mod tests;
 mod ticket;
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
-use std::ffi::{c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
+use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
@@ -215,6 +218,31 @@ struct Record {
     on_end: Option<OnEnd>,
 }
 
+impl Record {
+    /// A new record (from `Box::into_raw`) for `op` of `task`, parked in
+    /// `co` over a frame of `height` slots.
+    fn new(op: Box<dyn Operation>, task: Task, co: L, height: c_int) -> *mut Record {
+        Box::into_raw(Box::new(Record {
+            op: Box::into_raw(op),
+            task,
+            co,
+            height,
+            sources: Vec::new(),
+            deadline: None,
+            timer: None,
+            armed: false,
+            outside: false,
+            queued: false,
+            why: None,
+            stepping: false,
+            deferred: None,
+            cancelled: false,
+            payload: None,
+            on_end: None,
+        }))
+    }
+}
+
 /// A cothread's last wake by the engine, for cosock's thread metadata.
 #[derive(Clone, Copy)]
 struct Wake {
@@ -308,6 +336,39 @@ impl Engine {
     #[inline]
     pub fn armed(&self) -> usize {
         self.armed
+    }
+
+    /// Attaches the sources of record `r` (id `id`) and lists it on them:
+    /// whether one has a descriptor. On a failure the record is on none.
+    unsafe fn enlist(
+        &mut self,
+        r: *mut Record,
+        id: u64,
+        sources: &[(*mut Source, RawFd, u32)],
+    ) -> Result<bool, &'static CStr> {
+        // SAFETY: `r` is live and the sources' objects too (caller's
+        // contract); Rust only.
+        unsafe {
+            let mut real = false;
+            for &(src, fd, dir) in sources {
+                let listed = self
+                    .attach(src, fd)
+                    .and_then(|s| self.listen(s, dir, id).map(|x| (s, x)).map_err(|e| e.c_message()));
+                match listed {
+                    Ok((s, x)) => {
+                        real |= x;
+                        (*r).sources.push((s, dir));
+                    }
+                    Err(m) => {
+                        for (s, _) in std::mem::take(&mut (*r).sources) {
+                            self.unlisten(s, id);
+                        }
+                        return Err(m);
+                    }
+                }
+            }
+            Ok(real)
+        }
     }
 
     /// Makes operation `id` due with `why` (merged with an earlier event).

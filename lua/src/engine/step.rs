@@ -34,45 +34,20 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
     // checked slot). The boxes are owned by the record from here on.
     unsafe {
         let id = new_id();
-        let r = Box::into_raw(Box::new(Record {
-            op: Box::into_raw(op),
-            task,
-            co: l,
-            height: ffi::lua_gettop(l),
-            sources: Vec::new(),
-            deadline: None,
-            timer: None,
-            armed: false,
-            outside: false,
-            queued: false,
-            why: None,
-            stepping: false,
-            deferred: None,
-            cancelled: false,
-            payload: None,
-            on_end: None,
-        }));
+        let r = Record::new(op, task, l, ffi::lua_gettop(l));
         let f = Frame { l, base: 0, payload: &raw mut (*r).payload };
-        let mut failed = None;
-        let mut real = false;
-        (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| {
-            if failed.is_some() {
-                return;
-            }
-            match (*e).attach(src, fd).and_then(|s| (*e).listen(s, dir, id).map(|x| (s, x)).map_err(|e| e.c_message()))
-            {
-                Ok((s, x)) => {
-                    real |= x;
-                    (*r).sources.push((s, dir));
-                }
-                Err(m) => failed = Some(m),
-            }
-        });
+        let mut sources = Vec::new();
+        (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
+        let enlisted = (*e).enlist(r, id, &sources);
+        drop(sources);
         (*e).ops.insert(id, r);
-        if let Some(m) = failed {
-            drop_op(e, id);
-            return Err(m);
-        }
+        let real = match enlisted {
+            Ok(real) => real,
+            Err(m) => {
+                drop_op(e, id);
+                return Err(m);
+            }
+        };
         match next {
             Next::Wait(d) => (*e).set_deadline(r, id, d),
             Next::Event(d) => {

@@ -122,7 +122,7 @@ pub unsafe fn settle(l: L, co: L) -> bool {
         drop((*t).op.take());
         let n = if ffi::lua_checkstack(co, n + 1) == 0 { 0 } else { n };
         ffi::lua_xmove(l, co, n);
-        ffi::lua_pushlightuserdata(co, delivered_marker() as *mut c_void);
+        ffi::lua_pushlightuserdata(co, delivered_marker());
         ffi::lua_settop(l, base - 1); // the frame and the ticket
         true
     }

@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_int};
 use std::sync::TryLockError;
 
 use super::{In, Kind, Out, Spec, Stream, StreamOp, check_open, failed, open_stream};
-use crate::engine::Frame;
+use crate::engine::{Frame, STEP_SLOTS};
 use crate::park::drive;
 use crate::raw::{self, L, ffi};
 use crate::reader::Format;
@@ -83,12 +83,16 @@ pub(super) unsafe fn step(f: &Frame, w: In) -> Out {
             ffi::lua_settop(l, f.at(k + 2));
             return Out::Done(raw::push_fail(l, c"closed"));
         };
+        // Room for the answers still to come (the step has `STEP_SLOTS`).
+        let left = k - (ffi::lua_gettop(l) - f.at(k + 2));
+        if left > STEP_SLOTS - 4 {
+            raw::check_stack(l, left + 4);
+        }
         loop {
             let done = ffi::lua_gettop(l) - f.at(k + 2);
             if done >= k {
                 return Out::Done(k);
             }
-            raw::check_stack(l, 4);
             let fmt = parse_format(l, f.at(3 + done)).expect("checked");
             let core = (*s).core.as_ref().expect("open");
             let mut g = match core.try_lock() {
@@ -159,11 +163,18 @@ unsafe fn push_answer(l: L, s: *mut Stream, f: Format, ok: bool) -> bool {
 /// wrapper looks at it.
 const LINES: &str = r##"
 local error, select = error, select
-local function check(...)
-  if select("#", ...) >= 2 and (...) == nil then error((select(2, ...)), 0) end
-  return ...
+local function check(a, b, ...)
+  if a == nil and b ~= nil then error(b, 0) end
+  return a, b, ...
 end
-return function(iter)
+return function(iter, k)
+  if k == 1 then
+    return function()
+      local a, b = iter()
+      if a == nil and b ~= nil then error(b, 0) end
+      return a
+    end
+  end
   return function() return check(iter()) end
 end
 "##;
@@ -199,7 +210,8 @@ unsafe extern "C-unwind" fn stream_lines(l: L) -> c_int {
         ffi::lua_pushcclosure(l, lines_iter, n);
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_rotate(l, -2, 1); // wrap iter
-        ffi::lua_call(l, 1, 1);
+        ffi::lua_pushinteger(l, (n - 1).max(1) as ffi::lua_Integer);
+        ffi::lua_call(l, 2, 1);
         1
     }
 }
@@ -218,7 +230,9 @@ unsafe extern "C-unwind" fn lines_iter(l: L) -> c_int {
         while ffi::lua_type(l, ffi::lua_upvalueindex(k + 2)) != ffi::LUA_TNONE {
             k += 1;
         }
-        raw::check_stack(l, 2 * k + 10); // the frame, then a result per format
+        if k + 2 > ffi::LUA_MINSTACK {
+            raw::check_stack(l, k + 2); // the frame (`drive` checks what a step needs above it)
+        }
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         if k == 0 {
             ffi::lua_pushinteger(l, 1);
