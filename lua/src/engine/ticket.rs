@@ -11,7 +11,7 @@
 //! still tell, as a child's exit) wait on the stack for its resume. A
 //! cothread never scheduled again is collected with its ticket.
 
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{CStr, c_int};
 use std::mem::ManuallyDrop;
 
 use super::{Engine, Frame, Next, Operation, Payload, STEP_SLOTS, Why, delivered_marker};
