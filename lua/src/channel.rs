@@ -67,21 +67,19 @@ unsafe fn push_link(l: L) -> *mut Link {
     }
 }
 
-/// `[-0, +0, m]` A value came to `k`, or it closed: its waiting receives
-/// step (on `l`).
-unsafe fn wake(l: L, k: *mut Link) {
+/// A value came to `k`, or it closed: its waiting receives become due.
+unsafe fn wake(k: *mut Link) {
     // SAFETY: `k` is live (its caller holds an end, which holds the link).
-    unsafe { engine::fire(l, &raw mut (*k).src) }
+    unsafe { engine::fire(&raw mut (*k).src) }
 }
 
-/// `[-0, +0, m]` Closes `k`: sends fail from now on; a waiting receive sees
-/// the close.
-unsafe fn close_link(l: L, k: *mut Link) {
+/// Closes `k`: sends fail from now on; a waiting receive sees the close.
+unsafe fn close_link(k: *mut Link) {
     // SAFETY: `k` is live (as `wake`).
     unsafe {
         if !(*k).closed {
             (*k).closed = true;
-            wake(l, k);
+            wake(k);
         }
     }
 }
@@ -94,7 +92,7 @@ unsafe extern "C-unwind" fn link_gc(l: L) -> c_int {
     unsafe {
         let k = ffi::lua_touserdata(l, 1) as *mut Link;
         if !k.is_null() {
-            engine::detach(l, &raw mut (*k).src);
+            engine::detach(&raw mut (*k).src);
         }
     }
     0
@@ -155,7 +153,7 @@ unsafe extern "C-unwind" fn send(l: L) -> c_int {
         ffi::lua_pushvalue(l, 2);
         ffi::lua_rawseti(l, -2, (*k).tail);
         (*k).tail += 1;
-        wake(l, k);
+        wake(k);
         ffi::lua_pushboolean(l, 1);
         1
     }
@@ -171,7 +169,7 @@ unsafe extern "C-unwind" fn close(l: L) -> c_int {
         } else {
             check_end(l, 1, SENDER).1
         };
-        close_link(l, k);
+        close_link(k);
         ffi::lua_pushinteger(l, 1);
         1
     }

@@ -5,7 +5,7 @@ use std::ffi::c_int;
 
 use cothread::{Task, When};
 
-use crate::engine::{self, Block, DELIVERED_BIT};
+use crate::engine::{self, Block, Finish, OPERATION_BIT};
 use crate::ops::{self, Place, Turn};
 use crate::raw::{self, L, Status, ffi};
 use crate::state::{self, CURRENT, Quick, State, this};
@@ -233,7 +233,7 @@ pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
         state::settle_signals(l);
         let p = this(l);
         if state::io_armed(p) > 0 {
-            state::poll_io(l, p, Block::No);
+            state::poll_io(p, Block::No);
         }
         time::take_due(l, p);
         resume_head(l, p, 0);
@@ -279,11 +279,11 @@ pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
                         None => break,
                     }
                 }
-                state::poll_io(l, p, Block::No);
+                state::poll_io(p, Block::No);
             } else if let Some(wake) = (*p).core.next_wake() {
                 call_idle(l, p, wake);
             } else {
-                state::poll_io(l, p, Block::Forever);
+                state::poll_io(p, Block::Forever);
             }
         }
         ffi::lua_gettop(l)
@@ -301,7 +301,7 @@ unsafe fn call_idle(l: L, p: *mut State, wake: u64) {
         time::push(l, p, wake);
         ffi::lua_call(l, 1, 0);
         if !default && state::io_armed(p) > 0 {
-            state::poll_io(l, p, Block::No);
+            state::poll_io(p, Block::No);
         }
     }
 }
@@ -311,21 +311,25 @@ unsafe fn call_idle(l: L, p: *mut State, wake: u64) {
 /// ready. `p` is the state of the running closure (passed down: this is the
 /// hot path).
 ///
-/// A cothread whose operation ended (`DELIVERED_BIT` in its task's user
-/// value) is resumed with the operation's results, which the engine left on
-/// its stack; the values above `base` are dropped (doc/lua.md: "the values it
-/// is resumed with are ignored").
+/// A cothread parked by the engine whose operation is due (`OPERATION_BIT`
+/// in its task's user value) is first finished by the engine: its step runs
+/// here, on `l`, and leaves the results on its stack (or it waits again and
+/// is not resumed); it is resumed with them, and the values above `base` are
+/// dropped (doc/lua.md: "the values it is resumed with are ignored").
 unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
     // SAFETY: a closure of the module; the state is reached in short
     // expressions and never across `lua_resume`. A task's user value is its
     // live thread (registered), plus the delivered bit.
     unsafe {
         let (task, data) = (*p).core.ready_head_data()?;
-        let co = (data & !DELIVERED_BIT) as L;
-        let nargs = if data & DELIVERED_BIT != 0 {
+        let co = (data & !OPERATION_BIT) as L;
+        let nargs = if data & OPERATION_BIT != 0 {
             let _ = (*p).core.set_data(task, co as usize);
             ffi::lua_settop(l, base);
-            engine::take_results(co)
+            match engine::finish(l, (*p).engine, co) {
+                Finish::Resume(n) => n,
+                Finish::Parked => return Some(Turn::Continue),
+            }
         } else {
             let nargs = ffi::lua_gettop(l) - base;
             if nargs > 0 {

@@ -17,9 +17,9 @@
 //! re-enter (a cothread calls `schedule`) or longjmp out (an error). Code reaches
 //! the state through `*mut State` in short expressions instead.
 //!
-//! A task's user value is its thread, with `engine::DELIVERED_BIT` set while
-//! the thread holds an operation's results (see `engine`): `thread_of` and
-//! the resume loop mask it.
+//! A task's user value is its thread, with `engine::OPERATION_BIT` set while
+//! the engine has something to do before the thread resumes (see `engine`):
+//! `thread_of` and the resume loop mask it.
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
@@ -27,7 +27,7 @@ use std::rc::Rc;
 
 use cothread::{Sched, Task};
 
-use crate::engine::{self, Block, DELIVERED_BIT, Engine};
+use crate::engine::{self, Block, Engine, OPERATION_BIT};
 use crate::ops::Builtin;
 use crate::raw::{self, L, ffi};
 
@@ -222,17 +222,17 @@ pub unsafe fn engine_of(l: L, p: *mut State) -> *mut Engine {
     }
 }
 
-/// `[-0, +0, e]` Runs the engine of state `p` once, blocking as `block`
-/// says, and steps the operations its events concern on `l`. Returns whether
-/// a cothread became ready.
+/// Runs the engine of state `p` once, blocking as `block` says; the
+/// cothreads whose operations its events concern become ready. Returns
+/// whether any did.
 ///
 /// # Safety
-/// `l` is a thread in a C function; `p` is a live state.
-pub unsafe fn poll_io(l: L, p: *mut State, block: Block) -> bool {
+/// `p` is a live state.
+pub unsafe fn poll_io(p: *mut State, block: Block) -> bool {
     // SAFETY: `p` is live; its engine, if any, too.
     unsafe {
         let e = (*p).engine;
-        !e.is_null() && engine::poll(l, e, block)
+        !e.is_null() && engine::poll(e, block)
     }
 }
 
@@ -362,7 +362,7 @@ pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
         // A thread unregistered after its operation ended still holds the
         // results: its next resume gets them.
         let delivered = ffi::lua_status(co) == ffi::LUA_YIELD && (engine::is_delivered(co) || engine::settle(l, co));
-        let task = (*p).core.task_new(co as usize | if delivered { DELIVERED_BIT } else { 0 });
+        let task = (*p).core.task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
         push_uv(l, UV_ALIVE);
         ffi::lua_pushvalue(l, idx);
         ffi::lua_pushinteger(l, task.to_raw() as ffi::lua_Integer);
@@ -417,7 +417,7 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
 /// `p` is a live state.
 pub unsafe fn thread_of(p: *mut State, task: Task) -> Option<L> {
     // SAFETY: live state (contract).
-    unsafe { (*p).core.data(task).ok().map(|d| (d & !DELIVERED_BIT) as L) }
+    unsafe { (*p).core.data(task).ok().map(|d| (d & !OPERATION_BIT) as L) }
 }
 
 // ===== signals =====

@@ -120,14 +120,14 @@ pub unsafe extern "C-unwind" fn idle_default(l: L) -> c_int {
             if !(*p).engine.is_null() {
                 if t > 0.0 {
                     // Rounded up: the loop wakes at `t` or just after it.
-                    state::poll_io(l, p, Block::Until(crate::engine::ns_of(t)));
+                    state::poll_io(p, Block::Until(crate::engine::ns_of(t)));
                 }
             } else {
                 sleep_until(t);
             }
         } else {
             while now(l) < t {
-                if state::io_armed(p) > 0 && state::poll_io(l, p, Block::No) {
+                if state::io_armed(p) > 0 && state::poll_io(p, Block::No) {
                     break;
                 }
             }

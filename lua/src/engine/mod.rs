@@ -73,7 +73,6 @@ mod tests;
 mod ticket;
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::ffi::{CStr, c_int, c_void};
 use std::os::fd::RawFd;
 use std::rc::Rc;
@@ -89,7 +88,7 @@ pub use block::block as block_default;
 pub use op::{Frame, Job, Next, Operation, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
 use source::SourceRec;
 pub use source::{READ, SELECTABLE, Selectable, Source, SourceKind, WRITE, selectable_at};
-pub use step::{abandon, cancel, detach, fire, is_delivered, park, poll, take_results};
+pub use step::{Finish, abandon, cancel, detach, finish, fire, is_delivered, park, poll};
 pub use ticket::settle;
 
 thread_local! {
@@ -105,9 +104,11 @@ fn new_id() -> u64 {
     })
 }
 
-/// Bit 0 of a task's user value (a thread pointer, aligned): its cothread
-/// has an operation's results on its stack, under the `DELIVERED` marker.
-pub const DELIVERED_BIT: usize = 1;
+/// Bit 0 of a task's user value (a thread pointer, aligned): before its
+/// cothread resumes, the engine has something to do (`finish`): step its due
+/// operation, or take the results a ticket left under the `DELIVERED`
+/// marker.
+pub const OPERATION_BIT: usize = 1;
 
 /// The marker on top of delivered results: the address of this static, as a
 /// light userdata.
@@ -218,31 +219,6 @@ struct Record {
     on_end: Option<OnEnd>,
 }
 
-impl Record {
-    /// A new record (from `Box::into_raw`) for `op` of `task`, parked in
-    /// `co` over a frame of `height` slots.
-    fn new(op: Box<dyn Operation>, task: Task, co: L, height: c_int) -> *mut Record {
-        Box::into_raw(Box::new(Record {
-            op: Box::into_raw(op),
-            task,
-            co,
-            height,
-            sources: Vec::new(),
-            deadline: None,
-            timer: None,
-            armed: false,
-            outside: false,
-            queued: false,
-            why: None,
-            stepping: false,
-            deferred: None,
-            cancelled: false,
-            payload: None,
-            on_end: None,
-        }))
-    }
-}
-
 /// A cothread's last wake by the engine, for cosock's thread metadata.
 #[derive(Clone, Copy)]
 struct Wake {
@@ -279,7 +255,8 @@ pub struct Engine {
     /// Records, from `Box::into_raw` (a step keeps a pointer to its record
     /// while re-entered code may change the map).
     ops: FxHashMap<u64, *mut Record>,
-    due: VecDeque<u64>,
+    /// Tasks made ready since `poll` began.
+    readied: usize,
     armed: usize,
     spare_timers: Vec<Handle>,
     /// Bounds the loop's blocking wait in `poll(Until)`.
@@ -294,7 +271,14 @@ pub struct Engine {
     stepping: Vec<u64>,
     /// Operations left to move into tickets (`ticket::abandon_all`).
     abandoning: Vec<u64>,
+    /// Records kept for reuse, and the sources of the operation parking.
+    spare_records: Vec<*mut Record>,
+    sources_scratch: Vec<(*mut Source, RawFd, u32)>,
 }
+
+/// Records kept for reuse at most (one per cothread parked at once is
+/// plenty: they are a few hundred bytes).
+const SPARE_RECORDS: usize = 1024;
 
 impl Engine {
     /// An engine on loop `lp` for the scheduler core `sched`, whose parked
@@ -309,7 +293,7 @@ impl Engine {
             spare_events: Vec::new(),
             sources: FxHashMap::default(),
             ops: FxHashMap::default(),
-            due: VecDeque::new(),
+            readied: 0,
             armed: 0,
             spare_timers: Vec::new(),
             idle_timer,
@@ -318,6 +302,8 @@ impl Engine {
             woken: Vec::new(),
             stepping: Vec::new(),
             abandoning: Vec::new(),
+            spare_records: Vec::new(),
+            sources_scratch: Vec::new(),
         }
     }
 
@@ -336,6 +322,67 @@ impl Engine {
     #[inline]
     pub fn armed(&self) -> usize {
         self.armed
+    }
+
+    /// A record (from `Box::into_raw`, or a recycled one: parking allocates
+    /// nothing once the engine warmed up) for `op` of `task`, parked in `co`
+    /// over a frame of `height` slots.
+    fn new_record(&mut self, op: Box<dyn Operation>, task: Task, co: L, height: c_int) -> *mut Record {
+        let op = Box::into_raw(op);
+        if let Some(r) = self.spare_records.pop() {
+            // SAFETY: a recycled record is ours alone, emptied by `recycle`
+            // (its `op` freed, its vector kept for its capacity).
+            unsafe {
+                (*r).op = op;
+                (*r).task = task;
+                (*r).co = co;
+                (*r).height = height;
+            }
+            return r;
+        }
+        Box::into_raw(Box::new(Record {
+            op,
+            task,
+            co,
+            height,
+            sources: Vec::new(),
+            deadline: None,
+            timer: None,
+            armed: false,
+            outside: false,
+            queued: false,
+            why: None,
+            stepping: false,
+            deferred: None,
+            cancelled: false,
+            payload: None,
+            on_end: None,
+        }))
+    }
+
+    /// Frees the operation of record `r` (taken out of `ops` and disarmed)
+    /// and keeps the record for reuse.
+    unsafe fn recycle(&mut self, r: *mut Record) {
+        // SAFETY: the caller took `r` out of `ops`: nothing else refers to
+        // it; `op` comes from `Box::into_raw` (or is null after `take_op`).
+        unsafe {
+            if !(*r).op.is_null() {
+                drop(Box::from_raw((*r).op));
+            }
+            (*r).op = std::ptr::null_mut::<op::Spent>();
+            (*r).sources.clear();
+            (*r).queued = false;
+            (*r).why = None;
+            (*r).stepping = false;
+            (*r).deferred = None;
+            (*r).cancelled = false;
+            (*r).payload = None;
+            if self.spare_records.len() < SPARE_RECORDS {
+                self.spare_records.push(r);
+            } else {
+                drop(Box::from_raw(r));
+            }
+        }
     }
 
     /// Attaches the sources of record `r` (id `id`) and lists it on them:
@@ -371,11 +418,14 @@ impl Engine {
         }
     }
 
-    /// Makes operation `id` due with `why` (merged with an earlier event).
+    /// Makes operation `id` due with `why` (merged with an earlier event):
+    /// its task goes to the ready tail, marked (`OPERATION_BIT`), and the
+    /// step runs when the resume loop takes it (`finish`).
     fn mark(&mut self, id: u64, why: Why) {
         let Some(&r) = self.ops.get(&id) else { return };
         // SAFETY: records in `ops` are live; this is Rust only, and a step in
-        // progress reads `why` and `queued` only between its Lua calls.
+        // progress reads `why` and `queued` only between its Lua calls. The
+        // core outlives the engine.
         unsafe {
             if (*r).stepping {
                 (*r).deferred = Some(Why::merge((*r).deferred, why));
@@ -384,7 +434,11 @@ impl Engine {
             (*r).why = Some(Why::merge((*r).why, why));
             if !(*r).queued {
                 (*r).queued = true;
-                self.due.push_back(id);
+                let (task, co) = ((*r).task, (*r).co);
+                if (*self.sched).set_data(task, co as usize | OPERATION_BIT).is_ok() {
+                    let _ = (*self.sched).reschedule(task, cothread::When::Later);
+                    self.readied += 1;
+                }
             }
         }
     }
@@ -551,10 +605,9 @@ impl Engine {
         }
     }
 
-    /// Runs the loop once, blocking as `block` says (not at all while
-    /// operations are due), and makes due the operations its events concern.
+    /// Runs the loop once, blocking as `block` says, and makes due the
+    /// operations its events concern.
     fn run_loop(&mut self, block: Block) {
-        let block = if self.due.is_empty() { block } else { Block::No };
         let mode = match block {
             Block::No => RunMode::NoWait,
             Block::Forever => RunMode::Once,
@@ -612,9 +665,13 @@ impl Drop for Engine {
                 // out of the map).
                 unsafe {
                     self.disarm(r, id);
-                    free_record(r);
+                    self.recycle(r);
                 }
             }
+        }
+        for r in std::mem::take(&mut self.spare_records) {
+            // SAFETY: spare records are ours alone, from `Box::into_raw`.
+            drop(unsafe { Box::from_raw(r) });
         }
         let ids: Vec<u64> = self.sources.keys().copied().collect();
         for id in ids {
@@ -626,16 +683,6 @@ impl Drop for Engine {
                 let _ = self.lp.close(h, None);
             }
         }
-    }
-}
-
-/// Frees a record taken out of `ops`.
-unsafe fn free_record(r: *mut Record) {
-    // SAFETY: the caller took `r` out of `ops`: nothing else refers to it;
-    // both boxes come from `Box::into_raw`.
-    unsafe {
-        drop(Box::from_raw((*r).op));
-        drop(Box::from_raw(r));
     }
 }
 

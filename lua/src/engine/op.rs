@@ -178,8 +178,26 @@ pub trait Operation {
     }
 }
 
-/// Free stack slots a step may use above its frame (results included).
-pub const STEP_SLOTS: c_int = 24;
+/// The type behind a record's null operation pointer (its operation freed
+/// or moved into a ticket): never made.
+pub(super) enum Spent {}
+
+impl Operation for Spent {
+    unsafe fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
+        match *self {}
+    }
+
+    unsafe fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+        match *self {}
+    }
+}
+
+/// Free stack slots a step may use above its frame (results included); a
+/// step that pushes more checks for them itself. Small enough that a frame
+/// of a few slots fits in a C function's `LUA_MINSTACK`: stepping on the
+/// thread in `run` then does not grow its stack (which the collector shrinks
+/// again, and the allocator's heap with it, at every cycle).
+pub const STEP_SLOTS: c_int = 12;
 
 /// What `Operation::block` of a kind without its own blocking wait answers
 /// to an `Event`.

@@ -14,8 +14,8 @@ use std::ffi::{CStr, c_int, c_void};
 use cothread::{Task, When};
 
 use super::{
-    DELIVERED_BIT, Engine, Fire, Frame, Next, Operation, Record, STEP_SLOTS, Source, Wake, Why, delivered_marker,
-    free_record, new_id, parked_here, parked_token,
+    Engine, Fire, Frame, Next, Operation, STEP_SLOTS, Source, Wake, Why, delivered_marker, new_id, parked_here,
+    parked_token,
 };
 use crate::raw::{self, L, ffi};
 
@@ -34,12 +34,13 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
     // checked slot). The boxes are owned by the record from here on.
     unsafe {
         let id = new_id();
-        let r = Record::new(op, task, l, ffi::lua_gettop(l));
+        let r = (*e).new_record(op, task, l, ffi::lua_gettop(l));
         let f = Frame { l, base: 0, payload: &raw mut (*r).payload };
-        let mut sources = Vec::new();
+        let mut sources = std::mem::take(&mut (*e).sources_scratch);
+        sources.clear();
         (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
         let enlisted = (*e).enlist(r, id, &sources);
-        drop(sources);
+        (*e).sources_scratch = sources;
         (*e).ops.insert(id, r);
         let real = match enlisted {
             Ok(real) => real,
@@ -83,30 +84,62 @@ unsafe fn drop_op(e: *mut Engine, id: u64) {
     unsafe {
         if let Some(r) = (*e).ops.remove(&id) {
             (*e).disarm(r, id);
-            free_record(r);
+            (*e).recycle(r);
         }
     }
 }
 
-/// Steps due operation `id` on runner `l`; whether its task became ready.
-unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> bool {
+/// What the resume loop does with a cothread whose task has `OPERATION_BIT`
+/// (`finish`).
+pub enum Finish {
+    /// Resume it with the `n` values on its stack.
+    Resume(c_int),
+    /// Not now: its operation waits again (it is back in the private queue).
+    Parked,
+}
+
+/// Before the resume loop resumes `co` (its task had `OPERATION_BIT`):
+/// takes the results a ticket left, or steps its due operation on runner
+/// `l` (the thread in `run` or `step`). A step that ends moves its results
+/// onto `co`'s stack, in place of the frame; one that waits again puts the
+/// task back in the private queue.
+///
+/// # Safety
+/// `l` is a thread in a C function (it may raise); `e` is null or live;
+/// `co` is the live thread of the ready head.
+pub unsafe fn finish(l: L, e: *mut Engine, co: L) -> Finish {
+    // SAFETY: as the contract says; records in `ops` are live.
+    unsafe {
+        if is_delivered(co) {
+            ffi::lua_settop(co, -2); // the marker
+            return Finish::Resume(ffi::lua_gettop(co));
+        }
+        let found = if e.is_null() { None } else { parked_token(co).filter(|id| (*e).ops.contains_key(id)) };
+        match found {
+            Some(id) => step_one(l, e, id),
+            None => Finish::Resume(0), // left its yield some other way: nothing of ours
+        }
+    }
+}
+
+/// Steps due operation `id` on runner `l`.
+unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
     // SAFETY: `e` is live and `l` is a thread in a C function. The record
     // stays in `ops` while `stepping` (no one frees it then); the frame
     // moves between two threads of one state with checked stack space.
     unsafe {
-        let Some(&r) = (*e).ops.get(&id) else { return false };
+        let r = *(*e).ops.get(&id).expect("checked by `finish`");
         (*r).queued = false;
-        if (*r).stepping || (*r).why.is_none() {
-            return false; // stepping further out: what came waits in `deferred`
-        }
-        if !parked_here(r, id) {
-            // Resumed or closed by someone else: its frame is not ours any more.
-            let (task, cancelled) = ((*r).task, (*r).cancelled);
-            drop_op(e, id);
-            return !cancelled && (*(*e).sched).reschedule(task, When::Later).is_ok();
+        if !parked_here(r, id) || (*r).stepping {
+            // Its frame is not ours any more (resumed or closed by someone
+            // else), or a step further out has it: resume with nothing.
+            if !(*r).stepping {
+                drop_op(e, id);
+            }
+            return Finish::Resume(0);
         }
         raw::check_stack(l, (*r).height + STEP_SLOTS); // may raise: nothing changed yet
-        let mut why = (*r).why.take().expect("checked");
+        let mut why = (*r).why.take().unwrap_or(Why::Ready);
         (*r).stepping = true;
         (*e).stepping.push(id);
         // Not armed while it steps: should the step raise, it keeps nothing going.
@@ -126,8 +159,7 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> bool {
             if let Next::Done(n) = next {
                 (*r).stepping = false;
                 (*e).stepping.retain(|&x| x != id);
-                deliver(l, e, id, base, n);
-                return true;
+                return Finish::Resume(deliver(l, e, id, base, n));
             }
             if let Some(d) = (*r).deferred.take() {
                 why = d;
@@ -151,56 +183,36 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> bool {
             let h = ffi::lua_gettop(l) - base;
             if ffi::lua_checkstack(co, h + 1) == 0 {
                 ffi::lua_settop(l, base);
-                let (task, cancelled) = ((*r).task, (*r).cancelled);
                 drop_op(e, id);
-                return !cancelled && (*(*e).sched).reschedule(task, When::Later).is_ok();
+                return Finish::Resume(0);
             }
             ffi::lua_xmove(l, co, h);
             ffi::lua_pushlightuserdata(co, id as usize as *mut c_void);
             (*r).height = h;
-            return false;
+            let _ = (*(*e).sched).reschedule((*r).task, When::Wait((*e).key));
+            return Finish::Parked;
         }
     }
 }
 
 /// Ends operation `id`, whose step left `n` results above its frame at
-/// `base` of runner `l`: they go onto the cothread's (emptied) stack under
-/// the `DELIVERED` marker, and its task is marked and made ready (unless it
-/// was unregistered).
-unsafe fn deliver(l: L, e: *mut Engine, id: u64, base: c_int, n: c_int) {
+/// `base` of runner `l`: they go onto the cothread's (emptied) stack.
+/// Returns how many made it there.
+unsafe fn deliver(l: L, e: *mut Engine, id: u64, base: c_int, n: c_int) -> c_int {
     // SAFETY: the record is live and leaves `ops` here, once; after that only
-    // calls that do not raise (stack checks, moves, a light userdata into a
-    // checked slot, the core's queues).
+    // calls that do not raise (stack checks, moves).
     unsafe {
-        let Some(r) = (*e).ops.remove(&id) else { return };
+        let Some(r) = (*e).ops.remove(&id) else { return 0 };
         let readers = (*r).sources.iter().filter(|s| s.1 == super::READ).count();
         let writers = (*r).sources.len() - readers;
         (*e).disarm(r, id);
         let (co, task) = ((*r).co, (*r).task);
-        let n = if ffi::lua_checkstack(co, n + 1) == 0 { 0 } else { n };
+        let n = if ffi::lua_checkstack(co, n) == 0 { 0 } else { n };
         ffi::lua_xmove(l, co, n);
-        ffi::lua_pushlightuserdata(co, delivered_marker());
         ffi::lua_settop(l, base);
-        if !(*r).cancelled {
-            let sched = (*e).sched;
-            if (*sched).set_data(task, co as usize | DELIVERED_BIT).is_ok() {
-                let _ = (*sched).reschedule(task, When::Later);
-            }
-        }
         (*e).wakes.insert(task.to_raw(), Wake { time: (*e).wall, readers, writers });
-        free_record(r);
-    }
-}
-
-/// Steps every due operation; whether a task became ready.
-unsafe fn run_due(l: L, e: *mut Engine) -> bool {
-    // SAFETY: `e` is live; one id is taken at a time (steps may queue more).
-    unsafe {
-        let mut any = false;
-        while let Some(id) = (*e).due.pop_front() {
-            any |= step_one(l, e, id);
-        }
-        any
+        (*e).recycle(r);
+        n
     }
 }
 
@@ -210,16 +222,18 @@ unsafe fn stamp(e: *mut Engine) {
     unsafe { (*e).wall = libc::time(std::ptr::null_mut()) };
 }
 
-/// Runs the loop of `e` once, blocking as `block` says, and steps the
-/// operations its events concern, on runner `l`. Whether a task became ready.
+/// Runs the loop of `e` once, blocking as `block` says; the cothreads whose
+/// operations its events concern become ready (their steps run when they
+/// are resumed: `finish`). Whether any did.
 ///
 /// # Safety
-/// `l` is a thread in a C function (it may raise); `e` is live.
-pub unsafe fn poll(l: L, e: *mut Engine, block: super::Block) -> bool {
+/// `e` is live.
+pub unsafe fn poll(e: *mut Engine, block: super::Block) -> bool {
     // SAFETY: as the contract says; the loop runs only Rust callbacks.
     unsafe {
+        (*e).readied = 0;
         (*e).run_loop(block);
-        run_due(l, e)
+        (*e).readied > 0
     }
 }
 
@@ -272,19 +286,20 @@ pub unsafe extern "C-unwind" fn abandon(l: L) -> c_int {
 }
 
 /// Detaches `src` from its engine, if any, before its object closes (or
-/// goes): the operations waiting on it step with `Closed` on runner `l`.
+/// goes): the operations waiting on it become due with `Closed`.
 ///
 /// # Safety
-/// As `poll`; `src` is a live object's source.
-pub unsafe fn detach(l: L, src: *mut Source) {
+/// `src` is a live object's source.
+pub unsafe fn detach(src: *mut Source) {
     // SAFETY: a source's owner is live while set (the engine nulls it when it
-    // goes); the list of waiters is dropped before anything calls Lua.
+    // goes); only Rust runs.
     unsafe {
         let e = (*src).owner;
         if e.is_null() {
             return;
         }
         let s = (*src).id;
+        stamp(e);
         for op in (*e).waiters(s, false) {
             if let Some(&r) = (*e).ops.get(&op) {
                 (*r).sources.retain(|x| x.0 != s);
@@ -292,28 +307,25 @@ pub unsafe fn detach(l: L, src: *mut Source) {
             (*e).mark(op, Why::Closed);
         }
         (*e).forget_source(s);
-        stamp(e);
-        run_due(l, e);
     }
 }
 
 /// A channel's receiver got a value or closed: the operations reading `src`
-/// step with `Ready` on runner `l`.
+/// become due with `Ready`.
 ///
 /// # Safety
-/// As `detach`.
-pub unsafe fn fire(l: L, src: *mut Source) {
+/// `src` is a live object's source.
+pub unsafe fn fire(src: *mut Source) {
     // SAFETY: as `detach`.
     unsafe {
         let e = (*src).owner;
         if e.is_null() {
             return;
         }
+        stamp(e);
         for op in (*e).waiters((*src).id, true) {
             (*e).mark(op, Why::Ready);
         }
-        stamp(e);
-        run_due(l, e);
     }
 }
 
@@ -329,18 +341,5 @@ pub unsafe fn is_delivered(co: L) -> bool {
             && ffi::lua_gettop(co) > 0
             && ffi::lua_type(co, -1) == ffi::LUA_TLIGHTUSERDATA
             && ffi::lua_touserdata(co, -1) == delivered_marker()
-    }
-}
-
-/// Before resuming `co` (whose task had `DELIVERED_BIT`): pops the marker;
-/// the number of results to resume it with.
-///
-/// # Safety
-/// `co` holds delivered results (`is_delivered`).
-pub unsafe fn take_results(co: L) -> c_int {
-    // SAFETY: the marker is on top (contract); popping does not raise.
-    unsafe {
-        ffi::lua_settop(co, -2);
-        ffi::lua_gettop(co)
     }
 }

@@ -53,7 +53,7 @@ fn engine() -> (Box<Sched>, Box<Engine>) {
 /// Records an idle operation of `task` waiting on `sources` until `deadline`.
 fn wait(e: &mut Engine, task: Task, sources: &[(*mut Source, RawFd, u32)], deadline: Option<u64>) -> u64 {
     let id = new_id();
-    let r = Record::new(Box::new(Idle), task, std::ptr::null_mut(), 0);
+    let r = e.new_record(Box::new(Idle), task, std::ptr::null_mut(), 0);
     // SAFETY: the record is fresh; the sources are the test's live boxes.
     unsafe {
         let real = e.enlist(r, id, sources).unwrap();
@@ -64,17 +64,23 @@ fn wait(e: &mut Engine, task: Task, sources: &[(*mut Source, RawFd, u32)], deadl
     id
 }
 
-/// The due operations, in order, with what they step with; empties `due`.
+/// The due operations (their tasks made ready, marked), with what they
+/// step with; forgets that they were due.
 fn due(e: &mut Engine) -> Vec<(u64, Why)> {
     let mut v = Vec::new();
-    while let Some(id) = e.due.pop_front() {
-        let r = e.ops[&id];
-        // SAFETY: a live record.
+    for (&id, &r) in &e.ops {
+        // SAFETY: a live record; the core outlives the engine.
         unsafe {
-            (*r).queued = false;
-            v.push((id, (*r).why.take().unwrap()));
+            if (*r).queued {
+                assert_eq!((*e.sched).data((*r).task), Ok(OPERATION_BIT), "marked");
+                assert_eq!((*e.sched).ready().find(|&t| t == (*r).task), Some((*r).task), "made ready");
+                (*r).queued = false;
+                let _ = (*e.sched).reschedule((*r).task, cothread::When::Wait(e.key));
+                v.push((id, (*r).why.take().unwrap()));
+            }
         }
     }
+    v.sort_by_key(|x| x.0);
     v
 }
 
@@ -95,7 +101,7 @@ fn end(e: &mut Engine, id: u64) {
     // SAFETY: the record left `ops` here.
     unsafe {
         e.disarm(r, id);
-        free_record(r);
+        e.recycle(r);
     }
 }
 

@@ -66,10 +66,10 @@ pub(super) unsafe fn make(l: L, e: *mut Engine, id: u64) {
             return;
         };
         (*e).disarm(r, id);
-        let record = Box::from_raw(r);
-        let co = record.co;
-        (*t).op = Some(Box::from_raw(record.op));
-        drop(record);
+        let co = (*r).co;
+        let op = std::mem::replace(&mut (*r).op, std::ptr::null_mut::<super::op::Spent>());
+        (*t).op = Some(Box::from_raw(op));
+        (*e).recycle(r);
         ffi::lua_settop(co, -2); // the sentinel
         ffi::lua_xmove(l, co, 1);
     }

@@ -170,7 +170,7 @@ pub(super) unsafe extern "C-unwind" fn sock_setfd(l: L) -> c_int {
         let t = check_tcp(l, 1, ANY);
         let fd = ffi::luaL_checknumber(l, 2);
         let fd = if fd >= 0.0 && fd <= c_int::MAX as f64 { fd as RawFd } else { -1 };
-        engine::detach(l, &raw mut (*t).src);
+        engine::detach(&raw mut (*t).src);
         (*t).fd = fd;
         if fd >= 0 {
             let _ = sys::set_nonblocking(fd); // not a descriptor: its calls fail alike
@@ -390,7 +390,7 @@ unsafe extern "C-unwind" fn bind(l: L) -> c_int {
                 1
             }
             Some(m) => {
-                close_tcp(l, t);
+                close_tcp(t);
                 raw::push_fail(l, m)
             }
         }

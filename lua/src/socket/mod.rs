@@ -272,13 +272,13 @@ unsafe fn ensure_fd(t: *mut Tcp, family: c_int) -> sys::SysResult<()> {
     }
 }
 
-/// `[-0, +0, m]` Closes the descriptor of `t` (the operations waiting on it
-/// end with "closed", stepped on `l`) and empties its buffer.
-unsafe fn close_tcp(l: L, t: *mut Tcp) {
+/// Closes the descriptor of `t` (the operations waiting on it end with
+/// "closed") and empties its buffer.
+unsafe fn close_tcp(t: *mut Tcp) {
     // SAFETY: `t` is live; its source is detached before the descriptor
     // closes (the engine's poll handle watches it).
     unsafe {
-        engine::detach(l, &raw mut (*t).src);
+        engine::detach(&raw mut (*t).src);
         if (*t).fd >= 0 {
             sys::close((*t).fd);
             (*t).fd = -1;
@@ -295,7 +295,7 @@ unsafe extern "C-unwind" fn tcp_gc(l: L) -> c_int {
     unsafe {
         let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
         if !t.is_null() && !(*t).gone {
-            close_tcp(l, t);
+            close_tcp(t);
             (*t).gone = true;
             std::ptr::drop_in_place(t);
         }
@@ -309,7 +309,7 @@ unsafe extern "C-unwind" fn tcp_close(l: L) -> c_int {
     // SAFETY: `check_tcp` returns a live socket or raises.
     unsafe {
         let t = check_tcp(l, 1, ANY);
-        close_tcp(l, t);
+        close_tcp(t);
         ok(l)
     }
 }

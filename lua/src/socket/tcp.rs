@@ -494,7 +494,7 @@ unsafe fn connect_done(f: &Frame, op: &Connect, r: Result<(), &CStr>) -> Next {
                 Next::Done(1)
             }
             Err(m) => {
-                close_tcp(f.l, t);
+                close_tcp(t);
                 Next::Done(raw::push_fail(f.l, m))
             }
         }
@@ -569,7 +569,7 @@ unsafe extern "C-unwind" fn connect(l: L) -> c_int {
             };
             let lhost = if lhost.to_bytes() == b"*" { None } else { Some(lhost) };
             if let Some(m) = bind_to(t, lhost, lport) {
-                close_tcp(l, t);
+                close_tcp(t);
                 return raw::push_fail(l, m);
             }
         }

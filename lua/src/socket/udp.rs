@@ -335,7 +335,7 @@ unsafe fn new_udp(l: L, family: c_int) -> c_int {
         let t = push_tcp(l, -1, family, Kind::Unconnected, lazy);
         if !lazy {
             if let Err(e) = ensure_fd(t, family) {
-                close_tcp(l, t);
+                close_tcp(t);
                 return raw::push_fail(l, sys::strerror(e));
             }
         }

@@ -113,14 +113,13 @@ unsafe fn check_open(l: L, idx: c_int) -> *mut Stream {
     }
 }
 
-/// `[-0, +0, m]` Closes `s`: the operations waiting on the pipe end with
-/// "closed" (stepped on `l`); the descriptor closes now, or when a job still
-/// running on it lets go of it.
-unsafe fn close_stream(l: L, s: *mut Stream) {
+/// Closes `s`: the operations waiting on the pipe end with "closed"; the
+/// descriptor closes now, or when a job still running on it lets go of it.
+unsafe fn close_stream(s: *mut Stream) {
     // SAFETY: `s` is live; its source is detached before the descriptor
     // closes (the engine's poll handle watches it).
     unsafe {
-        engine::detach(l, &raw mut (*s).src);
+        engine::detach(&raw mut (*s).src);
         if let Some(core) = (*s).core.take() {
             if let Ok(mut g) = core.try_lock() {
                 if g.fd >= 0 {
@@ -143,7 +142,7 @@ unsafe extern "C-unwind" fn stream_gc(l: L) -> c_int {
     unsafe {
         let s = ffi::luaL_testudata(l, 1, STREAM.as_ptr()) as *mut Stream;
         if !s.is_null() {
-            close_stream(l, s);
+            close_stream(s);
         }
     }
     0
@@ -155,7 +154,7 @@ unsafe extern "C-unwind" fn stream_close(l: L) -> c_int {
     // SAFETY: a method of the module.
     unsafe {
         let s = check_open(l, 1);
-        close_stream(l, s);
+        close_stream(s);
         ffi::lua_pushboolean(l, 1);
         1
     }
