@@ -316,10 +316,11 @@ unsafe fn call_idle(l: L, p: *mut State, wake: u64) {
 /// here, on `l`, and leaves the results on its stack (or it waits again and
 /// is not resumed); it is resumed with them, and the values above `base` are
 /// dropped (doc/lua.md: "the values it is resumed with are ignored").
+#[inline(always)]
 unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
     // SAFETY: a closure of the module; the state is reached in short
     // expressions and never across `lua_resume`. A task's user value is its
-    // live thread (registered), plus the delivered bit.
+    // live thread (registered), plus the operation bit.
     unsafe {
         let (task, data) = (*p).core.ready_head_data()?;
         let co = (data & !OPERATION_BIT) as L;
