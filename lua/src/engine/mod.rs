@@ -4,54 +4,61 @@
 //! end; the cothread is then resumed once, with the call's results already on
 //! its stack. No C continuation is involved: a parked C function yields with
 //! a plain `lua_yield(l, 0)` and, when resumed, returns the values it is
-//! resumed with, which are the engine's results.
+//! resumed with, which are the operation's results.
 //!
 //! # One operation, from the call to its results
 //! A C function builds the operation (a plain struct implementing
-//! [`Operation`]) over its frame (its stack slots) and steps it. If the step
-//! cannot finish and the caller is a cothread, [`park`] records it here, pushes
-//! a *sentinel* (a light userdata: the operation's id) on top of the frame and
-//! the function yields. Later steps run in the engine, which moves the frame
-//! from the cothread's stack onto the stack of the thread running the engine
-//! (the *runner*: the thread in `run`, `step`, `idle`, or in a call that
-//! closed a socket or sent on a channel), so a step may raise there (a memory
-//! error) without touching the suspended cothread. When a step answers
-//! `Done(n)`, the engine moves its `n` results onto the cothread's stack, in
-//! place of the frame, with the `DELIVERED` marker on top, marks the task
-//! (bit 0 of its user value) and makes it ready; the resume loop pops the
-//! marker and resumes it with those values (`take_results`).
+//! [`Operation`]) over its frame (its stack slots) and steps it
+//! (`park::drive`). If the step cannot finish and the caller is a cothread,
+//! [`park`] records it here (attaches its sources, starts its timer, job or
+//! outside event), pushes a *sentinel* (a light userdata: the operation's
+//! id) on top of the frame, and the function yields; the resume loop puts
+//! the task in the private queue `key`, which no `notify` reaches.
+//!
+//! The loop's callbacks only queue [`Event`]s. `poll` runs the loop and
+//! turns them into *due* operations (`mark`): the event's `Why` is kept in
+//! the record and the task goes to the ready tail with `OPERATION_BIT` set in
+//! its user value. When the resume loop takes it, it calls [`finish`]: the
+//! step runs there, on the stack of the thread in `run` or `step` (the
+//! *runner*: the frame moves there from the cothread, so a step that raises,
+//! a memory error, never touches the suspended cothread). `Done(n)` moves the
+//! `n` results onto the cothread's stack in place of the frame and the
+//! cothread is resumed with them; a step that must wait again (a spurious
+//! readiness, a read that needs more) moves the frame back and the task goes
+//! back to the private queue without being resumed.
 //!
 //! # The states of an operation
-//! | state    | where                                   | the cothread                        |
-//! |----------|-----------------------------------------|-------------------------------------|
-//! | Waiting  | `ops`, listed on its sources and timer  | parked in the private queue `key`   |
-//! | Due      | Waiting, its id in `due`, `why` set     | parked                              |
-//! | Stepping | `stepping`: its frame on the runner     | parked                              |
-//! | (ended)  | gone from `ops`                         | ready, its results on its stack     |
+//! | state    | where                                        | its task                              |
+//! |----------|----------------------------------------------|---------------------------------------|
+//! | Waiting  | in `ops`, listed on its sources, its timer   | in the private queue `key`            |
+//! | Due      | Waiting, with `why` and `queued`             | in the ready queue, `OPERATION_BIT`   |
+//! | Stepping | `stepping`; its frame on the runner          | at the ready head, being resumed      |
+//! | (ended)  | gone from `ops`                              | resumed with its results              |
 //!
 //! Who moves it:
 //! - `park` (the C function): Waiting.
-//! - The loop's callbacks only queue [`Event`]s; `poll` turns them into Due
-//!   (readiness of a source, its deadline, its job or outside event done).
-//!   `detach` (a source closed or collected) and `fire` (a channel got a
-//!   value or closed) make its waiters Due at once; `cancel` (its cothread
-//!   unregistered: `unschedule`, a plugin's yield) makes it Due with
-//!   `Cancelled`.
-//! - `step_one` takes a Due operation: Stepping; then `Done` ends it
-//!   (`deliver`), a wait makes it Waiting again.
+//! - `mark`, from `poll` (readiness of a source, its deadline, its job or
+//!   outside event done), `detach` (a source closed or collected: `Closed`)
+//!   or `fire` (a channel got a value or closed): Due. More events before
+//!   the step merge (`Why::merge`): a cancel wins, a deadline loses to what
+//!   became ready in the same turn.
+//! - `finish` (the resume loop): Stepping, then ended (`deliver`), or
+//!   Waiting again.
+//! - `cancel` (its cothread unregistered: `unschedule`, a plugin's yield)
+//!   and `abandon` (its scheduler collected): it leaves at once, its
+//!   operation moved into a ticket on the cothread's stack (`ticket`).
 //! - Events that come while it is Stepping (a finalizer run by the step's
 //!   allocations closes its socket, or unschedules its cothread) are kept in
 //!   `deferred` and stepped right after.
 //!
-//! How it ends exactly once: the record leaves `ops` in `deliver` or
-//! `drop_op` and nowhere else, both called only when not Stepping. Every
-//! event names the operation by its id (never reused); a late event finds no
-//! record and resumes nobody. Several events of one loop turn merge
-//! (`Why::merge`): a cancel wins, a deadline loses to readiness.
+//! How it ends exactly once: the record leaves `ops` in `deliver`,
+//! `drop_op` or `ticket::make` and nowhere else, none of them while it is
+//! Stepping. Every event names the operation by its id (never reused); a
+//! late event finds no record and resumes nobody.
 //!
 //! If the cothread left its yield some other way (resumed by
-//! `coroutine.resume`, closed), the sentinel is gone: the operation is
-//! dropped without results and its task made ready (`parked_here`).
+//! `coroutine.resume`, closed), the sentinel is gone (`parked_here`): the
+//! operation is dropped without results and the cothread resumed with none.
 //!
 //! # Why not the core's `op` machines
 //! `cothread::op` keeps a task's request or handle alive until its libuv
@@ -110,8 +117,8 @@ fn new_id() -> u64 {
 /// marker.
 pub const OPERATION_BIT: usize = 1;
 
-/// The marker on top of delivered results: the address of this static, as a
-/// light userdata.
+/// The marker on top of the results a ticket left (`ticket::settle`): the
+/// address of this static, as a light userdata.
 static DELIVERED: u8 = 0;
 
 fn delivered_marker() -> *mut c_void {

@@ -7,10 +7,10 @@
 //! frame (the call's arguments and state slots) at `base + 1 ..= base +
 //! height` of the stack it pushes on:
 //! - in the C function itself, first (`base` 0: the function's own stack);
-//! - in the engine, for a parked cothread: the engine moves the frame from
-//!   the cothread's stack onto the stack of the thread running the engine
-//!   (`run`, `step`, a `close`), then moves the results (or the frame, to
-//!   wait again) back;
+//! - in the engine, for a parked cothread that the resume loop takes: the
+//!   frame moves from the cothread's stack onto the stack of the thread in
+//!   `run` or `step`, then the results (or the frame, to wait again) move
+//!   back;
 //! - outside cothreads, after `block` waited in this thread.
 //!
 //! So one step function serves every context. Its results are the top `n`

@@ -1,6 +1,7 @@
-//! The engine's moves that touch Lua: parking an operation, stepping it on a
-//! runner's stack, delivering its results, and the entry points that make
-//! operations due (`poll`, `cancel`, `detach`, `fire`). See the parent
+//! The engine's moves: parking an operation, stepping it on a runner's stack
+//! when the resume loop takes its cothread (`finish`), delivering its
+//! results; and the entry points that make operations due (`poll`,
+//! `detach`, `fire`) or take them out (`cancel`, `abandon`). See the parent
 //! module for the states.
 //!
 //! A step may raise (a memory error while pushing) and its allocations may
