@@ -93,8 +93,7 @@ pub unsafe fn settle(l: L, co: L) -> bool {
         {
             return false;
         }
-        let h = ffi::lua_gettop(co) - 1;
-        raw::check_stack(l, h + 1 + STEP_SLOTS);
+        raw::check_stack(l, 3);
         ffi::lua_xmove(co, l, 1); // the candidate ticket, on top of `l`
         let marked = ffi::lua_getmetatable(l, -1) != 0 && {
             let m = ffi::lua_rawgetp(l, -1, (&raw const MARK).cast()) != ffi::LUA_TNIL;
@@ -111,6 +110,8 @@ pub unsafe fn settle(l: L, co: L) -> bool {
             return false;
         };
         let op: *mut dyn Operation = op;
+        let h = ffi::lua_gettop(co);
+        raw::check_stack(l, h + STEP_SLOTS); // may raise: the ticket stays on `l`, spent with it
         ffi::lua_xmove(co, l, h);
         let base = ffi::lua_gettop(l) - h;
         let mut none: ManuallyDrop<Option<Payload>> = ManuallyDrop::new(None);
