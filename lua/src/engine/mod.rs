@@ -72,6 +72,7 @@
 //! request or handle per task) nor `Object` (one waiter) models.
 
 mod block;
+mod lp;
 mod op;
 mod source;
 mod step;
@@ -85,13 +86,14 @@ use std::os::fd::RawFd;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
-use cothread::reactor::{Handle, Loop, RunMode};
+use cothread::reactor::{Handle, Loop};
 use cothread::{Sched, Task};
 use rustc_hash::FxHashMap;
 
 use crate::raw::{L, ffi};
 
 pub use block::block as block_default;
+pub use lp::{Block, LoopRef};
 pub use op::{Frame, Job, Next, Operation, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
 use source::SourceRec;
 pub use source::{READ, SELECTABLE, Selectable, Source, SourceKind, WRITE, selectable_at};
@@ -154,48 +156,6 @@ impl Fire {
 
 /// A loop cleanup run when an operation ends, however it ends.
 pub type OnEnd = Box<dyn FnOnce(&mut Loop)>;
-
-/// The event loop of a scheduler: its own, or one a host made and handed
-/// over (`cothread.attach`), which the host keeps alive while the scheduler
-/// lives and uses on the same thread.
-pub enum LoopRef {
-    Own(Box<Loop>),
-    Host(*mut cothread::ffi::cot_loop),
-}
-
-impl std::ops::Deref for LoopRef {
-    type Target = Loop;
-    fn deref(&self) -> &Loop {
-        match self {
-            LoopRef::Own(l) => l,
-            // SAFETY: `cothread.attach`'s contract: the host's loop outlives the
-            // scheduler and is used on this thread only, so no other reference
-            // to it is live while the engine holds this one.
-            LoopRef::Host(p) => unsafe { cothread::ffi::cot_loop::loop_mut(*p) },
-        }
-    }
-}
-
-impl std::ops::DerefMut for LoopRef {
-    fn deref_mut(&mut self) -> &mut Loop {
-        match self {
-            LoopRef::Own(l) => l,
-            // SAFETY: as in `deref`; `&mut self` makes this the only borrow.
-            LoopRef::Host(p) => unsafe { cothread::ffi::cot_loop::loop_mut(*p) },
-        }
-    }
-}
-
-/// How long `poll` may block.
-#[derive(Clone, Copy, Debug)]
-pub enum Block {
-    /// Not at all.
-    No,
-    /// Until this monotonic time (ns), or an event.
-    Until(u64),
-    /// Until an event.
-    Forever,
-}
 
 /// An operation while its cothread is parked.
 struct Record {
@@ -450,33 +410,6 @@ impl Engine {
         }
     }
 
-    /// A timer firing at `deadline` (monotonic ns) for operation `id`.
-    fn start_timer(&mut self, id: u64, deadline: u64) -> Handle {
-        let t = match self.spare_timers.pop() {
-            Some(t) => t,
-            None => self.lp.timer_init(0),
-        };
-        let _ = self.lp.set_data(t, id as usize);
-        self.lp.update_time();
-        let after = deadline.saturating_sub(self.lp.now());
-        let q = self.events.clone();
-        let make = move || -> cothread::reactor::Callback {
-            Box::new(move |lp: &mut Loop, h| {
-                if let Ok(id) = lp.data(h) {
-                    q.borrow_mut().push(Event::Timer(id as u64));
-                }
-            })
-        };
-        // Tag 2: a reused timer keeps its callback (it reads the operation from the data).
-        let _ = self.lp.timer_start_with(t, after, 0, 2, make);
-        t
-    }
-
-    fn stop_timer(&mut self, t: Handle) {
-        let _ = self.lp.timer_stop(t);
-        self.spare_timers.push(t);
-    }
-
     /// Sets the deadline of record `r` (id `id`): its timer follows.
     unsafe fn set_deadline(&mut self, r: *mut Record, id: u64, deadline: Option<u64>) {
         // SAFETY: `r` is a live record (caller's contract); Rust only.
@@ -610,52 +543,6 @@ impl Engine {
         if !self.wakes.is_empty() {
             self.wakes.remove(&task.to_raw());
         }
-    }
-
-    /// Runs the loop once, blocking as `block` says, and makes due the
-    /// operations its events concern.
-    fn run_loop(&mut self, block: Block) {
-        let mode = match block {
-            Block::No => RunMode::NoWait,
-            Block::Forever => RunMode::Once,
-            Block::Until(t) => {
-                self.lp.update_time();
-                let now = self.lp.now().max(cothread::time::monotonic_ns());
-                if t <= now {
-                    RunMode::NoWait
-                } else {
-                    let cb = || -> cothread::reactor::Callback { Box::new(|_, _| {}) };
-                    let ns = t - self.lp.now();
-                    let _ = self.lp.timer_start_with(self.idle_timer, ns, 0, 1, cb);
-                    RunMode::Once
-                }
-            }
-        };
-        let _ = self.lp.run(mode);
-        let _ = self.lp.timer_stop(self.idle_timer);
-        let spare = std::mem::take(&mut self.spare_events);
-        let mut events = std::mem::replace(&mut *self.events.borrow_mut(), spare);
-        if !events.is_empty() {
-            // SAFETY: `time` with a null argument only returns the time.
-            self.wall = unsafe { libc::time(std::ptr::null_mut()) };
-        }
-        for e in events.drain(..) {
-            match e {
-                Event::Poll(s, bits) => self.ready(s, bits),
-                Event::Timer(id) => self.mark(id, Why::Timeout),
-                Event::Done(id, p) => {
-                    if let Some(&r) = self.ops.get(&id) {
-                        // SAFETY: a live record; its job or event is over.
-                        unsafe {
-                            (*r).payload = p;
-                            (*r).outside = false;
-                        }
-                        self.mark(id, Why::Done);
-                    }
-                }
-            }
-        }
-        self.spare_events = events;
     }
 }
 
