@@ -5,22 +5,22 @@
 //! `cothread.channel`) and its two ends (`End`, metatables `cothread.sender`
 //! and `cothread.receiver`), each holding the link as user value 1. The link
 //! holds the queued values in a table (its user value 1, indices `head` to
-//! `tail - 1`, so nil is a value like any other) and, once a cothread waited
-//! on it, the scheduler whose event loop it is attached to (user value 2).
+//! `tail - 1`, so nil is a value like any other).
 //!
-//! A receive that finds the queue empty waits in `socket.select({receiver})`:
-//! the receiver is a *virtual source* of the event loop (`io::Io::
-//! attach_virtual`), and `send`/`close` end the waits on it (`Io::fire`). So a
-//! receive suspends only its cothread, a receiver mixes with sockets in
-//! `select`, and a cothread that leaves its wait (unscheduled, cancelled,
+//! A receive that finds the queue empty is an engine operation (`Receive`)
+//! waiting on the link's `Source`, which has no descriptor: `send` and
+//! `close` step its waiters at once (`engine::fire`). So a receive suspends
+//! only its cothread, and a cothread that leaves its wait (unscheduled,
 //! timed out) is taken off the link at once: a later send resumes nobody.
+//! A receiver's metatable holds a `Selectable`, so it mixes with sockets in
+//! `socket.select` (which knows nothing else of channels).
 
-use std::ffi::{CStr, c_int};
+use std::ffi::{CStr, c_int, c_void};
+use std::os::fd::RawFd;
 
-use crate::io::{self, READ};
+use crate::engine::{self, Frame, Next, Operation, READ, SELECTABLE, Selectable, Source, SourceKind, Why};
+use crate::park::{cothread_of, drive};
 use crate::raw::{self, L, ffi};
-use crate::socket;
-use crate::state::State;
 
 const LINK: &CStr = c"cothread.channel";
 const SENDER: &CStr = c"cothread.sender";
@@ -33,12 +33,8 @@ struct Link {
     head: ffi::lua_Integer,
     tail: ffi::lua_Integer,
     closed: bool,
-    /// Identifier on the event loop of `owner` (0: never attached).
-    id: u64,
-    /// The scheduler whose loop it is attached to (kept by user value 2).
-    owner: *mut State,
-    /// Readiness found by `select` (between its passes).
-    sel: bool,
+    /// Its side in the waiting engine (receives wait on it).
+    src: Source,
 }
 
 impl Link {
@@ -58,11 +54,12 @@ struct End {
 
 /// `[-0, +1, m]` Pushes a new link.
 unsafe fn push_link(l: L) -> *mut Link {
-    // SAFETY: valid state; the block is fresh and sized for a `Link` (no
-    // destructor: `__gc` only detaches it).
+    // SAFETY: the block is fresh, sized and aligned for a `Link` (Lua aligns
+    // userdata for any C type); it has no destructor (`__gc` only detaches
+    // its source).
     unsafe {
-        let k = ffi::lua_newuserdatauv(l, std::mem::size_of::<Link>(), 2) as *mut Link;
-        k.write(Link { head: 1, tail: 1, closed: false, id: 0, owner: std::ptr::null_mut(), sel: false });
+        let k = ffi::lua_newuserdatauv(l, std::mem::size_of::<Link>(), 1) as *mut Link;
+        k.write(Link { head: 1, tail: 1, closed: false, src: Source::new(SourceKind::Channel) });
         ffi::lua_newtable(l);
         ffi::lua_setiuservalue(l, -2, 1);
         ffi::luaL_setmetatable(l, LINK.as_ptr());
@@ -70,19 +67,15 @@ unsafe fn push_link(l: L) -> *mut Link {
     }
 }
 
-/// Ends the waits on `k` (a value came, or it closed): their cothreads
-/// become ready.
+/// A value came to `k`, or it closed: its waiting receives become due.
 unsafe fn wake(k: *mut Link) {
-    // SAFETY: `k` is live; its owner's memory is kept by user value 2 and
-    // `closed` says whether it still holds a loop. Only Rust code runs.
-    unsafe {
-        crate::state::source_event((*k).owner, (*k).id, crate::state::SourceEvent::Fire);
-    }
+    // SAFETY: `k` is live (its caller holds an end, which holds the link).
+    unsafe { engine::fire(&raw mut (*k).src) }
 }
 
 /// Closes `k`: sends fail from now on; a waiting receive sees the close.
 unsafe fn close_link(k: *mut Link) {
-    // SAFETY: `k` is live.
+    // SAFETY: `k` is live (as `wake`).
     unsafe {
         if !(*k).closed {
             (*k).closed = true;
@@ -91,19 +84,15 @@ unsafe fn close_link(k: *mut Link) {
     }
 }
 
-/// `__gc` of a link: leaves its event loop.
+/// `__gc` of a link: leaves the engine it is attached to.
 unsafe extern "C-unwind" fn link_gc(l: L) -> c_int {
-    // SAFETY: called by Lua on a `Link` userdata; the owner is alive or `closed`.
+    // SAFETY: Lua calls this once with a `Link` userdata (its metatable's
+    // `__gc`); nothing waits on a link being collected (a receive holds its
+    // receiver, which holds the link).
     unsafe {
         let k = ffi::lua_touserdata(l, 1) as *mut Link;
-        if k.is_null() {
-            return 0;
-        }
-        let p = std::mem::replace(&mut (*k).owner, std::ptr::null_mut());
-        if !p.is_null() && !(*p).closed {
-            if let Some(io) = (*p).io.as_mut() {
-                let _ = io.detach((*k).id);
-            }
+        if !k.is_null() {
+            engine::detach(&raw mut (*k).src);
         }
     }
     0
@@ -225,45 +214,22 @@ unsafe extern "C-unwind" fn settimeout(l: L) -> c_int {
     }
 }
 
-/// `receiver:receive()`: the next value, waiting for one (suspending the
-/// calling cothread) until the receiver's timeout: `nil, "timeout"`; on a
-/// closed channel with nothing queued, `nil, "closed"`.
-unsafe extern "C-unwind" fn receive(l: L) -> c_int {
-    // SAFETY: a method of the module. Frame: 1 receiver, 2 deadline (ns) or nil.
-    unsafe {
-        let (e, _) = check_end(l, 1, RECEIVER);
-        ffi::lua_settop(l, 1);
-        let timeout = (*e).timeout;
-        if timeout >= 0.0 {
-            let ns = (timeout * 1e9).ceil() as u64; // saturates: huge means never
-            ffi::lua_pushinteger(l, cothread::time::monotonic_ns().saturating_add(ns) as ffi::lua_Integer);
-        } else {
-            ffi::lua_pushnil(l);
-        }
-        receive_k(l, ffi::LUA_OK, 0)
-    }
-}
+/// `receiver:receive`. Frame: 1 receiver, 2 deadline (ns) or nil.
+#[derive(Clone, Copy)]
+struct Receive;
 
-/// The loop of `receive`, also its continuation after `select` yielded (the
-/// results of `select` are then above the frame).
-unsafe extern "C-unwind" fn receive_k(l: L, _status: c_int, _ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: the frame of `receive`; the link is alive (the receiver holds it).
-    unsafe {
-        loop {
-            if ffi::lua_gettop(l) > 2 {
-                // select returned: a failure other than a timeout ends the call.
-                if let Some(m) = raw::to_str(l, 5).map(|s| CStr::from_ptr(s)) {
-                    if m != c"timeout" {
-                        ffi::lua_pushnil(l);
-                        ffi::lua_pushvalue(l, 5);
-                        return 2;
-                    }
-                }
-                ffi::lua_settop(l, 2);
+impl Operation for Receive {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: the frame `receive` built; the receiver holds its link.
+        unsafe {
+            let l = f.l;
+            if let Why::Cancelled | Why::Failed(_) = why {
+                let m = if let Why::Failed(m) = why { m } else { c"cancelled" };
+                return Next::Done(raw::push_fail(l, m));
             }
-            let k = (*(ffi::lua_touserdata(l, 1) as *mut End)).link;
+            let k = (*(ffi::lua_touserdata(l, f.at(1)) as *mut End)).link;
             if !(*k).is_empty() {
-                ffi::lua_getiuservalue(l, 1, 1);
+                ffi::lua_getiuservalue(l, f.at(1), 1);
                 ffi::lua_getiuservalue(l, -1, 1); // link queue
                 ffi::lua_rawgeti(l, -1, (*k).head); // link queue value
                 ffi::lua_pushnil(l);
@@ -273,151 +239,70 @@ unsafe extern "C-unwind" fn receive_k(l: L, _status: c_int, _ctx: ffi::lua_KCont
                     (*k).head = 1;
                     (*k).tail = 1;
                 }
-                return 1;
+                return Next::Done(1);
             }
             if (*k).closed {
-                ffi::lua_pushnil(l);
-                ffi::lua_pushliteral(l, c"closed");
-                return 2;
+                return Next::Done(raw::push_fail(l, c"closed"));
             }
-            let deadline = (ffi::lua_type(l, 2) == ffi::LUA_TNUMBER)
-                .then(|| ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as u64);
-            let now = cothread::time::monotonic_ns();
+            let deadline = (ffi::lua_type(l, f.at(2)) == ffi::LUA_TNUMBER)
+                .then(|| ffi::lua_tointegerx(l, f.at(2), std::ptr::null_mut()) as u64);
             match deadline {
-                Some(d) if d <= now => {
-                    ffi::lua_pushnil(l);
-                    ffi::lua_pushliteral(l, c"timeout");
-                    return 2;
+                Some(d) if why == Why::Timeout || d <= cothread::time::monotonic_ns() => {
+                    Next::Done(raw::push_fail(l, c"timeout"))
                 }
-                None if socket::cothread_of(l).is_none() => {
-                    raw::error(l, c"receive on an empty channel would wait forever outside a cothread")
-                }
-                _ => {}
+                d => Next::Wait(d),
             }
-            // select({receiver}, nil, remaining seconds)
-            ffi::lua_pushcfunction(l, socket::select);
-            ffi::lua_createtable(l, 1, 0);
-            ffi::lua_pushvalue(l, 1);
-            ffi::lua_rawseti(l, -2, 1);
-            ffi::lua_pushnil(l);
-            match deadline {
-                Some(d) => ffi::lua_pushnumber(l, (d - now) as f64 / 1e9),
-                None => ffi::lua_pushnil(l),
-            }
-            ffi::lua_callk(l, 3, 3, 0, Some(receive_k));
         }
+    }
+
+    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+        // SAFETY: as `step`.
+        unsafe { each(receiver_source(ffi::lua_touserdata(f.l, f.at(1))), -1, READ) }
+    }
+}
+
+/// `receiver:receive()`: the next value, waiting for one (suspending the
+/// calling cothread) until the receiver's timeout: `nil, "timeout"`; on a
+/// closed channel with nothing queued, `nil, "closed"`.
+unsafe extern "C-unwind" fn receive(l: L) -> c_int {
+    // SAFETY: `check_end` returns a live receiver or raises; the frame is
+    // built in the function's own stack.
+    unsafe {
+        let (e, k) = check_end(l, 1, RECEIVER);
+        ffi::lua_settop(l, 1);
+        let timeout = (*e).timeout;
+        if timeout >= 0.0 {
+            ffi::lua_pushinteger(l, engine::deadline_in(engine::ns_of(timeout)) as ffi::lua_Integer);
+        } else {
+            if (*k).is_empty() && !(*k).closed && cothread_of(l).is_none() {
+                raw::error(l, c"receive on an empty channel would wait forever outside a cothread");
+            }
+            ffi::lua_pushnil(l);
+        }
+        drive(l, Receive)
     }
 }
 
 // ===== select =====
 
-/// `[-0, +0, -]` Is the value at `idx` a receiver?
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn is_receiver(l: L, idx: c_int) -> bool {
-    // SAFETY: valid state; testudata does not raise.
-    unsafe { !ffi::luaL_testudata(l, idx, RECEIVER.as_ptr()).is_null() }
+/// The source of the receiver whose block is `ud`.
+unsafe fn receiver_source(ud: *mut c_void) -> *mut Source {
+    // SAFETY: `ud` is a receiver's `End` (its metatable says so), whose link
+    // its user value keeps alive.
+    unsafe { &raw mut (*(*(ud as *mut End)).link).src }
 }
 
-/// The link of the receiver at `idx`, if it is one.
-unsafe fn link_at(l: L, idx: c_int) -> Option<*mut Link> {
-    // SAFETY: valid state; a receiver's link is kept by its user value.
+/// Would a receive on the receiver `ud` take something without waiting?
+unsafe fn receiver_pending(ud: *mut c_void) -> bool {
+    // SAFETY: as `receiver_source`.
     unsafe {
-        let e = ffi::luaL_testudata(l, idx, RECEIVER.as_ptr()) as *mut End;
-        (!e.is_null()).then(|| (*e).link)
+        let k = (*(ud as *mut End)).link;
+        !(*k).is_empty() || (*k).closed
     }
 }
 
-/// `[-0, +0, -]` Marks the receivers in the list at `idx` that a receive
-/// would not wait on (a value queued, or closed); returns whether any is.
-///
-/// # Safety
-/// `l` is valid with two free slots; `idx` is absolute.
-pub unsafe fn select_poll(l: L, idx: c_int) -> bool {
-    // SAFETY: raw reads only (nothing raises).
-    unsafe {
-        let mut any = false;
-        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-            return false;
-        }
-        let mut i = 1;
-        while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-            if let Some(k) = link_at(l, -1) {
-                (*k).sel = !(*k).is_empty() || (*k).closed;
-                any |= (*k).sel;
-            }
-            ffi::lua_pop(l, 1);
-            i += 1;
-        }
-        ffi::lua_pop(l, 1);
-        any
-    }
-}
-
-/// `[-0, +0, -]` Is the value at `idx` a receiver marked by `select_poll`?
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn selected(l: L, idx: c_int) -> bool {
-    // SAFETY: as `link_at`.
-    unsafe { link_at(l, idx).is_some_and(|k| (*k).sel) }
-}
-
-/// `[-0, +0, -]` Attaches the receivers in the list at `idx` to the loop `io`
-/// of `p` and adds them to `regs` as sources to wait on for reading. The
-/// userdata of `p` is on the top of the stack.
-///
-/// # Safety
-/// `l` is valid with three free slots; `idx` is absolute; `p` is live and
-/// `io` is its loop.
-pub unsafe fn select_waits(
-    l: L,
-    idx: c_int,
-    p: *mut State,
-    io: &mut io::Io,
-    regs: &mut Vec<(u64, u32)>,
-) -> Result<(), &'static CStr> {
-    // SAFETY: raw reads and writes only (nothing raises); the owner's memory
-    // is kept by the link's user value 2.
-    unsafe {
-        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-            return Ok(());
-        }
-        let state = ffi::lua_gettop(l);
-        let mut i = 1;
-        while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-            if let Some(k) = link_at(l, -1) {
-                if (*k).owner != p || !io.attached((*k).id) {
-                    let old = (*k).owner;
-                    if !old.is_null() && !(*old).closed && (*old).io.as_ref().is_some_and(|o| o.busy((*k).id)) {
-                        ffi::lua_settop(l, state);
-                        return Err(c"channel in use by another scheduler");
-                    }
-                    if !old.is_null() && !(*old).closed {
-                        if let Some(o) = (*old).io.as_mut() {
-                            let _ = o.detach((*k).id);
-                        }
-                    }
-                    if (*k).id == 0 {
-                        (*k).id = io::new_id();
-                    }
-                    io.attach_virtual((*k).id);
-                    (*k).owner = p;
-                    ffi::lua_getiuservalue(l, -1, 1); // receiver link
-                    ffi::lua_pushvalue(l, state);
-                    ffi::lua_setiuservalue(l, -2, 2);
-                    ffi::lua_pop(l, 1);
-                }
-                regs.push(((*k).id, READ));
-            }
-            ffi::lua_pop(l, 1);
-            i += 1;
-        }
-        ffi::lua_settop(l, state);
-        Ok(())
-    }
-}
+/// What `socket.select` needs of a receiver.
+static RECEIVER_SELECT: Selectable = Selectable { source: receiver_source, pending: receiver_pending };
 
 // ===== the module =====
 
@@ -451,6 +336,8 @@ unsafe fn make_module(l: L) {
                 if kind == RECEIVER {
                     ffi::lua_pushcfunction(l, receiver_gc);
                     ffi::lua_setfield(l, -2, c"__gc".as_ptr());
+                    ffi::lua_pushlightuserdata(l, (&raw const RECEIVER_SELECT).cast_mut().cast());
+                    ffi::lua_rawsetp(l, -2, (&raw const SELECTABLE).cast());
                 }
                 raw::push_functions(l, methods);
                 ffi::lua_setfield(l, -2, c"__index".as_ptr());

@@ -49,9 +49,10 @@ unsafe extern "C-unwind" fn waitinfo(l: L) -> c_int {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
         let task = state::task_of(l, 1);
-        let io = (*p).io.as_ref();
-        let info = task.and_then(|t| io.and_then(|io| io.wait_info(t)));
-        let woke = task.and_then(|t| io.and_then(|io| io.last_wake(t)));
+        let co = ffi::lua_tothread(l, 1);
+        let e = (*p).engine;
+        let info = task.and_then(|t| (!e.is_null()).then(|| (*e).wait_info(co, t)).flatten());
+        let woke = task.and_then(|t| (!e.is_null()).then(|| (*e).last_wake(t)).flatten());
         ffi::lua_pushinteger(l, info.map_or(0, |i| i.readers) as ffi::lua_Integer);
         ffi::lua_pushinteger(l, info.map_or(0, |i| i.writers) as ffi::lua_Integer);
         match info.and_then(|i| i.deadline) {

@@ -7,7 +7,7 @@
 
 use std::ffi::{CStr, CString, c_int};
 
-use crate::io::{Job, JobResult};
+use crate::engine::{Frame, Job, Payload};
 use crate::raw::{self, L, ffi};
 use crate::sys::{self, Addr, Query, ResolveError};
 use crate::work;
@@ -24,11 +24,17 @@ struct Answer {
 
 type Lookup = Result<Answer, ResolveError>;
 
+/// The name in frame slot 1 (a string: checked by the function).
+unsafe fn name_arg(f: &Frame) -> &CStr {
+    // SAFETY: slot 1 holds a string (checked), which stays there.
+    unsafe { CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(1), std::ptr::null_mut())) }
+}
+
 /// The job looking up `name`: numeric addresses as they are; `reverse`
 /// also asks the host name of a numeric address.
 fn lookup_job(name: &CStr, reverse: bool) -> Job {
     let name = name.to_owned();
-    Box::new(move || -> JobResult {
+    Box::new(move || -> Payload {
         let numeric = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: libc::AI_NUMERICHOST };
         let r: Lookup = match sys::lookup(Some(&name), None, numeric) {
             Ok(f) if reverse => match f.addrs.first().map(sys::reverse) {
@@ -46,24 +52,14 @@ fn lookup_job(name: &CStr, reverse: bool) -> Job {
     })
 }
 
-/// The lookup in a job's result.
-fn answer<'a>(r: Result<&'a mut JobResult, &'static CStr>) -> Result<&'a Answer, &'static CStr> {
+/// The lookup in a job's payload.
+fn answer<'a>(r: Result<&'a mut Payload, &'static CStr>) -> Result<&'a Answer, &'static CStr> {
     match r?.downcast_ref::<Lookup>() {
         Some(Ok(a)) if !a.addrs.is_empty() => Ok(a),
         Some(Ok(_)) | Some(Err(ResolveError::Gai(libc::EAI_NONAME | libc::EAI_NODATA))) => Err(c"host not found"),
         Some(Err(e)) => Err(sys::resolve_strerror(*e)),
         None => Err(c"cancelled"),
     }
-}
-
-/// `[-0, +2, m]` Pushes `nil, msg`; returns 2.
-unsafe fn fail(l: L, msg: &CStr) -> c_int {
-    // SAFETY: valid state with two free slots (every caller is a C function).
-    unsafe {
-        ffi::lua_pushnil(l);
-        ffi::lua_pushstring(l, msg.as_ptr());
-    }
-    2
 }
 
 /// `[-0, +1, m]` Pushes the numeric host of `a`.
@@ -104,9 +100,10 @@ unsafe fn push_resolved(l: L, a: &Answer) {
     }
 }
 
-unsafe fn toip_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
-    // SAFETY: the finish of a call (a C function's frame).
+unsafe fn toip_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // SAFETY: a finish of `work::call`: a step's slots on `f.l`.
     unsafe {
+        let l = f.l;
         match answer(r) {
             Ok(a) => {
                 push_resolved(l, a); // resolved
@@ -116,7 +113,7 @@ unsafe fn toip_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
                 ffi::lua_rotate(l, -2, 1); // ip resolved
                 2
             }
-            Err(m) => fail(l, m),
+            Err(m) => raw::push_fail(l, m),
         }
     }
 }
@@ -126,14 +123,16 @@ unsafe fn toip_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
 unsafe extern "C-unwind" fn toip(l: L) -> c_int {
     // SAFETY: a function of the module; the name stays at index 1.
     unsafe {
-        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
-        work::call(l, || lookup_job(name, false), toip_done)
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+        ffi::lua_settop(l, 1);
+        work::call(l, |f| lookup_job(name_arg(f), false), toip_done)
     }
 }
 
-unsafe fn tohostname_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
-    // SAFETY: the finish of a call (a C function's frame).
+unsafe fn tohostname_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // SAFETY: a finish of `work::call`: a step's slots on `f.l`.
     unsafe {
+        let l = f.l;
         match answer(r) {
             Ok(a) => {
                 push_resolved(l, a);
@@ -141,7 +140,7 @@ unsafe fn tohostname_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_i
                 ffi::lua_rotate(l, -2, 1); // name resolved
                 2
             }
-            Err(m) => fail(l, m),
+            Err(m) => raw::push_fail(l, m),
         }
     }
 }
@@ -151,19 +150,22 @@ unsafe fn tohostname_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_i
 unsafe extern "C-unwind" fn tohostname(l: L) -> c_int {
     // SAFETY: a function of the module; the address stays at index 1.
     unsafe {
-        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
-        work::call(l, || lookup_job(name, true), tohostname_done)
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+        ffi::lua_settop(l, 1);
+        work::call(l, |f| lookup_job(name_arg(f), true), tohostname_done)
     }
 }
 
-unsafe fn getaddrinfo_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
-    // SAFETY: the finish of a call (a C function's frame).
+unsafe fn getaddrinfo_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // SAFETY: a finish of `work::call`: a step's slots on `f.l`; the answer
+    // is borrowed from the payload, which outlives the pushes.
     unsafe {
+        let l = f.l;
         let a = match r.map(|r| r.downcast_ref::<Result<sys::Found, ResolveError>>()) {
             Ok(Some(Ok(f))) => f,
-            Ok(Some(Err(e))) => return fail(l, sys::resolve_strerror(*e)),
-            Ok(None) => return fail(l, c"cancelled"),
-            Err(m) => return fail(l, m),
+            Ok(Some(Err(e))) => return raw::push_fail(l, sys::resolve_strerror(*e)),
+            Ok(None) => return raw::push_fail(l, c"cancelled"),
+            Err(m) => return raw::push_fail(l, m),
         };
         raw::check_stack(l, 4);
         ffi::lua_createtable(l, a.addrs.len() as c_int, 0);
@@ -185,10 +187,11 @@ unsafe fn getaddrinfo_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_
 unsafe extern "C-unwind" fn getaddrinfo(l: L) -> c_int {
     // SAFETY: a function of the module; the name stays at index 1.
     unsafe {
-        let name = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
-        let make = || -> Job {
-            let name = name.to_owned();
-            Box::new(move || -> JobResult {
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
+        ffi::lua_settop(l, 1);
+        let make = |f: &Frame| -> Job {
+            let name = name_arg(f).to_owned();
+            Box::new(move || -> Payload {
                 let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
                 Box::new(sys::lookup(Some(&name), None, q))
             })
@@ -200,17 +203,18 @@ unsafe extern "C-unwind" fn getaddrinfo(l: L) -> c_int {
 /// What `getnameinfo` found: a host name per address, and the service.
 type NameInfo = Result<(Vec<CString>, CString), ResolveError>;
 
-unsafe fn getnameinfo_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_int {
-    // SAFETY: the finish of a call (a C function's frame: host at 1, service at 2).
+unsafe fn getnameinfo_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // SAFETY: a finish of `work::call` (frame: host at 1, service at 2).
     unsafe {
+        let l = f.l;
         let (hosts, serv) = match r.map(|r| r.downcast_ref::<NameInfo>()) {
             Ok(Some(Ok(f))) => f,
-            Ok(Some(Err(e))) => return fail(l, sys::resolve_strerror(*e)),
-            Ok(None) => return fail(l, c"cancelled"),
-            Err(m) => return fail(l, m),
+            Ok(Some(Err(e))) => return raw::push_fail(l, sys::resolve_strerror(*e)),
+            Ok(None) => return raw::push_fail(l, c"cancelled"),
+            Err(m) => return raw::push_fail(l, m),
         };
         raw::check_stack(l, 3);
-        let want_host = ffi::lua_isnoneornil(l, 1) == 0;
+        let want_host = ffi::lua_isnoneornil(l, f.at(1)) == 0;
         ffi::lua_createtable(l, if want_host { hosts.len() as c_int } else { 0 }, 0);
         if want_host {
             for (i, h) in hosts.iter().enumerate() {
@@ -218,7 +222,7 @@ unsafe fn getnameinfo_done(l: L, r: Result<&mut JobResult, &'static CStr>) -> c_
                 ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
             }
         }
-        if ffi::lua_isnoneornil(l, 2) != 0 {
+        if ffi::lua_isnoneornil(l, f.at(2)) != 0 {
             return 1;
         }
         ffi::lua_pushstring(l, serv.as_ptr());
@@ -238,13 +242,13 @@ unsafe extern "C-unwind" fn getnameinfo(l: L) -> c_int {
             raw::error(l, c"host and serv cannot be both nil");
         }
         ffi::lua_settop(l, 2);
-        let (host, serv) = (
-            (!host.is_null()).then(|| CStr::from_ptr(host)),
-            (!serv.is_null()).then(|| CStr::from_ptr(serv)),
-        );
-        let make = || -> Job {
-            let (host, serv) = (host.map(CStr::to_owned), serv.map(CStr::to_owned));
-            Box::new(move || -> JobResult {
+        let make = |f: &Frame| -> Job {
+            let arg = |i| {
+                let s = ffi::lua_tolstring(f.l, f.at(i), std::ptr::null_mut());
+                (!s.is_null()).then(|| CStr::from_ptr(s).to_owned())
+            };
+            let (host, serv) = (arg(1), arg(2));
+            Box::new(move || -> Payload {
                 let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
                 let r: NameInfo = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {
                     let mut hosts = Vec::new();
@@ -272,19 +276,18 @@ unsafe extern "C-unwind" fn gethostname(l: L) -> c_int {
                 ffi::lua_pushstring(l, name.as_ptr());
                 1
             }
-            Err(e) => fail(l, sys::strerror(e)),
+            Err(e) => raw::push_fail(l, sys::strerror(e)),
         }
     }
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] =
-    &[
-        (c"toip", toip),
-        (c"tohostname", tohostname),
-        (c"getaddrinfo", getaddrinfo),
-        (c"getnameinfo", getnameinfo),
-        (c"gethostname", gethostname),
-    ];
+const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
+    (c"toip", toip),
+    (c"tohostname", tohostname),
+    (c"getaddrinfo", getaddrinfo),
+    (c"getnameinfo", getnameinfo),
+    (c"gethostname", gethostname),
+];
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
 ///

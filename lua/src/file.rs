@@ -3,20 +3,16 @@
 //! called from a cothread (synchronously elsewhere); the file objects are the
 //! streams of `stream`.
 
-use std::ffi::{CStr, CString, c_int};
+use std::ffi::{CStr, c_int};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 
-use crate::io::JobResult;
-use crate::park::{self, cothread_of};
+use crate::engine::{Frame, Job, Payload};
 use crate::raw::{self, L, ffi};
-use crate::state;
 use crate::stream::{self, STREAM};
+use crate::work;
 
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.file.module";
-
-const OP_OPEN: u8 = 1;
-const OP_STAT: u8 = 2;
 
 /// The flags of an `io.open` mode ("r", "w", "a", with "+" and any "b"s),
 /// or `None` for an invalid mode.
@@ -49,105 +45,82 @@ fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
 }
 
-/// Runs `job` in a pool job if the caller is a cothread (then it yields, and
-/// `continuation` hands the result to `done`), else at once.
-unsafe fn run(l: L, op: u8, job: impl FnOnce() -> JobResult + Send + 'static) -> c_int {
-    // SAFETY: a C function of the module; the loop was made by the caller
-    // (`prepare`), so nothing raises while `job` is alive.
-    unsafe {
-        match cothread_of(l) {
-            Some((p, task)) => {
-                let m = park::park(l, p, op, continuation, move |io| Ok(io.begin_job(task, job)));
-                park::push_fail(l, m)
-            }
-            None => done(l, op, Some(job())),
-        }
-    }
-}
-
-/// Makes the scheduler's loop before a job exists (it may raise).
-unsafe fn prepare(l: L) {
-    // SAFETY: valid state.
-    unsafe {
-        if let Some((p, _)) = cothread_of(l) {
-            state::io_of(l, p);
-        }
-    }
-}
-
-unsafe extern "C-unwind" fn continuation(l: L, _status: c_int, ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: the frame of `open` or `stat` as `park` left it.
-    unsafe {
-        let (op, outcome, result) = park::unpark(l, ctx);
-        match outcome {
-            crate::io::Outcome::Ready if result.is_some() => done(l, op, result),
-            crate::io::Outcome::Timeout => park::push_fail(l, c"timeout"),
-            _ => park::push_fail(l, c"cancelled"),
-        }
-    }
-}
-
-/// Pushes the results of operation `op` from its job's result (the path is
-/// in slot 1).
-unsafe fn done(l: L, op: u8, result: Option<JobResult>) -> c_int {
-    // SAFETY: the frame of `open` or `stat`; the job's result is consumed
-    // before anything is pushed (an `OwnedFd` becomes the stream's).
-    unsafe {
-        let path = ffi::lua_tolstring(l, 1, std::ptr::null_mut());
-        let path = CStr::from_ptr(path);
-        let Some(result) = result else { return park::push_fail(l, c"cancelled") };
-        if op == OP_OPEN {
-            match result.downcast::<Result<OwnedFd, i32>>().map(|b| *b) {
-                Ok(Ok(fd)) => {
-                    stream::push_stream(l, fd.into_raw_fd(), false);
-                    1
-                }
-                Ok(Err(e)) => park::push_errno(l, e, Some(path)),
-                Err(_) => park::push_fail(l, c"cancelled"),
-            }
-        } else {
-            match result.downcast::<Result<libc::stat, i32>>().map(|b| *b) {
-                Ok(Ok(st)) => {
-                    push_stat(l, &st);
-                    1
-                }
-                Ok(Err(e)) => park::push_errno(l, e, Some(path)),
-                Err(_) => park::push_fail(l, c"cancelled"),
-            }
-        }
-    }
+/// The path in frame slot 1 (a string: checked by the function).
+unsafe fn path_arg(f: &Frame) -> &CStr {
+    // SAFETY: slot 1 holds a string (checked), which stays there.
+    unsafe { CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(1), std::ptr::null_mut())) }
 }
 
 /// `cothread.file.open(path [, mode])`: a file object, or `nil, message,
 /// errno`. The modes of `io.open`.
 unsafe extern "C-unwind" fn open(l: L) -> c_int {
-    // SAFETY: a function of the module.
+    // SAFETY: a module function; the frame (path, flags) is built in its own
+    // stack.
     unsafe {
-        let path = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
         let mode = CStr::from_ptr(ffi::luaL_optlstring(l, 2, c"r".as_ptr(), std::ptr::null_mut()));
         let Some(flags) = open_flags(mode.to_bytes()) else { raw::arg_error(l, 2, c"invalid mode") };
         ffi::lua_settop(l, 1);
-        prepare(l);
-        let path = CString::from(path);
-        run(l, OP_OPEN, move || open_job(&path, flags))
+        ffi::lua_pushinteger(l, flags as ffi::lua_Integer); // path flags
+        let make = |f: &Frame| -> Job {
+            let path = path_arg(f).to_owned();
+            let flags = ffi::lua_tointegerx(f.l, f.at(2), std::ptr::null_mut()) as c_int;
+            Box::new(move || open_job(&path, flags))
+        };
+        work::call(l, make, open_done)
+    }
+}
+
+/// Pushes the stream an open made, or its failure.
+unsafe fn open_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // SAFETY: a finish of `work::call`; the descriptor leaves the payload (an
+    // `OwnedFd` that would close it) for the stream, which owns it from then.
+    unsafe {
+        match r.map(|p| p.downcast_mut::<Result<OwnedFd, i32>>().map(|r| std::mem::replace(r, Err(0)))) {
+            Ok(Some(Ok(fd))) => {
+                stream::push_stream(f.l, fd.into_raw_fd(), false);
+                1
+            }
+            Ok(Some(Err(e))) => raw::push_errno(f.l, e, Some(path_arg(f))),
+            Ok(None) => raw::push_fail(f.l, c"cancelled"),
+            Err(m) => raw::push_fail(f.l, m),
+        }
     }
 }
 
 /// `cothread.file.stat(path)`: a table of the file's attributes (named as
 /// LuaFileSystem's `attributes`), or `nil, message, errno`.
 unsafe extern "C-unwind" fn stat(l: L) -> c_int {
-    // SAFETY: a function of the module.
+    // SAFETY: a module function; the frame (the path) is its own stack.
     unsafe {
-        let path = CStr::from_ptr(ffi::luaL_checklstring(l, 1, std::ptr::null_mut()));
+        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
         ffi::lua_settop(l, 1);
-        prepare(l);
-        let path = CString::from(path);
-        run(l, OP_STAT, move || stat_job(&path))
+        let make = |f: &Frame| -> Job {
+            let path = path_arg(f).to_owned();
+            Box::new(move || stat_job(&path))
+        };
+        work::call(l, make, stat_done)
+    }
+}
+
+/// Pushes the attributes a stat found, or its failure.
+unsafe fn stat_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // SAFETY: a finish of `work::call`; the `stat` is plain data.
+    unsafe {
+        match r.map(|p| p.downcast_ref::<Result<libc::stat, i32>>()) {
+            Ok(Some(Ok(st))) => {
+                push_stat(f.l, st);
+                1
+            }
+            Ok(Some(Err(e))) => raw::push_errno(f.l, *e, Some(path_arg(f))),
+            Ok(None) => raw::push_fail(f.l, c"cancelled"),
+            Err(m) => raw::push_fail(f.l, m),
+        }
     }
 }
 
 /// Opens `path`: the descriptor (closed if nobody takes it) or the errno.
-fn open_job(path: &CStr, flags: c_int) -> JobResult {
+fn open_job(path: &CStr, flags: c_int) -> Payload {
     // SAFETY: `path` is a valid C string.
     let fd = unsafe { libc::open(path.as_ptr(), flags, 0o666 as libc::c_uint) };
     // SAFETY: a descriptor just opened, owned by nobody else.
@@ -156,7 +129,7 @@ fn open_job(path: &CStr, flags: c_int) -> JobResult {
 }
 
 /// The attributes of `path` or the errno.
-fn stat_job(path: &CStr) -> JobResult {
+fn stat_job(path: &CStr) -> Payload {
     // SAFETY: `st` is plain data, written by stat; `path` is valid.
     let r: Result<libc::stat, i32> = unsafe {
         let mut st: libc::stat = std::mem::zeroed();

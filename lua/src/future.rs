@@ -11,10 +11,9 @@
 //! `Anchor` and released by the Lua thread at its next promise or future
 //! call, exactly once; once the state is closed, nothing needs releasing.
 //!
-//! `future:await()` parks the cothread on its scheduler's event loop (an
-//! external wait, `io::Io::begin_external`) ended by a loop request on the
-//! future (`Loop::future_wait`); leaving the wait cancels the request and
-//! leaves the future untouched.
+//! `future:await()` is an engine operation waiting for an outside event: a
+//! loop request on the future (`Loop::future_wait`) fires it; leaving the
+//! wait cancels the request and leaves the future untouched.
 
 use std::ffi::{CStr, CString, c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +22,10 @@ use std::sync::{Arc, Mutex};
 use cothread::ffi::{cot_future, cot_promise};
 use cothread::future::{Future, Outcome, Payload, Promise, State};
 
-use crate::io::Outcome as Ended;
-use crate::park::{self, cothread_of};
+use cothread::reactor::Loop;
+
+use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
+use crate::park::drive;
 use crate::raw::{self, L, ffi};
 
 const PROMISE: &CStr = c"cothread.promise";
@@ -418,54 +419,73 @@ unsafe extern "C-unwind" fn value(l: L) -> c_int {
     }
 }
 
-/// `ok, ... = future:await([timeout])`
-unsafe extern "C-unwind" fn await_(l: L) -> c_int {
-    // SAFETY: valid state; the future userdata stays at index 1 (the frame)
-    // across the park.
-    unsafe {
-        let f = check_future(l, 1);
-        let timeout = if raw::is_nil_or_nan(l, 2) { None } else { Some(ffi::luaL_checknumber(l, 2)) };
-        let ns = timeout.map(|t| park::ns_of(t.max(0.0)));
-        ffi::lua_settop(l, 1);
-        let Some((p, task)) = cothread_of(l).filter(|_| f.outcome().is_none()) else {
-            // Settled, or outside cothreads: no yield (block the thread if need be).
-            let a = anchor(l);
-            return match f.wait(ns.flatten()) {
-                Ok(()) => push_outcome(l, f, &a),
-                Err(_) => park::push_fail_false(l, c"timeout"),
-            };
-        };
-        // Nothing with a destructor may be alive across the yield (a longjmp).
-        let fut = f.clone();
-        let deadline = ns.flatten().map(|ns| cothread::time::monotonic_ns().saturating_add(ns));
-        let m = park::park(l, p, 0, await_k, move |io| {
-            let id = io.begin_external(task, deadline);
-            let notifier = io.notifier();
-            let req = io.lp().future_wait(&fut, Box::new(move |_, _, _| notifier.done(id)));
-            io.on_end(
-                id,
-                Box::new(move |lp| {
-                    let _ = lp.request_cancel(req); // completed already: nothing to cancel
-                }),
-            );
-            Ok(id)
-        });
-        park::push_fail_false(l, m)
+/// `future:await`. Frame: 1 the future.
+#[derive(Clone, Copy)]
+struct Await {
+    deadline: Option<u64>,
+}
+
+impl Operation for Await {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: the frame `await_` built (a checked future in slot 1, which
+        // keeps it alive).
+        unsafe {
+            let l = f.l;
+            let fut = check_future(l, f.at(1));
+            Next::Done(match why {
+                Why::Start | Why::Ready | Why::Closed if fut.outcome().is_none() => {
+                    return Next::Event(self.deadline);
+                }
+                Why::Start | Why::Ready | Why::Closed | Why::Done => {
+                    let a = anchor(l);
+                    let n = push_outcome(l, fut, &a);
+                    drop(a);
+                    n
+                }
+                Why::Timeout => raw::push_false(l, c"timeout"),
+                Why::Cancelled => raw::push_false(l, c"cancelled"),
+                Why::Failed(m) => raw::push_false(l, m),
+            })
+        }
+    }
+
+    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+        // SAFETY: as `step`; the request holds its own reference to the
+        // future's state.
+        unsafe {
+            let fut = check_future(f.l, f.at(1)).clone();
+            let req = lp.future_wait(&fut, Box::new(move |_, _, _| fire.fire()));
+            Ok(Box::new(move |lp| {
+                let _ = lp.request_cancel(req); // completed already: nothing to cancel
+            }))
+        }
+    }
+
+    unsafe fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
+        // SAFETY: as `step`; only the calling thread blocks.
+        unsafe {
+            let ns = self.deadline.filter(|&d| d != u64::MAX).map(|d| d.saturating_sub(cothread::time::monotonic_ns()));
+            match check_future(f.l, f.at(1)).wait(ns) {
+                Ok(()) => Why::Done,
+                Err(_) => Why::Timeout,
+            }
+        }
     }
 }
 
-/// The continuation of `await`.
-unsafe extern "C-unwind" fn await_k(l: L, _status: c_int, ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: in the continuation of `park` (its frame: the future at 1).
+/// `ok, ... = future:await([timeout])`
+unsafe extern "C-unwind" fn await_(l: L) -> c_int {
+    // SAFETY: `check_future` returns a live future or raises; the frame is
+    // the function's own stack.
     unsafe {
-        let (_, ended, _) = park::unpark(l, ctx);
-        let f = check_future(l, 1);
-        let a = anchor(l);
-        match ended {
-            Ended::Ready => push_outcome(l, f, &a),
-            Ended::Timeout => park::push_fail_false(l, c"timeout"),
-            _ => park::push_fail_false(l, c"cancelled"),
-        }
+        check_future(l, 1);
+        let deadline = if raw::is_nil_or_nan(l, 2) {
+            None
+        } else {
+            Some(engine::deadline_in(engine::ns_of(ffi::luaL_checknumber(l, 2))))
+        };
+        ffi::lua_settop(l, 1);
+        drive(l, Await { deadline })
     }
 }
 

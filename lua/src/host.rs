@@ -2,12 +2,13 @@
 //! on the host's event loop, and `cothread.loop_wait`, to wait in a cothread
 //! for a signal the host's C code notifies on that loop.
 
-use std::ffi::c_int;
+use std::ffi::{CStr, c_int};
 
 use cothread::When;
+use cothread::reactor::Loop;
 
-use crate::io::{Io, LoopRef, Outcome};
-use crate::park::{self, cothread_of};
+use crate::engine::{self, Engine, Fire, Frame, LoopRef, Next, OnEnd, Operation, Why};
+use crate::park::{cothread_of, drive};
 use crate::raw::{self, L, ffi};
 use crate::state::this;
 
@@ -28,13 +29,55 @@ pub unsafe extern "C-unwind" fn attach(l: L) -> c_int {
         if lp.is_null() {
             raw::arg_error(l, 1, c"NULL loop");
         }
-        if (*p).io.is_some() {
+        if !(*p).engine.is_null() {
             raw::error(l, c"cothread.attach: this scheduler uses its event loop already");
         }
         let key = (*p).new_key();
-        (*p).io = Some(Box::new(Io::on(key, LoopRef::Host(lp))));
+        (*p).engine = Box::into_raw(Box::new(Engine::new(&raw mut (*p).core, key, LoopRef::Host(lp))));
         ffi::lua_pushboolean(l, 1);
         1
+    }
+}
+
+/// `cothread.loop_wait`. Frame: 1 the key (a light userdata).
+#[derive(Clone, Copy)]
+struct LoopWait {
+    deadline: Option<u64>,
+}
+
+impl Operation for LoopWait {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: a step's slots on `f.l`.
+        unsafe {
+            let l = f.l;
+            Next::Done(match why {
+                Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
+                Why::Done => {
+                    ffi::lua_pushboolean(l, 1);
+                    1
+                }
+                Why::Timeout => raw::push_false(l, c"timeout"),
+                Why::Cancelled => raw::push_false(l, c"cancelled"),
+                Why::Failed(m) => raw::push_false(l, m),
+            })
+        }
+    }
+
+    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+        // SAFETY: slot 1 holds the key, a checked light userdata.
+        let key = unsafe { ffi::lua_touserdata(f.l, f.at(1)) } as usize;
+        // A loop task waiting on the key stands in for the cothread.
+        let h = lp.task_init(0, Box::new(move |_, _, _| fire.fire()));
+        let close: OnEnd = Box::new(move |lp| {
+            let _ = lp.close(h, None);
+        });
+        match lp.task_schedule(h, When::Wait(key)) {
+            Ok(_) => Ok(close),
+            Err(_) => {
+                close(lp);
+                Err(c"cannot wait on the event loop")
+            }
+        }
     }
 }
 
@@ -44,50 +87,23 @@ pub unsafe extern "C-unwind" fn attach(l: L) -> c_int {
 /// callback, a loop task or a stackful coroutine of an attached loop), at
 /// most `timeout` seconds. `true`, or `false, "timeout"` / `"cancelled"`.
 pub unsafe extern "C-unwind" fn loop_wait(l: L) -> c_int {
-    // SAFETY: a closure of the module; the frame (the arguments) stays below
-    // the park; nothing with a destructor is alive across the yield.
+    // SAFETY: a closure of the module (upvalue 1: the state); the arguments
+    // are checked, then the frame (the key) is the function's own stack.
     unsafe {
         this(l);
         ffi::luaL_checktype(l, 1, ffi::LUA_TLIGHTUSERDATA);
-        let key = ffi::lua_touserdata(l, 1) as usize;
-        if key == 0 {
+        if ffi::lua_touserdata(l, 1).is_null() {
             raw::arg_error(l, 1, c"NULL signal");
         }
-        let timeout = if raw::is_nil_or_nan(l, 2) { None } else { park::ns_of(ffi::luaL_checknumber(l, 2).max(0.0)) };
-        ffi::lua_settop(l, 1);
-        let Some((p, task)) = cothread_of(l) else {
-            raw::error(l, c"cothread.loop_wait: only a cothread can wait for a loop signal");
+        let deadline = if raw::is_nil_or_nan(l, 2) {
+            None
+        } else {
+            Some(engine::deadline_in(engine::ns_of(ffi::luaL_checknumber(l, 2))))
         };
-        let deadline = timeout.map(|ns| cothread::time::monotonic_ns().saturating_add(ns));
-        let m = park::park(l, p, 0, loop_wait_k, move |io| {
-            let id = io.begin_external(task, deadline);
-            let notifier = io.notifier();
-            let lp = io.lp();
-            // A loop task waiting on the key stands in for the cothread.
-            let h = lp.task_init(0, Box::new(move |_, _, _| notifier.done(id)));
-            let placed = lp.task_schedule(h, When::Wait(key));
-            io.on_end(
-                id,
-                Box::new(move |lp| {
-                    let _ = lp.close(h, None);
-                }),
-            );
-            placed.map(|_| id).map_err(|_| c"cannot wait on the event loop")
-        });
-        park::push_fail_false(l, m)
-    }
-}
-
-unsafe extern "C-unwind" fn loop_wait_k(l: L, _status: c_int, ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: in the continuation of `park`.
-    unsafe {
-        match park::unpark(l, ctx).1 {
-            Outcome::Ready => {
-                ffi::lua_pushboolean(l, 1);
-                1
-            }
-            Outcome::Timeout => park::push_fail_false(l, c"timeout"),
-            _ => park::push_fail_false(l, c"cancelled"),
+        ffi::lua_settop(l, 1);
+        if cothread_of(l).is_none() {
+            raw::error(l, c"cothread.loop_wait: only a cothread can wait for a loop signal");
         }
+        drive(l, LoopWait { deadline })
     }
 }

@@ -8,20 +8,21 @@
 //! object crosses `step`/`run` unchanged; misuse raises `bad argument`), which
 //! a conversion into Rust errors would not.
 //!
-//! Files: `state` (an instance and the mapping of threads and signal values
-//! onto the core), `sched` (the scheduler functions), `ops` (yield operations,
-//! `when`s, plugins), `signal` (combined signals), `time` (`time`, `idle`),
-//! `raw` (helpers over the C API), `io` (a scheduler's event loop and the
-//! cothreads waiting on it), `socket` (`cothread.socket`), `dns`
-//! (`cothread.dns`), `work` (jobs on the thread pool) and `sys` (the system
-//! calls under them); `file` (`cothread.file`), `process`
-//! (`cothread.process`) and `ossignal` (`cothread.signal`: OS signals), over
-//! `stream` (their file objects), `reader` (the read buffer and io's formats)
-//! and `park` (parking a cothread on the loop for them); `channel`
-//! (`cothread.channel`) and `cosock` (cosock's `spawn`,
-//! `get_thread_metadata`, `asyncify`); `future` (`cothread.promise`: the
-//! core's futures, shared with C and C++) and `host` (`attach`,
-//! `loop_wait`: for hosts that embed Lua).
+//! Files, by layer (each uses only those before it): `raw` (helpers over the
+//! C API); `buffer`, `reader` (read buffers and io's formats) and `sys` (the
+//! socket system calls); `engine` (the waiting engine: every call that may
+//! wait is an operation it drives to its end); the scheduler face: `state`
+//! (an instance and the mapping of threads and signal values onto the core),
+//! `sched` (the scheduler functions and the resume loop), `ops` (yield
+//! operations, `when`s, plugins), `signal` (combined signals), `time`
+//! (`time`, `idle`) and `park` (driving an operation from a C function); the
+//! libraries: `socket` (`cothread.socket`), `dns` (`cothread.dns`), `work`
+//! (jobs on the thread pool), `file` (`cothread.file`), `stream` (file
+//! objects and pipes), `process` (`cothread.process`), `ossignal`
+//! (`cothread.signal`: OS signals), `channel` (`cothread.channel`), `cosock`
+//! (cosock's `spawn`, `get_thread_metadata`, `asyncify`), `future`
+//! (`cothread.promise`: the core's futures, shared with C and C++) and
+//! `host` (`attach`, `loop_wait`: for hosts that embed Lua).
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -33,10 +34,10 @@ mod buffer;
 mod channel;
 mod cosock;
 mod dns;
+mod engine;
 mod file;
 mod future;
 mod host;
-mod io;
 mod ops;
 mod ossignal;
 mod park;
@@ -216,7 +217,7 @@ unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
                     ffi::lua_rawset(l, table);
                 }
             }
-            if b.is_yield() && !b.is_hidden() {
+            if b.is_yield() {
                 ops::push_yield_op(l, -1, b.function());
                 ffi::lua_setfield(l, m, b.name().as_ptr());
             }

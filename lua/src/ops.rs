@@ -11,12 +11,11 @@ use std::ffi::{CStr, c_int};
 use cothread::{Task, When};
 
 use crate::raw::{self, L, ffi};
-use crate::state::{self, State, this};
+use crate::state::{self, Quick, State, this};
 use crate::time;
 
 /// The built-in operations. `Wait`, `Postpone` and `Delay` are both yield
-/// operations and `when`s. `Io` is hidden (no field of the scheduler table):
-/// the socket layer yields it to park a cothread waiting for I/O (see `io`).
+/// operations and `when`s.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Builtin {
     Halt,
@@ -27,11 +26,10 @@ pub enum Builtin {
     Delay,
     Next,
     Later,
-    Io,
 }
 
 impl Builtin {
-    pub const COUNT: usize = 9;
+    pub const COUNT: usize = 8;
     pub const ALL: [Builtin; Builtin::COUNT] = [
         Builtin::Halt,
         Builtin::Yield,
@@ -41,7 +39,6 @@ impl Builtin {
         Builtin::Delay,
         Builtin::Next,
         Builtin::Later,
-        Builtin::Io,
     ];
 
     pub fn name(self) -> &'static CStr {
@@ -54,7 +51,6 @@ impl Builtin {
             Builtin::Delay => c"delay",
             Builtin::Next => c"next",
             Builtin::Later => c"later",
-            Builtin::Io => c"cothread.io",
         }
     }
 
@@ -66,20 +62,17 @@ impl Builtin {
         !matches!(self, Builtin::Next | Builtin::Later)
     }
 
-    /// A yield operation that is not a field of the scheduler table.
-    pub fn is_hidden(self) -> bool {
-        self == Builtin::Io
-    }
-
     pub fn is_when(self) -> bool {
         matches!(self, Builtin::Next | Builtin::Later | Builtin::Wait | Builtin::Postpone | Builtin::Delay)
     }
 
-    /// The C function of a built-in yield operation.
+    /// The C function of a built-in yield operation (upvalue: its name).
     pub fn function(self) -> ffi::lua_CFunction {
         match self {
             Builtin::Wait => op_wait,
             Builtin::Postpone | Builtin::Delay => op_time,
+            Builtin::Yield => op_yield,
+            Builtin::Halt => op_halt,
             _ => op_plain,
         }
     }
@@ -117,7 +110,6 @@ pub unsafe fn quick_turn(co: L, nres: c_int, p: *mut State, task: Task) -> Optio
         let (when, turn) = match builtin_at(co, -1, p)? {
             Builtin::Yield => (When::Later, Turn::Continue),
             Builtin::Halt => (When::Next, Turn::Halt),
-            Builtin::Io => ((*p).io.as_ref()?.placement(task)?, Turn::Continue),
             _ => return None,
         };
         ffi::lua_settop(co, -2);
@@ -136,6 +128,46 @@ pub unsafe extern "C-unwind" fn op_plain(l: L) -> c_int {
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_insert(l, 1);
         ffi::lua_yield(l, ffi::lua_gettop(l))
+    }
+}
+
+/// `[-0, +0, e]` The quick way of `yield()` and `halt()` without values, in
+/// a cothread being resumed by a scheduler (`state::CURRENT`): tells the
+/// resume loop directly (`State::quick`) and yields nothing, instead of
+/// yielding the operation's name for the loop to recognize. Returns 0 if it
+/// does not apply.
+unsafe fn quick_yield(l: L, q: Quick) -> c_int {
+    // SAFETY: CURRENT is a live state while it resumes a cothread (set and
+    // restored around `lua_resume`, which does not raise). Yielding without
+    // continuation longjmps; nothing here has a destructor.
+    unsafe {
+        if ffi::lua_gettop(l) != 0 {
+            return 0;
+        }
+        let p = state::CURRENT.get();
+        if p.is_null() || (*p).running != l || ffi::lua_isyieldable(l) == 0 {
+            return 0;
+        }
+        (*p).quick = Some(q);
+        ffi::lua_yield(l, 0)
+    }
+}
+
+/// `yield(...)`.
+unsafe extern "C-unwind" fn op_yield(l: L) -> c_int {
+    // SAFETY: a built-in yield operation's closure (see `quick_yield`).
+    unsafe {
+        quick_yield(l, Quick::Yield);
+        op_plain(l)
+    }
+}
+
+/// `halt(...)`.
+unsafe extern "C-unwind" fn op_halt(l: L) -> c_int {
+    // SAFETY: as `op_yield`.
+    unsafe {
+        quick_yield(l, Quick::Halt);
+        op_plain(l)
     }
 }
 
@@ -227,15 +259,6 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
                 When::Postpone(time::to_core(at))
             }
             Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
-            Builtin::Io => {
-                // Parked by the socket layer (see `io`); by hand it is invalid.
-                let Some(when) = (*p).io.as_ref().and_then(|io| io.placement(task)) else {
-                    return invalid(l, base, co, task, c"invalid yield operation 'cothread.io'");
-                };
-                let _ = (*p).core.reschedule(task, when);
-                drop_fixed(l, name, 0);
-                return Turn::Continue;
-            }
         };
         // Taken out of every queue, then placed by the operation.
         let _ = (*p).core.reschedule(task, when);

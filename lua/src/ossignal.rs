@@ -10,10 +10,11 @@
 
 use std::ffi::{CStr, c_int};
 
-use crate::io::Outcome;
-use crate::park::{self, cothread_of};
+use cothread::reactor::Loop;
+
+use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
+use crate::park::drive;
 use crate::raw::{self, L, ffi};
-use crate::state;
 
 const NAMES: &[(&CStr, c_int)] = &[
     (c"SIGHUP", libc::SIGHUP),
@@ -48,7 +49,6 @@ const NAMES: &[(&CStr, c_int)] = &[
     (c"SIGSYS", libc::SIGSYS),
 ];
 
-const OP_WAIT: u8 = 1;
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.signal.module";
 
@@ -100,11 +100,85 @@ fn signals(mask: u64) -> impl Iterator<Item = c_int> {
     (1..=64).filter(move |n| mask & (1u64 << (n - 1)) != 0)
 }
 
+/// `cothread.signal.wait`. Its frame is empty.
+#[derive(Clone, Copy)]
+struct Wait {
+    /// The signals (bit n-1 for signal n).
+    mask: u64,
+    deadline: Option<u64>,
+    /// The signal that came (0: none yet).
+    got: c_int,
+}
+
+impl Operation for Wait {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: a step's slots on `f.l`.
+        unsafe {
+            let l = f.l;
+            if why == Why::Done {
+                if let Some(n) = engine::payload_as::<c_int>(f.payload()) {
+                    self.got = *n;
+                }
+            }
+            Next::Done(match why {
+                Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
+                Why::Done if self.got > 0 => {
+                    push_name(l, self.got);
+                    ffi::lua_pushinteger(l, self.got as ffi::lua_Integer);
+                    2
+                }
+                Why::Timeout => raw::push_fail(l, c"timeout"),
+                Why::Failed(m) => raw::push_fail(l, m),
+                Why::Done | Why::Cancelled => raw::push_fail(l, c"cancelled"),
+            })
+        }
+    }
+
+    unsafe fn start(&mut self, _f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+        let mut handles = Vec::new();
+        let mut failed = None;
+        for sig in signals(self.mask) {
+            let h = lp.signal_init(0);
+            handles.push(h);
+            let fire = fire.clone();
+            let cb = Box::new(move |_: &mut Loop, _, signo: c_int| fire.fire_with(Box::new(signo)));
+            if let Err(e) = lp.signal_start(h, sig, cb) {
+                failed = Some(e.c_message());
+                break;
+            }
+        }
+        let close: OnEnd = Box::new(move |lp| {
+            for h in handles {
+                let _ = lp.close(h, None);
+            }
+        });
+        match failed {
+            Some(m) => {
+                close(lp);
+                Err(m)
+            }
+            None => Ok(close),
+        }
+    }
+
+    unsafe fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+        // SAFETY: only the signal mask of this thread changes, and is restored.
+        match unsafe { wait_blocking(self.mask, self.deadline) } {
+            Some(n) => {
+                self.got = n;
+                Why::Done
+            }
+            None => Why::Timeout,
+        }
+    }
+}
+
 /// `cothread.signal.wait(signals [, timeout])`: waits until one of the
 /// signals (a signal, or a list of them) arrives; returns its name and
 /// number, or `nil, "timeout"`.
 unsafe extern "C-unwind" fn wait(l: L) -> c_int {
-    // SAFETY: a function of the module.
+    // SAFETY: a module function: the arguments are checked (raising), then
+    // the (empty) frame is its own stack.
     unsafe {
         let mut mask = 0u64;
         let mut add = |n: c_int| {
@@ -130,73 +204,18 @@ unsafe extern "C-unwind" fn wait(l: L) -> c_int {
         let deadline = if ffi::lua_isnoneornil(l, 2) != 0 {
             None
         } else {
-            let t = raw::check_time(l, 2, 2);
-            Some(cothread::time::monotonic_ns().saturating_add(park::ns_of(t.max(0.0)).unwrap_or(u64::MAX / 2)))
+            Some(engine::deadline_in(engine::ns_of(raw::check_time(l, 2, 2))))
         };
         ffi::lua_settop(l, 0);
-        match cothread_of(l) {
-            Some((p, task)) => {
-                state::io_of(l, p);
-                let m = park::park(l, p, OP_WAIT, continuation, |io| {
-                    let id = io.begin_external(task, deadline);
-                    let n = io.notifier();
-                    let mut handles = Vec::new();
-                    let mut failed = None;
-                    for sig in signals(mask) {
-                        let h = io.lp().signal_init(0);
-                        handles.push(h);
-                        let n = n.clone();
-                        let cb = Box::new(move |_: &mut cothread::reactor::Loop, _, signo: i32| {
-                            n.done_with(id, Box::new(signo))
-                        });
-                        if let Err(e) = io.lp().signal_start(h, sig, cb) {
-                            failed = Some(e.c_message());
-                            break;
-                        }
-                    }
-                    io.on_end(
-                        id,
-                        Box::new(move |lp| {
-                            for h in handles {
-                                let _ = lp.close(h, None);
-                            }
-                        }),
-                    );
-                    match failed {
-                        Some(m) => {
-                            io.cancel(task);
-                            Err(m)
-                        }
-                        None => Ok(id),
-                    }
-                });
-                park::push_fail(l, m)
-            }
-            None => wait_blocking(l, mask, deadline),
-        }
+        drive(l, Wait { mask, deadline, got: 0 })
     }
 }
 
-unsafe extern "C-unwind" fn continuation(l: L, _status: c_int, ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: the (empty) frame of `wait` as `park` left it.
-    unsafe {
-        let (_, outcome, result) = park::unpark(l, ctx);
-        match (outcome, result.and_then(|r| r.downcast::<i32>().ok())) {
-            (Outcome::Ready, Some(n)) => {
-                push_name(l, *n);
-                ffi::lua_pushinteger(l, *n as ffi::lua_Integer);
-                2
-            }
-            (Outcome::Timeout, _) => park::push_fail(l, c"timeout"),
-            _ => park::push_fail(l, c"cancelled"),
-        }
-    }
-}
-
-/// Waits in `sigtimedwait` with the signals blocked meanwhile.
-unsafe fn wait_blocking(l: L, mask: u64, deadline: Option<u64>) -> c_int {
+/// Waits in `sigtimedwait` with the signals blocked meanwhile: the signal
+/// that came, or `None` at the deadline.
+unsafe fn wait_blocking(mask: u64, deadline: Option<u64>) -> Option<c_int> {
     // SAFETY: valid sigset_t values, filled before use; the old mask is
-    // restored before anything is pushed.
+    // restored before returning.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
@@ -211,7 +230,7 @@ unsafe fn wait_blocking(l: L, mask: u64, deadline: Option<u64>) -> c_int {
                 Some(d) => {
                     let left = d.saturating_sub(cothread::time::monotonic_ns());
                     let ts = libc::timespec {
-                        tv_sec: (left / 1_000_000_000) as libc::time_t,
+                        tv_sec: (left / 1_000_000_000).min(libc::time_t::MAX as u64) as libc::time_t,
                         tv_nsec: (left % 1_000_000_000) as libc::c_long,
                     };
                     libc::sigtimedwait(&set, std::ptr::null_mut(), &ts)
@@ -225,14 +244,7 @@ unsafe fn wait_blocking(l: L, mask: u64, deadline: Option<u64>) -> c_int {
             }
         };
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        match got {
-            Some(n) => {
-                push_name(l, n);
-                ffi::lua_pushinteger(l, n as ffi::lua_Integer);
-                2
-            }
-            None => park::push_fail(l, c"timeout"),
-        }
+        got
     }
 }
 
@@ -243,7 +255,7 @@ unsafe extern "C-unwind" fn raise(l: L) -> c_int {
     unsafe {
         let n = check_signal(l, 1, 1);
         if libc::kill(libc::getpid(), n) < 0 {
-            return park::push_errno(l, std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO), None);
+            return raw::push_errno(l, std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO), None);
         }
         ffi::lua_pushboolean(l, 1);
         1

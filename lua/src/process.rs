@@ -16,13 +16,12 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::rc::Rc;
 
-use cothread::reactor::Exit;
+use cothread::reactor::{Exit, Loop};
 
-use crate::io::Outcome;
+use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
 use crate::ossignal;
-use crate::park::{self, cothread_of};
+use crate::park::drive;
 use crate::raw::{self, L, ffi};
-use crate::state;
 use crate::stream;
 
 /// Metatable name of a process object.
@@ -437,91 +436,106 @@ unsafe fn push_exit(l: L, e: Exit) -> c_int {
     }
 }
 
-const OP_WAIT: u8 = 1;
+/// `proc:wait`. Frame: 1 the process object.
+#[derive(Clone, Copy)]
+struct Wait {
+    deadline: Option<u64>,
+    /// Outside cothreads: the errno of a failed blocking wait.
+    errno: i32,
+}
+
+/// The process object in slot 1 of the frame.
+unsafe fn proc_of(f: &Frame) -> *mut Proc {
+    // SAFETY: slot 1 of a wait's frame holds the (checked) process object.
+    unsafe { ffi::lua_touserdata(f.l, f.at(1)) as *mut Proc }
+}
+
+impl Operation for Wait {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: the frame `proc_wait` built; the object stays in slot 1.
+        unsafe {
+            let l = f.l;
+            if let Some(e) = exit_of(proc_of(f)) {
+                return Next::Done(push_exit(l, e));
+            }
+            Next::Done(match why {
+                Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
+                Why::Done if self.errno != 0 => raw::push_errno(l, self.errno, None),
+                Why::Done => raw::push_errno(l, libc::ECHILD, None),
+                Why::Timeout => raw::push_fail(l, c"timeout"),
+                Why::Cancelled => raw::push_fail(l, c"cancelled"),
+                Why::Failed(m) => raw::push_fail(l, m),
+            })
+        }
+    }
+
+    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+        // SAFETY: as `step`; the callback keeps its own reference to the cell
+        // the exit goes into.
+        unsafe {
+            let p = proc_of(f);
+            let (pid, exit) = ((*p).pid, (*p).exit.clone().ok_or(c"collected")?);
+            let h = lp.child_init(pid, 0).map_err(|e| e.c_message())?;
+            let cb = Box::new(move |_: &mut Loop, _, r: cothread::error::Result<Exit>| {
+                if let Ok(e) = r {
+                    exit.set(Some(e));
+                }
+                fire.fire();
+            });
+            if let Err(e) = lp.child_start(h, cb) {
+                let _ = lp.close(h, None);
+                return Err(e.c_message());
+            }
+            Ok(Box::new(move |lp| {
+                let _ = lp.close(h, None);
+            }))
+        }
+    }
+
+    unsafe fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
+        // SAFETY: as `step`.
+        unsafe { wait_blocking(proc_of(f), self.deadline, &mut self.errno) }
+    }
+}
 
 /// `proc:wait([timeout])`: waits until the child ends: `true|nil, "exit",
 /// code` or `nil, "signal", signum` (as `os.execute`), or `nil, "timeout"`.
 unsafe extern "C-unwind" fn proc_wait(l: L) -> c_int {
-    // SAFETY: a method of the module.
+    // SAFETY: `check_proc` returns a live process object or raises; the frame
+    // is the function's own stack.
     unsafe {
-        let p = check_proc(l, 1);
+        check_proc(l, 1);
         let deadline = if ffi::lua_isnoneornil(l, 2) != 0 {
             None
         } else {
-            let t = raw::check_time(l, 2, 2);
-            Some(cothread::time::monotonic_ns().saturating_add(park::ns_of(t.max(0.0)).unwrap_or(u64::MAX / 2)))
+            Some(engine::deadline_in(engine::ns_of(raw::check_time(l, 2, 2))))
         };
         ffi::lua_settop(l, 1);
-        if let Some(e) = exit_of(p) {
-            return push_exit(l, e);
-        }
-        let Some((s, task)) = cothread_of(l) else { return wait_blocking(l, p, deadline) };
-        state::io_of(l, s);
-        let (pid, exit) = ((*p).pid, (*p).exit.clone().expect("checked"));
-        let m = park::park(l, s, OP_WAIT, continuation, move |io| {
-            let h = io.lp().child_init(pid, 0).map_err(|e| e.c_message())?;
-            let id = io.begin_external(task, deadline);
-            let n = io.notifier();
-            let cb = Box::new(move |_: &mut cothread::reactor::Loop, _, r: cothread::error::Result<Exit>| {
-                if let Ok(e) = r {
-                    exit.set(Some(e));
-                }
-                n.done(id);
-            });
-            let started = io.lp().child_start(h, cb);
-            io.on_end(
-                id,
-                Box::new(move |lp| {
-                    let _ = lp.close(h, None);
-                }),
-            );
-            match started {
-                Ok(()) => Ok(id),
-                Err(e) => {
-                    io.cancel(task);
-                    Err(e.c_message())
-                }
-            }
-        });
-        park::push_fail(l, m)
+        drive(l, Wait { deadline, errno: 0 })
     }
 }
 
-unsafe extern "C-unwind" fn continuation(l: L, _status: c_int, ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: the frame of `wait` (the process in slot 1) as `park` left it.
-    unsafe {
-        let (_, outcome, _) = park::unpark(l, ctx);
-        let p = ffi::lua_touserdata(l, 1) as *mut Proc;
-        if let Some(e) = exit_of(p) {
-            return push_exit(l, e);
-        }
-        match outcome {
-            Outcome::Timeout => park::push_fail(l, c"timeout"),
-            Outcome::Cancelled => park::push_fail(l, c"cancelled"),
-            _ => park::push_errno(l, libc::ECHILD, None),
-        }
-    }
-}
-
-/// Waits outside cothreads: `poll(2)` on a pidfd until `deadline`.
-unsafe fn wait_blocking(l: L, p: *mut Proc, deadline: Option<u64>) -> c_int {
-    // SAFETY: `p` is live; the pidfd is closed before anything is pushed.
+/// Waits outside cothreads: `poll(2)` on a pidfd until the child ends
+/// (`Done`) or `deadline` (`Timeout`); a failure sets `errno`.
+unsafe fn wait_blocking(p: *mut Proc, deadline: Option<u64>, errno_out: &mut i32) -> Why {
+    // SAFETY: `p` is live; the pidfd is closed before returning.
     unsafe {
         let fd = libc::syscall(libc::SYS_pidfd_open, (*p).pid, 0) as c_int;
         if fd < 0 {
-            return park::push_errno(l, errno(), None);
+            *errno_out = errno();
+            return Why::Done;
         }
         let mut fds = [crate::sys::pollfd(fd, crate::sys::POLL_IN)];
-        let e = loop {
-            if let Some(e) = exit_of(p) {
-                break Some(e);
+        let why = loop {
+            if exit_of(p).is_some() {
+                break Why::Done;
             }
             let ms = match deadline {
                 None => -1,
                 Some(d) => {
                     let now = cothread::time::monotonic_ns();
                     if d <= now {
-                        break None;
+                        break Why::Timeout;
                     }
                     (d - now).div_ceil(1_000_000).min(c_int::MAX as u64) as c_int
                 }
@@ -529,10 +543,7 @@ unsafe fn wait_blocking(l: L, p: *mut Proc, deadline: Option<u64>) -> c_int {
             let _ = crate::sys::poll(&mut fds, ms);
         };
         crate::sys::close(fd);
-        match e {
-            Some(e) => push_exit(l, e),
-            None => park::push_fail(l, c"timeout"),
-        }
+        why
     }
 }
 
@@ -545,10 +556,10 @@ unsafe extern "C-unwind" fn proc_kill(l: L) -> c_int {
         let sig = if ffi::lua_isnoneornil(l, 2) != 0 { libc::SIGTERM } else { ossignal::check_signal(l, 2, 2) };
         // Once reaped, the pid may belong to another process.
         if exit_of(p).is_some() {
-            return park::push_errno(l, libc::ESRCH, None);
+            return raw::push_errno(l, libc::ESRCH, None);
         }
         if libc::kill((*p).pid, sig) < 0 {
-            return park::push_errno(l, errno(), None);
+            return raw::push_errno(l, errno(), None);
         }
         ffi::lua_pushboolean(l, 1);
         1

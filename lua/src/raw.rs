@@ -111,6 +111,58 @@ pub unsafe fn check_stack(l: L, n: c_int) {
     unsafe { ffi::luaL_checkstack(l, n, c"too many values".as_ptr()) }
 }
 
+/// `[-0, +2, m]` Pushes `nil, msg`, the failure of a call that may fail
+/// (LuaSocket's and `io`'s convention); returns 2.
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
+    // SAFETY: valid state; the stack is checked first.
+    unsafe {
+        check_stack(l, 2);
+        ffi::lua_pushnil(l);
+        ffi::lua_pushstring(l, msg.as_ptr());
+    }
+    2
+}
+
+/// `[-0, +2, m]` Pushes `false, msg` (the failure of a call that answers
+/// like `pcall`); returns 2.
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_false(l: L, msg: &CStr) -> c_int {
+    // SAFETY: valid state; the stack is checked first.
+    unsafe {
+        check_stack(l, 2);
+        ffi::lua_pushboolean(l, 0);
+        ffi::lua_pushstring(l, msg.as_ptr());
+    }
+    2
+}
+
+/// `[-0, +3, m]` Pushes `nil, message, errno` (Lua's `luaL_fileresult`
+/// failure) for `errno`, the message prefixed by `prefix: ` if given;
+/// returns 3.
+///
+/// # Safety
+/// `l` is a valid state.
+pub unsafe fn push_errno(l: L, errno: i32, prefix: Option<&CStr>) -> c_int {
+    // SAFETY: valid state; the stack is checked first. strerror's buffer is
+    // copied by the push before any other call.
+    unsafe {
+        check_stack(l, 3);
+        ffi::lua_pushnil(l);
+        let msg = CStr::from_ptr(libc::strerror(errno));
+        match prefix {
+            Some(p) => ffi::lua_pushfstring(l, c"%s: %s".as_ptr(), p.as_ptr(), msg.as_ptr()),
+            None => ffi::lua_pushstring(l, msg.as_ptr()),
+        };
+        ffi::lua_pushinteger(l, errno as ffi::lua_Integer);
+    }
+    3
+}
+
 /// What `coroutine.status` would say of `co`, seen from `l`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Status {

@@ -5,10 +5,10 @@ use std::ffi::c_int;
 
 use cothread::{Task, When};
 
-use crate::io::{self, Block};
+use crate::engine::{self, Block, Finish, OPERATION_BIT};
 use crate::ops::{self, Place, Turn};
 use crate::raw::{self, L, Status, ffi};
-use crate::state::{self, State, this};
+use crate::state::{self, CURRENT, Quick, State, this};
 use crate::time;
 
 /// `[-0, +0, e]` The thread argument `arg`, which must be schedulable: a
@@ -310,27 +310,60 @@ unsafe fn call_idle(l: L, p: *mut State, wake: u64) {
 /// the values it produced there. `None` (and nothing changed) if nothing is
 /// ready. `p` is the state of the running closure (passed down: this is the
 /// hot path).
+///
+/// A cothread parked by the engine whose operation is due (`OPERATION_BIT`
+/// in its task's user value) is first finished by the engine: its step runs
+/// here, on `l`, and leaves the results on its stack (or it waits again and
+/// is not resumed); it is resumed with them, and the values above `base` are
+/// dropped (doc/lua.md: "the values it is resumed with are ignored").
+#[inline(always)]
 unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
     // SAFETY: a closure of the module; the state is reached in short
-    // expressions and never across `lua_resume`.
+    // expressions and never across `lua_resume`. A task's user value is its
+    // live thread (registered), plus the operation bit.
     unsafe {
-        let (task, co) = (*p).core.ready_head_data()?;
-        let co = co as L;
-        let nargs = ffi::lua_gettop(l) - base;
-        if nargs > 0 && ffi::lua_checkstack(co, nargs) == 0 {
-            raw::error(l, c"too many values to resume a cothread with");
-        }
-        ffi::lua_xmove(l, co, nargs);
+        let (task, data) = (*p).core.ready_head_data()?;
+        let co = (data & !OPERATION_BIT) as L;
+        let nargs = if data & OPERATION_BIT != 0 {
+            let _ = (*p).core.set_data(task, co as usize);
+            ffi::lua_settop(l, base);
+            match engine::finish(l, (*p).engine, co) {
+                Finish::Resume(n) => n,
+                Finish::Parked => return Some(Turn::Continue),
+            }
+        } else {
+            let nargs = ffi::lua_gettop(l) - base;
+            if nargs > 0 {
+                if ffi::lua_checkstack(co, nargs) == 0 {
+                    raw::error(l, c"too many values to resume a cothread with");
+                }
+                ffi::lua_xmove(l, co, nargs);
+            }
+            nargs
+        };
         (*p).running = co;
         (*p).running_task = Some(task);
         let mut nres: c_int = 0;
-        // The socket layer finds the scheduler resuming a cothread here.
-        let outer = io::CURRENT.replace(p);
-        let status = ffi::lua_resume(co, l, nargs, &mut nres);
-        io::CURRENT.set(outer);
+        // C functions of the module find the scheduler resuming them here.
+        let status = CURRENT.with(|c| {
+            let outer = c.replace(p);
+            let status = ffi::lua_resume(co, l, nargs, &mut nres);
+            c.set(outer);
+            status
+        });
         (*p).running = std::ptr::null_mut();
         let task = (*p).running_task.take();
+        let quick = (*p).quick.take();
         if let (ffi::LUA_YIELD, Some(task)) = (status, task) {
+            if let Some(q) = quick.filter(|_| nres == 0) {
+                let (when, turn) = match q {
+                    Quick::Yield => (When::Later, Turn::Continue),
+                    Quick::Halt => (When::Next, Turn::Halt),
+                    Quick::Park => (When::Wait((*(*p).engine).key()), Turn::Continue),
+                };
+                let _ = (*p).core.reschedule(task, when);
+                return Some(turn);
+            }
             if let Some(turn) = ops::quick_turn(co, nres, p, task) {
                 return Some(turn);
             }

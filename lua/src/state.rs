@@ -16,15 +16,40 @@
 //! Rust references into a `State` never live across a call into Lua: Lua may
 //! re-enter (a cothread calls `schedule`) or longjmp out (an error). Code reaches
 //! the state through `*mut State` in short expressions instead.
+//!
+//! A task's user value is its thread, with `engine::OPERATION_BIT` set while
+//! the engine has something to do before the thread resumes (see `engine`):
+//! `thread_of` and the resume loop mask it.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
 use cothread::{Sched, Task};
 
+use crate::engine::{self, Block, Engine, OPERATION_BIT};
 use crate::ops::Builtin;
 use crate::raw::{self, L, ffi};
+
+thread_local! {
+    /// The scheduler resuming a cothread on this thread, innermost first (set
+    /// around `lua_resume` by the resume loop): how a C function finds the
+    /// scheduler of the cothread calling it (`park::cothread_of`).
+    pub static CURRENT: Cell<*mut State> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// How the running cothread ended its turn, when a C function of the module
+/// says so itself instead of yielding an operation name: the resume loop
+/// places it without looking at its stack.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Quick {
+    /// `yield()`: to the ready tail.
+    Yield,
+    /// `halt()`: to the ready head; `run` returns.
+    Halt,
+    /// Parked by the engine: to the private queue of the engine's key.
+    Park,
+}
 
 /// User value slots of the state userdata.
 pub const UV_MODULE: c_int = 1; // the scheduler table (fields error, trap, time, idle)
@@ -69,8 +94,21 @@ pub struct State {
     pub integer_clock: bool,
     /// Set by `__gc`: the userdata may still be reached by finalizers.
     pub closed: bool,
-    /// The event loop and the cothreads waiting for I/O, made on first use.
-    pub io: Option<Box<crate::io::Io>>,
+    /// The waiting engine (from `Box::into_raw`; null until first needed).
+    pub engine: *mut Engine,
+    /// Set by a C function of the module just before the running cothread
+    /// yields with no values (see `Quick`); taken by the resume loop.
+    pub quick: Option<Quick>,
+}
+
+impl Drop for State {
+    fn drop(&mut self) {
+        if !self.engine.is_null() {
+            // SAFETY: the engine comes from `Box::into_raw` and is freed once,
+            // here, before the core it points to.
+            drop(unsafe { Box::from_raw(std::mem::replace(&mut self.engine, std::ptr::null_mut())) });
+        }
+    }
 }
 
 impl State {
@@ -98,7 +136,8 @@ impl State {
             names: [std::ptr::null(); Builtin::COUNT],
             integer_clock: false,
             closed: false,
-            io: None,
+            engine: std::ptr::null_mut(),
+            quick: None,
         }
     }
 
@@ -139,20 +178,6 @@ pub unsafe fn push_new(l: L) -> *mut State {
             ffi::lua_setfield(l, -2, c"__metatable".as_ptr());
         }
         ffi::lua_setmetatable(l, -2);
-        // registry["cothread.states"][p] = the userdata (weak values): how
-        // the socket layer, which knows a state by its address, holds it.
-        ffi::luaL_getsubtable(l, ffi::LUA_REGISTRYINDEX, STATES.as_ptr());
-        if ffi::lua_getmetatable(l, -1) == 0 {
-            ffi::lua_createtable(l, 0, 1);
-            ffi::lua_pushliteral(l, c"v");
-            ffi::lua_setfield(l, -2, c"__mode".as_ptr());
-            ffi::lua_setmetatable(l, -2);
-        } else {
-            ffi::lua_pop(l, 1);
-        }
-        ffi::lua_pushvalue(l, -2);
-        ffi::lua_rawsetp(l, -2, p as *const c_void);
-        ffi::lua_pop(l, 1);
         for uv in [UV_ALIVE, UV_HELD, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
             ffi::lua_newtable(l);
             ffi::lua_setiuservalue(l, -2, uv);
@@ -166,35 +191,21 @@ pub unsafe fn push_new(l: L) -> *mut State {
     }
 }
 
-/// Registry field of the table mapping a state's address to its userdata.
-const STATES: &std::ffi::CStr = c"cothread.states";
-
-/// `[-0, +1, m]` Pushes the userdata of state `p` (nil if it was collected).
-///
-/// # Safety
-/// `l` is a valid state with two free slots.
-pub unsafe fn push_state(l: L, p: *mut State) {
-    // SAFETY: valid state (caller's contract); the table was made by `push_new`.
-    unsafe {
-        ffi::luaL_getsubtable(l, ffi::LUA_REGISTRYINDEX, STATES.as_ptr());
-        ffi::lua_rawgetp(l, -1, p as *const c_void);
-        ffi::lua_remove(l, -2);
-    }
-}
-
-/// `[-0, +0, e]` The I/O side of state `p`, made now if needed (raises if
-/// the system refuses an event loop).
+/// `[-0, +0, e]` The waiting engine of state `p`, made now if needed (raises
+/// if the system refuses an event loop).
 ///
 /// # Safety
 /// `l` is valid; `p` is a live state.
-pub unsafe fn io_of(l: L, p: *mut State) -> *mut crate::io::Io {
-    // SAFETY: live state; the Box does not move while the state lives.
+pub unsafe fn engine_of(l: L, p: *mut State) -> *mut Engine {
+    // SAFETY: `p` is live; the engine's core pointer is the state's own core,
+    // which outlives it (the state drops the engine first).
     unsafe {
-        if (*p).io.is_none() {
+        if (*p).engine.is_null() {
             let key = (*p).new_key();
-            let failed = match crate::io::Io::new(key) {
-                Ok(io) => {
-                    (*p).io = Some(Box::new(io));
+            let core = &raw mut (*p).core;
+            let failed = match Engine::with_own_loop(core, key) {
+                Ok(e) => {
+                    (*p).engine = Box::into_raw(Box::new(e));
                     None
                 }
                 Err(e) => Some(
@@ -207,77 +218,35 @@ pub unsafe fn io_of(l: L, p: *mut State) -> *mut crate::io::Io {
                 ffi::lua_error(l);
             }
         }
-        &mut **(*p).io.as_mut().expect("made above")
+        (*p).engine
     }
 }
 
-/// Runs the loop of state `p` once, blocking as `block` says, and makes the
-/// cothreads whose waits ended ready. Returns whether any did.
+/// Runs the engine of state `p` once, blocking as `block` says; the
+/// cothreads whose operations its events concern become ready. Returns
+/// whether any did.
 ///
 /// # Safety
 /// `p` is a live state.
-pub unsafe fn poll_io(p: *mut State, block: crate::io::Block) -> bool {
-    // SAFETY: live state; no Lua code runs here.
+pub unsafe fn poll_io(p: *mut State, block: Block) -> bool {
+    // SAFETY: `p` is live; its engine, if any, too.
     unsafe {
-        let Some(io) = (*p).io.as_mut() else { return false };
-        let tasks = io.poll(block);
-        make_ready(p, tasks)
+        let e = (*p).engine;
+        !e.is_null() && engine::poll(e, block)
     }
 }
 
-/// Makes the cothreads of `tasks` ready (their waits on the loop ended);
-/// returns whether there were any.
-///
-/// # Safety
-/// `p` is a live state.
-pub unsafe fn make_ready(p: *mut State, tasks: Vec<Task>) -> bool {
-    // SAFETY: live state; no Lua code runs here.
-    unsafe {
-        for &t in &tasks {
-            let _ = (*p).core.reschedule(t, cothread::When::Later);
-        }
-        !tasks.is_empty()
-    }
-}
-
-/// What happened to a source of the loop (a socket, a pipe, a channel).
-pub enum SourceEvent {
-    /// It closes: the waits on it end with `Closed`.
-    Detach,
-    /// A virtual source (a channel) is ready: the waits on it end.
-    Fire,
-}
-
-/// Tells the loop of `p` that source `id` detached or fired; the cothreads
-/// whose waits it ended become ready. Nothing if `p` is null, collected, or
-/// has no loop.
-///
-/// # Safety
-/// `p` is null or a state whose memory is still kept (its `closed` flag
-/// readable).
-pub unsafe fn source_event(p: *mut State, id: u64, ev: SourceEvent) {
-    // SAFETY: as the contract says; only Rust code runs.
-    unsafe {
-        if p.is_null() || (*p).closed {
-            return;
-        }
-        let Some(io) = (*p).io.as_mut() else { return };
-        let tasks = match ev {
-            SourceEvent::Detach => io.detach(id),
-            SourceEvent::Fire => io.fire(id),
-        };
-        make_ready(p, tasks);
-    }
-}
-
-/// Waits of state `p` that can end by themselves (they keep `run` going).
+/// Operations of state `p` that can end by themselves (they keep `run` going).
 ///
 /// # Safety
 /// `p` is a live state.
 #[inline]
 pub unsafe fn io_armed(p: *mut State) -> usize {
-    // SAFETY: live state.
-    unsafe { (*p).io.as_ref().map_or(0, |io| io.armed()) }
+    // SAFETY: `p` is live; its engine, if any, too.
+    unsafe {
+        let e = (*p).engine;
+        if e.is_null() { 0 } else { (*e).armed() }
+    }
 }
 
 /// `[-0, +1, m]` Pushes a new table with weak keys.
@@ -302,6 +271,14 @@ unsafe extern "C-unwind" fn state_gc(l: L) -> c_int {
     unsafe {
         let p = ffi::lua_touserdata(l, 1) as *mut State;
         if !p.is_null() && !(*p).closed {
+            if !(*p).engine.is_null() {
+                // Its parked cothreads keep their calls, in tickets.
+                ffi::lua_pushcfunction(l, engine::abandon);
+                ffi::lua_pushlightuserdata(l, (*p).engine.cast());
+                if ffi::lua_pcall(l, 1, 0, 0) != ffi::LUA_OK {
+                    ffi::lua_pop(l, 1);
+                }
+            }
             std::ptr::drop_in_place(p);
             std::ptr::addr_of_mut!((*p).closed).write(true);
         }
@@ -382,7 +359,10 @@ pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
     // SAFETY: as `this`; no reference into the state outlives its expression.
     unsafe {
         let idx = ffi::lua_absindex(l, idx);
-        let task = (*p).core.task_new(co as usize);
+        // A thread unregistered after its operation ended still holds the
+        // results: its next resume gets them.
+        let delivered = ffi::lua_status(co) == ffi::LUA_YIELD && (engine::is_delivered(co) || engine::settle(l, co));
+        let task = (*p).core.task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
         push_uv(l, UV_ALIVE);
         ffi::lua_pushvalue(l, idx);
         ffi::lua_pushinteger(l, task.to_raw() as ffi::lua_Integer);
@@ -407,11 +387,10 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
         if (*p).running_task == Some(task) {
             (*p).running_task = None;
         }
-        if let Some(io) = (*p).io.as_mut() {
-            if io.has_wait() {
-                io.cancel(task); // left while waiting for I/O: nothing resumes it later
-            }
-            io.forget(task);
+        let e = (*p).engine;
+        if !e.is_null() {
+            engine::cancel(l, e, co); // left while parked: nothing resumes it later
+            (*e).forget(task);
         }
         if (*p).core.task_free(task).is_err() {
             return;
@@ -438,7 +417,7 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
 /// `p` is a live state.
 pub unsafe fn thread_of(p: *mut State, task: Task) -> Option<L> {
     // SAFETY: live state (contract).
-    unsafe { (*p).core.data(task).ok().map(|d| d as L) }
+    unsafe { (*p).core.data(task).ok().map(|d| (d & !OPERATION_BIT) as L) }
 }
 
 // ===== signals =====

@@ -6,7 +6,7 @@
 
 use std::ffi::c_int;
 
-use crate::io::Block;
+use crate::engine::Block;
 use crate::raw::{self, L, ffi};
 use crate::state::{self, State, this};
 
@@ -117,11 +117,10 @@ pub unsafe extern "C-unwind" fn idle_default(l: L) -> c_int {
         ffi::lua_pop(l, 1);
         let p = this(l);
         if default {
-            if (*p).io.is_some() {
+            if !(*p).engine.is_null() {
                 if t > 0.0 {
                     // Rounded up: the loop wakes at `t` or just after it.
-                    let ns = (t * 1e9).ceil().min(u64::MAX as f64) as u64;
-                    state::poll_io(p, Block::Until(ns));
+                    state::poll_io(p, Block::Until(crate::engine::ns_of(t)));
                 }
             } else {
                 sleep_until(t);

@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_int};
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{PendingOpt, Tcp, fail, ok};
+use super::{PendingOpt, Tcp, ok};
 use crate::raw::{self, L, ffi};
 use crate::sys;
 
@@ -218,7 +218,7 @@ pub(super) unsafe fn set(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
         let mut value = [0u8; MAX_VALUE];
         let len = encode(l, ty, &mut value);
         if (*t).closed {
-            return fail(l, c"closed");
+            return raw::push_fail(l, c"closed");
         }
         if (*t).fd < 0 {
             (*t).pending.retain(|o| (o.level, o.name) != (level, name) || ty == OptType::Mreq4 || ty == OptType::Mreq6);
@@ -227,7 +227,7 @@ pub(super) unsafe fn set(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
         }
         match sys::setsockopt((*t).fd, level, name, &value[..len]) {
             Ok(()) => ok(l),
-            Err(e) => fail(l, sys::strerror(e)),
+            Err(e) => raw::push_fail(l, sys::strerror(e)),
         }
     }
 }
@@ -238,7 +238,7 @@ pub(super) unsafe fn get(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
     unsafe {
         let (_, level, name, ty) = check_option(l, list, true);
         if (*t).fd < 0 {
-            return fail(l, c"closed");
+            return raw::push_fail(l, c"closed");
         }
         let mut value = [0u8; IFNAMSIZ];
         let want = match ty {
@@ -248,7 +248,7 @@ pub(super) unsafe fn get(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
         };
         let got = match sys::getsockopt((*t).fd, level, name, &mut value[..want]) {
             Ok(n) => n,
-            Err(e) => return fail(l, sys::strerror(e)),
+            Err(e) => return raw::push_fail(l, sys::strerror(e)),
         };
         let a = i32::from_ne_bytes(value[..4].try_into().expect("4 bytes"));
         match ty {

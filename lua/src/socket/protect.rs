@@ -2,14 +2,31 @@
 //!
 //! A `try` function raises a *wrapped* error: a table `{message}` whose
 //! metatable is the module's marker (an upvalue of each of these closures).
-//! A `protect`ed function calls its function with `lua_pcallk`, so the
-//! function may yield (suspend its cothread in a socket call): the
-//! continuation finishes the call when the coroutine is resumed. A wrapped
-//! error becomes `nil, message`; any other error is raised again unchanged.
+//! A `protect`ed function is a Lua closure (`PROTECT`, a chunk the module
+//! ships) that calls its function through Lua's own `pcall`, which lets the
+//! function yield (suspend its cothread in a socket call) with no C
+//! continuation. A wrapped error becomes `nil, message`; any other error is
+//! raised again unchanged.
 
 use std::ffi::c_int;
 
 use crate::raw::{self, L, ffi};
+
+/// The maker of protected functions: run once with the marker, it returns
+/// `make(f)`, which returns the protected function of `f`.
+const PROTECT: &str = r#"
+local marker = ...
+local pcall, error, type, getmetatable, rawequal = pcall, error, type, getmetatable, rawequal
+local function unwrap(ok, ...)
+  if ok then return ... end
+  local e = ...
+  if type(e) == "table" and rawequal(getmetatable(e), marker) then return nil, e[1] end
+  error(e, 0)
+end
+return function(f)
+  return function(...) return unwrap(pcall(f, ...)) end
+end
+"#;
 
 /// `[-1, +1, m]` Wraps the value on the top as `{value}` with the marker
 /// metatable at `marker`.
@@ -58,50 +75,17 @@ unsafe extern "C-unwind" fn newtry(l: L) -> c_int {
     }
 }
 
-/// Ends a protected call with `status`: the function's results, or `nil,
-/// message` for a wrapped error; another error is raised again.
-unsafe extern "C-unwind" fn finish(l: L, status: c_int, _ctx: ffi::lua_KContext) -> c_int {
-    // SAFETY: the frame of `protected` (the error object on the top after a
-    // failure); the marker is upvalue 1.
-    unsafe {
-        if status == ffi::LUA_OK || status == ffi::LUA_YIELD {
-            return ffi::lua_gettop(l);
-        }
-        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE && ffi::lua_getmetatable(l, -1) != 0 {
-            let wrapped = ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(1)) != 0;
-            ffi::lua_pop(l, 1);
-            if wrapped {
-                ffi::lua_pushnil(l);
-                ffi::lua_rawgeti(l, -2, 1);
-                return 2;
-            }
-        }
-        ffi::lua_error(l)
-    }
-}
-
-/// A function made by `protect`: calls upvalue 2 with its arguments.
-unsafe extern "C-unwind" fn protected(l: L) -> c_int {
-    // SAFETY: a closure made by `protect` (upvalues: marker, function).
-    unsafe {
-        raw::check_stack(l, 2);
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(2));
-        ffi::lua_rotate(l, 1, 1);
-        let status = ffi::lua_pcallk(l, ffi::lua_gettop(l) - 1, ffi::LUA_MULTRET, 0, 0, Some(finish));
-        finish(l, status, 0)
-    }
-}
-
 /// `socket.protect(f)`: a function calling `f` that returns `nil, message`
 /// where `f` raised through a `try`.
 unsafe extern "C-unwind" fn protect(l: L) -> c_int {
-    // SAFETY: a closure of the module (upvalue 1: the marker).
+    // SAFETY: a closure made by `add_functions` (upvalue 1: the maker of
+    // protected functions); the argument is checked first.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
         ffi::lua_settop(l, 1);
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-        ffi::lua_rotate(l, 1, 1); // marker f
-        ffi::lua_pushcclosure(l, protected, 2);
+        ffi::lua_rotate(l, 1, 1); // make f
+        ffi::lua_call(l, 1, 1);
         1
     }
 }
@@ -116,11 +100,14 @@ pub(super) unsafe fn add_functions(l: L) {
         ffi::lua_setfield(l, -2, c"__name".as_ptr());
         ffi::lua_pushcfunction(l, error_tostring);
         ffi::lua_setfield(l, -2, c"__tostring".as_ptr());
-        for (name, f) in [(c"protect", protect as ffi::lua_CFunction), (c"newtry", newtry)] {
-            ffi::lua_pushvalue(l, -1);
-            ffi::lua_pushcclosure(l, f, 1);
-            ffi::lua_setfield(l, -3, name.as_ptr());
-        }
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_pushcclosure(l, newtry, 1);
+        ffi::lua_setfield(l, -3, c"newtry".as_ptr());
+        raw::load_chunk(l, PROTECT, c"=cothread.socket.protect");
+        ffi::lua_pushvalue(l, -2); // M marker chunk marker
+        ffi::lua_call(l, 1, 1); // M marker make
+        ffi::lua_pushcclosure(l, protect, 1);
+        ffi::lua_setfield(l, -3, c"protect".as_ptr());
         ffi::lua_pushnil(l); // M marker nil
         ffi::lua_rotate(l, -2, 1); // M nil marker
         ffi::lua_pushcclosure(l, finalize, 2);

@@ -5,17 +5,22 @@
 //! `cothread.udp{connected}`): *unconnected* (`sendto`,
 //! `receivefrom`, `setsockname`) and *connected* (`send`, `getpeername`),
 //! switched by `setpeername`. Its blocking calls (`send`, `sendto`,
-//! `receive`, `receivefrom`) are operations of the socket layer (`Op::UdpSend`,
-//! `Op::UdpReceive`), driven as the TCP ones are: they suspend the calling
-//! cothread on the event loop, or block outside cothreads. Name resolution,
-//! binding, timeouts, options, `close` and `select` are the TCP code's.
+//! `receive`, `receivefrom`) are engine operations (`Receive`, `Send`),
+//! driven as the TCP ones are: they suspend the calling cothread on its
+//! scheduler's engine, or block outside cothreads. Name resolution, binding,
+//! timeouts, options, `close` and `select` are the TCP code's.
 
 use std::ffi::{CStr, c_int};
+use std::os::fd::RawFd;
 
+use super::methods::{bind_to, check_host_port, push_addr};
+use super::tcp::{Started, start_connect};
 use super::{
-    Kind, Op, Started, Step, Tcp, Why, bind_to, check_host_port, check_tcp, close_tcp, drive, ensure_fd, fail, ok,
-    options, push_addr, push_deadline, push_tcp, set_kind, start_connect, wait_deadline,
+    Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, options, push_deadline, push_tcp, set_kind,
+    wait_deadline,
 };
+use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
+use crate::park::drive;
 use crate::raw::{self, L, ffi};
 use crate::sys;
 
@@ -42,13 +47,13 @@ macro_rules! shared {
 
 shared! {
     udp_close => super::tcp_close,
-    udp_getfd => super::tcp_getfd,
-    udp_dirty => super::tcp_dirty,
-    udp_settimeout => super::tcp_settimeout,
-    udp_gettimeout => super::tcp_gettimeout,
-    udp_getsockname => super::tcp_getsockname,
-    udp_getfamily => super::sock_getfamily,
-    udp_setfd => super::sock_setfd,
+    udp_getfd => super::methods::tcp_getfd,
+    udp_dirty => super::methods::tcp_dirty,
+    udp_settimeout => super::methods::tcp_settimeout,
+    udp_gettimeout => super::methods::tcp_gettimeout,
+    udp_getsockname => super::methods::tcp_getsockname,
+    udp_getfamily => super::methods::sock_getfamily,
+    udp_setfd => super::methods::sock_setfd,
 }
 
 /// `udp:setoption(name, value)`: LuaSocket's UDP options.
@@ -69,11 +74,11 @@ unsafe extern "C-unwind" fn udp_getpeername(l: L) -> c_int {
     unsafe {
         let t = check_tcp(l, 1, &[Kind::Connected]);
         if (*t).fd < 0 {
-            return fail(l, c"closed");
+            return raw::push_fail(l, c"closed");
         }
         match sys::name((*t).fd, true) {
             Ok(a) => push_addr(l, &a),
-            Err(e) => fail(l, sys::strerror(e)),
+            Err(e) => raw::push_fail(l, sys::strerror(e)),
         }
     }
 }
@@ -85,11 +90,11 @@ unsafe extern "C-unwind" fn udp_setsockname(l: L) -> c_int {
         let t = check_tcp(l, 1, &[Kind::Unconnected]);
         let (host, port) = check_host_port(l, 2);
         if (*t).closed {
-            return fail(l, c"closed");
+            return raw::push_fail(l, c"closed");
         }
         match bind_to(t, host, port) {
             None => ok(l),
-            Some(m) => fail(l, m),
+            Some(m) => raw::push_fail(l, m),
         }
     }
 }
@@ -103,11 +108,11 @@ unsafe extern "C-unwind" fn udp_setpeername(l: L) -> c_int {
         let host = CStr::from_ptr(ffi::luaL_checklstring(l, 2, std::ptr::null_mut()));
         if host.to_bytes() == b"*" {
             if (*t).closed {
-                return fail(l, c"closed");
+                return raw::push_fail(l, c"closed");
             }
             if (*t).fd >= 0 {
                 if let Err(e) = sys::disconnect((*t).fd) {
-                    return fail(l, sys::strerror(e));
+                    return raw::push_fail(l, sys::strerror(e));
                 }
             }
             set_kind(l, 1, t, Kind::Unconnected);
@@ -115,23 +120,41 @@ unsafe extern "C-unwind" fn udp_setpeername(l: L) -> c_int {
         }
         let (host, port) = check_host_port(l, 2);
         if (*t).closed {
-            return fail(l, c"closed");
+            return raw::push_fail(l, c"closed");
         }
         match start_connect(t, host, port) {
             Started::Connected | Started::InProgress => {
                 set_kind(l, 1, t, Kind::Connected);
                 ok(l)
             }
-            Started::Failed(m) => fail(l, m),
+            Started::Failed(m) => raw::push_fail(l, m),
         }
     }
 }
 
 // ----- receive -----
 
+/// `udp:receive` and `receivefrom`. Frame: 1 object, 2 size, 3 with the
+/// sender (receivefrom), 4 deadline.
+#[derive(Clone, Copy)]
+struct Receive;
+
+impl Operation for Receive {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: the frame `start_receive` built.
+        unsafe { receive_step(f, why) }
+    }
+
+    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+        // SAFETY: as `step`.
+        unsafe { one_source(f.l, f.base, READ, each) }
+    }
+}
+
 /// Starts `receive` (`from` false) or `receivefrom`.
 unsafe fn start_receive(l: L, from: bool) -> c_int {
-    // SAFETY: a method of the module.
+    // SAFETY: `check_tcp` returns a live object or raises; the frame is built
+    // in the function's own stack.
     unsafe {
         let t = if from { check_tcp(l, 1, &[Kind::Unconnected]) } else { check_tcp(l, 1, UDP_ANY) };
         let size = if ffi::lua_isnoneornil(l, 2) != 0 {
@@ -147,67 +170,85 @@ unsafe fn start_receive(l: L, from: bool) -> c_int {
         ffi::lua_pushinteger(l, size);
         ffi::lua_pushboolean(l, from as c_int);
         push_deadline(l, (*t).total); // socket size from deadline
-        drive(l, Op::UdpReceive, None)
+        drive(l, Receive)
     }
 }
 
 /// `udp:receive([size])`: the next datagram (at most `size` bytes, default
 /// 8192; the rest of a longer one is dropped).
 unsafe extern "C-unwind" fn udp_receive(l: L) -> c_int {
-    // SAFETY: a method of the module.
+    // SAFETY: a method of a UDP class (see `start_receive`).
     unsafe { start_receive(l, false) }
 }
 
 /// `unconnected:receivefrom([size])`: the next datagram and its sender's
 /// `ip, port`.
 unsafe extern "C-unwind" fn udp_receivefrom(l: L) -> c_int {
-    // SAFETY: a method of the module.
+    // SAFETY: a method of a UDP class (see `start_receive`).
     unsafe { start_receive(l, true) }
 }
 
-pub(super) unsafe fn receive_step(l: L, why: Option<Why>) -> Step {
-    // SAFETY: the frame of `Op::UdpReceive`; `t` stays a live object (slot
-    // 1); the datagram is copied into Lua before the buffer is emptied.
+unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
+    // SAFETY: the frame of `Receive`; `t` stays a live object (slot 1); the
+    // datagram is copied into Lua before the buffer is emptied.
     unsafe {
-        let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
-        if let Some(Why::Failed(m)) = why {
-            return Step::Done(fail(l, m));
+        let l = f.l;
+        let t = ffi::lua_touserdata(l, f.at(1)) as *mut Tcp;
+        if let Some(m) = failure(why) {
+            return Next::Done(raw::push_fail(l, m));
         }
         if (*t).closed {
-            return Step::Done(fail(l, c"closed"));
+            return Next::Done(raw::push_fail(l, c"closed"));
         }
         // An unused `udp()` receives on an IPv4 descriptor (nothing comes
         // before it is bound or sends).
         if let Err(e) = ensure_fd(t, libc::AF_INET) {
-            return Step::Done(fail(l, sys::strerror(e)));
+            return Next::Done(raw::push_fail(l, sys::strerror(e)));
         }
-        let size = ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as usize;
+        let size = ffi::lua_tointegerx(l, f.at(2), std::ptr::null_mut()) as usize;
         match sys::recvfrom((*t).fd, &mut (*t).rb.buf, size) {
             Ok(addr) => {
                 (*t).rb.first = 0;
                 ffi::lua_pushlstring(l, (*t).rb.buf.as_ptr().cast(), (*t).rb.buf.len());
                 (*t).rb.buf.clear();
-                if ffi::lua_toboolean(l, 3) == 0 {
-                    return Step::Done(1);
+                if ffi::lua_toboolean(l, f.at(3)) == 0 {
+                    return Next::Done(1);
                 }
                 push_addr(l, &addr);
                 ffi::lua_pop(l, 1); // the family
-                Step::Done(3)
+                Next::Done(3)
             }
-            Err(libc::EAGAIN) => match wait_deadline(l, t, 4) {
-                Ok(d) => Step::Wait(d),
-                Err(()) => Step::Done(fail(l, c"timeout")),
+            Err(libc::EAGAIN) => match wait_deadline(l, t, f.at(4)) {
+                Ok(d) => Next::Wait(d),
+                Err(()) => Next::Done(raw::push_fail(l, c"timeout")),
             },
-            Err(e) => Step::Done(fail(l, sys::strerror(e))),
+            Err(e) => Next::Done(raw::push_fail(l, sys::strerror(e))),
         }
     }
 }
 
 // ----- send -----
 
+/// `connected:send` and `sendto`. Frame: 1 object, 2 data, 3 ip (nil:
+/// connected), 4 port, 5 deadline.
+#[derive(Clone, Copy)]
+struct Send;
+
+impl Operation for Send {
+    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: the frame `udp_send` or `udp_sendto` built.
+        unsafe { send_step(f, why) }
+    }
+
+    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+        // SAFETY: as `step`.
+        unsafe { one_source(f.l, f.base, WRITE, each) }
+    }
+}
+
 /// `connected:send(datagram)`: sends it to the peer; the number of bytes sent.
 unsafe extern "C-unwind" fn udp_send(l: L) -> c_int {
-    // SAFETY: a method of the module.
+    // SAFETY: `check_tcp` returns a live connected object or raises.
     unsafe {
         let t = check_tcp(l, 1, &[Kind::Connected]);
         ffi::luaL_checklstring(l, 2, std::ptr::null_mut());
@@ -215,14 +256,14 @@ unsafe extern "C-unwind" fn udp_send(l: L) -> c_int {
         ffi::lua_pushnil(l);
         ffi::lua_pushnil(l);
         push_deadline(l, (*t).total); // socket data nil nil deadline
-        drive(l, Op::UdpSend, None)
+        drive(l, Send)
     }
 }
 
 /// `unconnected:sendto(datagram, ip, port)`: sends it to a numeric address
 /// (no name resolution, as in LuaSocket); the number of bytes sent.
 unsafe extern "C-unwind" fn udp_sendto(l: L) -> c_int {
-    // SAFETY: a method of the module.
+    // SAFETY: `check_tcp` returns a live unconnected object or raises.
     unsafe {
         let t = check_tcp(l, 1, &[Kind::Unconnected]);
         ffi::luaL_checklstring(l, 2, std::ptr::null_mut());
@@ -230,21 +271,21 @@ unsafe extern "C-unwind" fn udp_sendto(l: L) -> c_int {
         ffi::luaL_checklstring(l, 4, std::ptr::null_mut()); // a number becomes a string
         ffi::lua_settop(l, 4);
         push_deadline(l, (*t).total); // socket data ip port deadline
-        drive(l, Op::UdpSend, None)
+        drive(l, Send)
     }
 }
 
 /// The destination of a `sendto` (None: the peer of `send`), making the
 /// descriptor of a `udp()` for its family; the message of a failure.
-unsafe fn destination(l: L, t: *mut Tcp) -> Result<Option<sys::Addr>, &'static CStr> {
-    // SAFETY: the frame of `Op::UdpSend`; the strings stay in their slots;
-    // only Rust code runs while the vector lives.
+unsafe fn destination(f: &Frame, t: *mut Tcp) -> Result<Option<sys::Addr>, &'static CStr> {
+    // SAFETY: the frame of `Send`; the strings stay in their slots; only
+    // Rust code runs while the vector lives.
     unsafe {
-        if ffi::lua_type(l, 3) == ffi::LUA_TNIL {
+        if ffi::lua_type(f.l, f.at(3)) == ffi::LUA_TNIL {
             return Ok(None);
         }
-        let ip = CStr::from_ptr(ffi::lua_tolstring(l, 3, std::ptr::null_mut()));
-        let port = CStr::from_ptr(ffi::lua_tolstring(l, 4, std::ptr::null_mut()));
+        let ip = CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(3), std::ptr::null_mut()));
+        let port = CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(4), std::ptr::null_mut()));
         let addr = match sys::resolve_numeric(ip, port, (*t).family) {
             Ok(v) => v.first().copied().ok_or(c"host or service not provided, or not known")?,
             Err(e) => return Err(sys::resolve_strerror(e)),
@@ -254,32 +295,33 @@ unsafe fn destination(l: L, t: *mut Tcp) -> Result<Option<sys::Addr>, &'static C
     }
 }
 
-pub(super) unsafe fn send_step(l: L, why: Option<Why>) -> Step {
-    // SAFETY: the frame of `Op::UdpSend`; the data string stays in slot 2.
+unsafe fn send_step(f: &mut Frame, why: Why) -> Next {
+    // SAFETY: the frame of `Send`; the data string stays in slot 2.
     unsafe {
-        let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
-        if let Some(Why::Failed(m)) = why {
-            return Step::Done(fail(l, m));
+        let l = f.l;
+        let t = ffi::lua_touserdata(l, f.at(1)) as *mut Tcp;
+        if let Some(m) = failure(why) {
+            return Next::Done(raw::push_fail(l, m));
         }
-        if (*t).closed || (*t).fd < 0 && ffi::lua_type(l, 3) == ffi::LUA_TNIL {
-            return Step::Done(fail(l, c"closed"));
+        if (*t).closed || (*t).fd < 0 && ffi::lua_type(l, f.at(3)) == ffi::LUA_TNIL {
+            return Next::Done(raw::push_fail(l, c"closed"));
         }
-        let dest = match destination(l, t) {
+        let dest = match destination(f, t) {
             Ok(d) => d,
-            Err(m) => return Step::Done(fail(l, m)),
+            Err(m) => return Next::Done(raw::push_fail(l, m)),
         };
         let mut len = 0;
-        let data = ffi::lua_tolstring(l, 2, &mut len) as *const u8;
+        let data = ffi::lua_tolstring(l, f.at(2), &mut len) as *const u8;
         match sys::sendto((*t).fd, std::slice::from_raw_parts(data, len), dest.as_ref()) {
             Ok(n) => {
                 ffi::lua_pushinteger(l, n as ffi::lua_Integer);
-                Step::Done(1)
+                Next::Done(1)
             }
-            Err(libc::EAGAIN) => match wait_deadline(l, t, 5) {
-                Ok(d) => Step::Wait(d),
-                Err(()) => Step::Done(fail(l, c"timeout")),
+            Err(libc::EAGAIN) => match wait_deadline(l, t, f.at(5)) {
+                Ok(d) => Next::Wait(d),
+                Err(()) => Next::Done(raw::push_fail(l, c"timeout")),
             },
-            Err(e) => Step::Done(fail(l, sys::strerror(e))),
+            Err(e) => Next::Done(raw::push_fail(l, sys::strerror(e))),
         }
     }
 }
@@ -294,7 +336,7 @@ unsafe fn new_udp(l: L, family: c_int) -> c_int {
         if !lazy {
             if let Err(e) = ensure_fd(t, family) {
                 close_tcp(t);
-                return fail(l, sys::strerror(e));
+                return raw::push_fail(l, sys::strerror(e));
             }
         }
         1
@@ -321,7 +363,7 @@ unsafe extern "C-unwind" fn udp6(l: L) -> c_int {
 }
 
 /// The methods of UDP objects (both classes).
-pub(super) const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
+pub(super) const METHODS: &[raw::Reg] = &[
     (c"close", udp_close),
     (c"dirty", udp_dirty),
     (c"getfamily", udp_getfamily),
@@ -342,4 +384,4 @@ pub(super) const METHODS: &[(&CStr, ffi::lua_CFunction)] = &[
 ];
 
 /// The module's UDP constructors.
-pub(super) const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"udp", udp), (c"udp4", udp4), (c"udp6", udp6)];
+pub(super) const FUNCTIONS: &[raw::Reg] = &[(c"udp", udp), (c"udp4", udp4), (c"udp6", udp6)];

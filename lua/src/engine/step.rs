@@ -1,0 +1,346 @@
+//! The engine's moves: parking an operation, stepping it on a runner's stack
+//! when the resume loop takes its cothread (`finish`), delivering its
+//! results; and the entry points that make operations due (`poll`,
+//! `detach`, `fire`) or take them out (`cancel`, `abandon`). See the parent
+//! module for the states.
+//!
+//! A step may raise (a memory error while pushing) and its allocations may
+//! run finalizers that call back into the engine. So the engine is reached
+//! through raw pointers in short expressions, never a reference held across
+//! a step; a record stays in `ops` (at a fixed address) while it steps, and
+//! events for it meanwhile only set `deferred`.
+
+use std::ffi::{CStr, c_int, c_void};
+
+use cothread::{Task, When};
+
+use super::{
+    Engine, Fire, Frame, Next, Operation, STEP_SLOTS, Source, Wake, Why, delivered_marker, new_id, parked_here,
+    parked_token,
+};
+use crate::raw::{self, L, ffi};
+
+/// Parks the operation `op` of the running cothread `l` (task `task`), whose
+/// whole stack is the operation's frame, after a step answered `next` (a
+/// wait): attaches its sources, starts its timer, job or outside event, and
+/// pushes the sentinel. The caller then yields with `lua_yield(l, 0)`. On a
+/// failure nothing is recorded and the stack is as it was.
+///
+/// # Safety
+/// `l` is the running cothread of `e`'s scheduler, in a C function, with a
+/// free stack slot; `e` is live.
+pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, next: Next) -> Result<(), &'static CStr> {
+    // SAFETY: `e` is live; only Rust code runs, and Lua calls that do not
+    // raise (the sources' raw reads, one light userdata pushed into the
+    // checked slot). The boxes are owned by the record from here on.
+    unsafe {
+        let id = new_id();
+        let r = (*e).new_record(op, task, l, ffi::lua_gettop(l));
+        let f = Frame { l, base: 0, payload: &raw mut (*r).payload };
+        let mut sources = std::mem::take(&mut (*e).sources_scratch);
+        sources.clear();
+        (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
+        let enlisted = (*e).enlist(r, id, &sources);
+        (*e).sources_scratch = sources;
+        (*e).ops.insert(id, r);
+        let real = match enlisted {
+            Ok(real) => real,
+            Err(m) => {
+                drop_op(e, id);
+                return Err(m);
+            }
+        };
+        match next {
+            Next::Wait(d) => (*e).set_deadline(r, id, d),
+            Next::Event(d) => {
+                (*e).set_deadline(r, id, d);
+                let fire = Fire { events: (*e).events.clone(), id };
+                match (*(*r).op).start(&f, &mut (*e).lp, fire) {
+                    Ok(on_end) => (*e).set_on_end(r, on_end),
+                    Err(m) => {
+                        drop_op(e, id);
+                        return Err(m);
+                    }
+                }
+            }
+            Next::Job => {
+                let job = (*(*r).op).job(&f);
+                (*e).submit(r, id, job);
+            }
+            Next::Done(_) => {
+                drop_op(e, id);
+                return Err(c"nothing to wait for");
+            }
+        }
+        (*e).rearm(r, real);
+        ffi::lua_pushlightuserdata(l, id as usize as *mut c_void);
+        Ok(())
+    }
+}
+
+/// Ends operation `id` without results (it never stepped, or its cothread
+/// left the yield some other way): takes it off everything and frees it.
+unsafe fn drop_op(e: *mut Engine, id: u64) {
+    // SAFETY: `e` is live; the record leaves `ops` here, once.
+    unsafe {
+        if let Some(r) = (*e).ops.remove(&id) {
+            (*e).disarm(r, id);
+            (*e).recycle(r);
+        }
+    }
+}
+
+/// What the resume loop does with a cothread whose task has `OPERATION_BIT`
+/// (`finish`).
+pub enum Finish {
+    /// Resume it with the `n` values on its stack.
+    Resume(c_int),
+    /// Not now: its operation waits again (it is back in the private queue).
+    Parked,
+}
+
+/// Before the resume loop resumes `co` (its task had `OPERATION_BIT`):
+/// takes the results a ticket left, or steps its due operation on runner
+/// `l` (the thread in `run` or `step`). A step that ends moves its results
+/// onto `co`'s stack, in place of the frame; one that waits again puts the
+/// task back in the private queue.
+///
+/// # Safety
+/// `l` is a thread in a C function (it may raise); `e` is null or live;
+/// `co` is the live thread of the ready head.
+pub unsafe fn finish(l: L, e: *mut Engine, co: L) -> Finish {
+    // SAFETY: as the contract says; records in `ops` are live.
+    unsafe {
+        if is_delivered(co) {
+            ffi::lua_settop(co, -2); // the marker
+            return Finish::Resume(ffi::lua_gettop(co));
+        }
+        let found = if e.is_null() { None } else { parked_token(co).filter(|id| (*e).ops.contains_key(id)) };
+        match found {
+            Some(id) => step_one(l, e, id),
+            None => Finish::Resume(0), // left its yield some other way: nothing of ours
+        }
+    }
+}
+
+/// Steps due operation `id` on runner `l`.
+unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
+    // SAFETY: `e` is live and `l` is a thread in a C function. The record
+    // stays in `ops` while `stepping` (no one frees it then); the frame
+    // moves between two threads of one state with checked stack space.
+    unsafe {
+        let r = *(*e).ops.get(&id).expect("checked by `finish`");
+        (*r).queued = false;
+        if !parked_here(r, id) || (*r).stepping {
+            // Its frame is not ours any more (resumed or closed by someone
+            // else), or a step further out has it: resume with nothing.
+            if !(*r).stepping {
+                drop_op(e, id);
+            }
+            return Finish::Resume(0);
+        }
+        raw::check_stack(l, (*r).height + STEP_SLOTS); // may raise: nothing changed yet
+        let mut why = (*r).why.take().unwrap_or(Why::Ready);
+        (*r).stepping = true;
+        (*e).stepping.push(id);
+        // Not armed while it steps: should the step raise, it keeps nothing going.
+        if std::mem::take(&mut (*r).armed) {
+            (*e).armed -= 1;
+        }
+        let co = (*r).co;
+        ffi::lua_settop(co, -2); // the sentinel
+        ffi::lua_xmove(co, l, (*r).height);
+        let base = ffi::lua_gettop(l) - (*r).height;
+        loop {
+            let mut f = Frame { l, base, payload: &raw mut (*r).payload };
+            let mut next = (*(*r).op).step(&mut f, why);
+            if matches!(why, Why::Cancelled | Why::Failed(_)) && !matches!(next, Next::Done(_)) {
+                next = Next::Done(0); // it must end: with no results then
+            }
+            if let Next::Done(n) = next {
+                (*r).stepping = false;
+                (*e).stepping.retain(|&x| x != id);
+                return Finish::Resume(deliver(l, e, id, base, n));
+            }
+            if let Some(d) = (*r).deferred.take() {
+                why = d;
+                continue;
+            }
+            (*r).stepping = false;
+            (*e).stepping.retain(|&x| x != id);
+            match next {
+                Next::Job => {
+                    let job = (*(*r).op).job(&f);
+                    (*e).submit(r, id, job);
+                    (*e).set_deadline(r, id, None);
+                }
+                // An outside event starts only when the operation parks.
+                Next::Wait(d) | Next::Event(d) => (*e).set_deadline(r, id, d),
+                Next::Done(_) => unreachable!("delivered above"),
+            }
+            let real = (*e).has_real_source(r);
+            (*e).rearm(r, real);
+            // The frame (grown or shrunk by the step) goes back, under a new sentinel.
+            let h = ffi::lua_gettop(l) - base;
+            if ffi::lua_checkstack(co, h + 1) == 0 {
+                ffi::lua_settop(l, base);
+                drop_op(e, id);
+                return Finish::Resume(0);
+            }
+            ffi::lua_xmove(l, co, h);
+            ffi::lua_pushlightuserdata(co, id as usize as *mut c_void);
+            (*r).height = h;
+            let _ = (*(*e).sched).reschedule((*r).task, When::Wait((*e).key));
+            return Finish::Parked;
+        }
+    }
+}
+
+/// Ends operation `id`, whose step left `n` results above its frame at
+/// `base` of runner `l`: they go onto the cothread's (emptied) stack.
+/// Returns how many made it there.
+unsafe fn deliver(l: L, e: *mut Engine, id: u64, base: c_int, n: c_int) -> c_int {
+    // SAFETY: the record is live and leaves `ops` here, once; after that only
+    // calls that do not raise (stack checks, moves).
+    unsafe {
+        let Some(r) = (*e).ops.remove(&id) else { return 0 };
+        let readers = (*r).sources.iter().filter(|s| s.1 == super::READ).count();
+        let writers = (*r).sources.len() - readers;
+        (*e).disarm(r, id);
+        let (co, task) = ((*r).co, (*r).task);
+        let n = if ffi::lua_checkstack(co, n) == 0 { 0 } else { n };
+        ffi::lua_xmove(l, co, n);
+        ffi::lua_settop(l, base);
+        (*e).wakes.insert(task.to_raw(), Wake { time: (*e).wall, readers, writers });
+        (*e).recycle(r);
+        n
+    }
+}
+
+/// Refreshes the wall-clock second the engine stamps wakes with.
+unsafe fn stamp(e: *mut Engine) {
+    // SAFETY: `e` is live; `time` with a null argument only returns the time.
+    unsafe { (*e).wall = libc::time(std::ptr::null_mut()) };
+}
+
+/// Runs the loop of `e` once, blocking as `block` says; the cothreads whose
+/// operations its events concern become ready (their steps run when they
+/// are resumed: `finish`). Whether any did.
+///
+/// # Safety
+/// `e` is live.
+pub unsafe fn poll(e: *mut Engine, block: super::Block) -> bool {
+    // SAFETY: as the contract says; the loop runs only Rust callbacks.
+    unsafe {
+        (*e).readied = 0;
+        (*e).run_loop(block);
+        (*e).readied > 0
+    }
+}
+
+/// The cothread `co` left its wait from outside (unregistered): its
+/// operation, if it has one in `e`, leaves the engine at once and waits on
+/// `co`'s stack in a ticket (`ticket`): if `co` is scheduled again, its call
+/// ends then. Runs on `l`.
+///
+/// # Safety
+/// As `poll`; `co` is a live thread.
+pub unsafe fn cancel(l: L, e: *mut Engine, co: L) {
+    // SAFETY: as the contract says.
+    unsafe {
+        let mine = |id: u64| (*e).ops.get(&id).copied().filter(|&r| (*r).co == co);
+        if let Some(id) = parked_token(co).filter(|&id| mine(id).is_some()) {
+            let r = mine(id).expect("checked");
+            if parked_here(r, id) {
+                super::ticket::make(l, e, id);
+            } else {
+                drop_op(e, id);
+            }
+            return;
+        }
+        // Stepping right now (its frame is on a runner: a finalizer run by
+        // the step unregisters it): it ends after the step, with "cancelled".
+        if let Some(id) = (*e).stepping.iter().copied().find(|&id| mine(id).is_some()) {
+            let r = mine(id).expect("checked");
+            (*r).cancelled = true;
+            (*e).mark(id, Why::Cancelled);
+        }
+    }
+}
+
+/// `abandon(e)`, a C function called protected by a scheduler's `__gc`:
+/// every operation parked in engine `e` (a light userdata) moves into a
+/// ticket, so that a cothread scheduled again elsewhere ends its call.
+///
+/// # Safety
+/// Called by Lua with a live engine's address as argument 1.
+pub unsafe extern "C-unwind" fn abandon(l: L) -> c_int {
+    // SAFETY: the argument is the engine of the scheduler being collected,
+    // which frees it only after this call.
+    unsafe {
+        let e = ffi::lua_touserdata(l, 1) as *mut Engine;
+        if !e.is_null() {
+            super::ticket::abandon_all(l, e);
+        }
+    }
+    0
+}
+
+/// Detaches `src` from its engine, if any, before its object closes (or
+/// goes): the operations waiting on it become due with `Closed`.
+///
+/// # Safety
+/// `src` is a live object's source.
+pub unsafe fn detach(src: *mut Source) {
+    // SAFETY: a source's owner is live while set (the engine nulls it when it
+    // goes); only Rust runs.
+    unsafe {
+        let e = (*src).owner;
+        if e.is_null() {
+            return;
+        }
+        let s = (*src).id;
+        stamp(e);
+        for op in (*e).waiters(s, false) {
+            if let Some(&r) = (*e).ops.get(&op) {
+                (*r).sources.retain(|x| x.0 != s);
+            }
+            (*e).mark(op, Why::Closed);
+        }
+        (*e).forget_source(s);
+    }
+}
+
+/// A channel's receiver got a value or closed: the operations reading `src`
+/// become due with `Ready`.
+///
+/// # Safety
+/// `src` is a live object's source.
+pub unsafe fn fire(src: *mut Source) {
+    // SAFETY: as `detach`.
+    unsafe {
+        let e = (*src).owner;
+        if e.is_null() {
+            return;
+        }
+        stamp(e);
+        for op in (*e).waiters((*src).id, true) {
+            (*e).mark(op, Why::Ready);
+        }
+    }
+}
+
+/// Does `co` hold an operation's results (a cothread unregistered after its
+/// operation ended, scheduled again)? See also `ticket::settle`.
+///
+/// # Safety
+/// `co` is a live thread.
+pub unsafe fn is_delivered(co: L) -> bool {
+    // SAFETY: reads of a live thread's status and top slot.
+    unsafe {
+        ffi::lua_status(co) == ffi::LUA_YIELD
+            && ffi::lua_gettop(co) > 0
+            && ffi::lua_type(co, -1) == ffi::LUA_TLIGHTUSERDATA
+            && ffi::lua_touserdata(co, -1) == delivered_marker()
+    }
+}
