@@ -78,15 +78,26 @@ static void alive(struct server s, const char *after) {
     if (waitpid(s.pid, &status, WNOHANG) != 0) FAIL("the server died after %s (status %#x)", after, status);
 }
 
-/* A connected socket, blocking; -1 if the connection failed. */
+static void set_nonblocking(int fd);
+
+/* A connected socket (blocking), or -1 if the connection failed or took
+ * over 10 s (a full accept queue drops the SYN, and the kernel retries it
+ * after 1, 3, 7 s...). */
 static int dial(int port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int err = 0;
+    socklen_t len = sizeof err;
     if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
-        close(fd);
-        return -1;
+        struct pollfd p = {fd, POLLOUT, 0};
+        if (errno != EINPROGRESS || poll(&p, 1, 10000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 ||
+            err != 0) {
+            close(fd);
+            return -1;
+        }
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 
@@ -159,6 +170,9 @@ static void resets(struct server s) {
         if (fd < 0) FAIL("connect %d", i);
         send(fd, "half a line", 11, MSG_NOSIGNAL);
         linger0_close(fd);
+        /* An echo every 16 connections: the server accepted those before it
+         * (its queue is first in, first out), so its backlog never fills. */
+        if (i % 16 == 15 && !echoes(s.port, 10.0)) FAIL("no echo after %d resets", i + 1);
     }
     must_echo(s, "500 resets mid-line", 1.0);
 }
@@ -168,8 +182,10 @@ static void resets(struct server s) {
 static void slowloris(struct server s) {
     enum { N = 100 };
     int fds[N];
-    for (int i = 0; i < N; i++)
+    for (int i = 0; i < N; i++) {
         if ((fds[i] = dial(s.port)) < 0) FAIL("slowloris connect %d", i);
+        if (i % 16 == 15 && !echoes(s.port, 10.0)) FAIL("no echo after %d slowloris connections", i + 1);
+    }
     double end = now() + 2;
     int checked = 0;
     while (now() < end) {
