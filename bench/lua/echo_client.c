@@ -3,7 +3,7 @@
  * bench/lua/idle.sh): one C process, the same for every server measured.
  *
  *   echo_client [-c conns] [-s size] [-d depth] [-t seconds] [-p pid] [-n name] port
- *   echo_client -i [-c conns] [-s size] [-t seconds] [-p pid] [-n name] port
+ *   echo_client -i [-c conns] [-s size] [-P pending] [-t seconds] [-p pid] [-n name] port
  *
  * Load (default): `conns` connections to 127.0.0.1:port (default 64), each
  * keeping `depth` messages of `size` bytes in flight (defaults 1 and 4096):
@@ -16,7 +16,10 @@
  *
  * Idle (-i): opens `conns` connections (default 10000), echoes one message of
  * `size` bytes on each (so the server has accepted every one and waits in a
- * receive on it), waits 0.5 s, then measures the server's CPU time over
+ * receive on it). With -P, each connection then sends the first `pending`
+ * bytes of a next message (< size), in two writes 0.2 s apart (one byte, then
+ * the rest), so the server holds a partial message that grew once. It waits
+ * 0.5 s, then measures the server's CPU time over
  * `seconds` while nothing happens, and how often it woke up (context
  * switches of all its threads, from /proc/<pid>/task/<tid>/status).
  *
@@ -138,7 +141,7 @@ struct conn {
 };
 
 struct settings {
-    int conns, size, depth, pid, idle;
+    int conns, size, depth, pid, idle, pending;
     double seconds;
     const char *name;
 };
@@ -266,7 +269,13 @@ static int idle(const struct settings *s, int port) {
             return 1;
         }
     }
-    struct timespec settle = {0, 500000000};
+    struct timespec apart = {0, 200000000}, settle = {0, 500000000};
+    for (int part = 0; part < 2 && s->pending > 0; part++) {
+        int from = part ? 1 : 0, to = part ? s->pending : 1;
+        for (int i = 0; i < s->conns; i++)
+            if (to > from && write(fds[i], pattern + from, to - from) != to - from) die("write");
+        nanosleep(&apart, NULL);
+    }
     nanosleep(&settle, NULL);
     double cpu0 = proc_cpu(s->pid), t0 = now_s(CLOCK_MONOTONIC);
     long sw0 = s->pid > 0 ? proc_switches(s->pid) : 0;
@@ -274,9 +283,11 @@ static int idle(const struct settings *s, int port) {
     while (nanosleep(&wait, &wait) < 0 && errno == EINTR) {}
     double secs = now_s(CLOCK_MONOTONIC) - t0, cpu = proc_cpu(s->pid) - cpu0;
     long wakeups = s->pid > 0 ? proc_switches(s->pid) - sw0 : 0;
-    printf("%-9s %d idle connections: server CPU %.0f ms over %.2f s (in %ld ms ticks), %ld wakeups, RSS %.1f MiB\n",
-           s->name, s->conns, cpu * 1e3, secs, 1000 / sysconf(_SC_CLK_TCK), wakeups,
-           s->pid > 0 ? proc_rss_kib(s->pid) / 1024.0 : 0.0);
+    long rss = s->pid > 0 ? proc_rss_kib(s->pid) : 0;
+    printf("%-9s %d idle connections (%d bytes pending each): server CPU %.0f ms over %.2f s (in %ld ms ticks), "
+           "%ld wakeups, RSS %.1f MiB (%.1f KiB per connection)\n",
+           s->name, s->conns, s->pending, cpu * 1e3, secs, 1000 / sysconf(_SC_CLK_TCK), wakeups, rss / 1024.0,
+           (double)rss / s->conns);
     for (int i = 0; i < s->conns; i++) close(fds[i]);
     free(fds);
     free(in);
@@ -284,18 +295,19 @@ static int idle(const struct settings *s, int port) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: echo_client [-i] [-c conns] [-s size] [-d depth] [-t seconds] [-p pid] [-n name] port\n");
+    fprintf(stderr, "usage: echo_client [-i] [-c conns] [-s size] [-P pending] [-d depth] [-t seconds] [-p pid] [-n name] port\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     struct settings s = {.conns = 0, .size = 4096, .depth = 1, .pid = 0, .seconds = 3, .name = "server"};
     int opt;
-    while ((opt = getopt(argc, argv, "ic:s:d:t:p:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "ic:s:P:d:t:p:n:")) != -1) {
         switch (opt) {
         case 'i': s.idle = 1; break;
         case 'c': s.conns = atoi(optarg); break;
         case 's': s.size = atoi(optarg); break;
+        case 'P': s.pending = atoi(optarg); break;
         case 'd': s.depth = atoi(optarg); break;
         case 't': s.seconds = atof(optarg); break;
         case 'p': s.pid = atoi(optarg); break;
@@ -306,7 +318,9 @@ int main(int argc, char **argv) {
     if (optind != argc - 1) usage();
     int port = atoi(argv[optind]);
     if (s.conns == 0) s.conns = s.idle ? 10000 : 64;
-    if (port <= 0 || s.conns <= 0 || s.size <= 0 || s.depth <= 0 || !(s.seconds > 0)) usage();
+    if (port <= 0 || s.conns <= 0 || s.size <= 0 || s.depth <= 0 || !(s.seconds > 0) || s.pending < 0 ||
+        s.pending >= s.size)
+        usage();
     srand(7);
     for (int i = 0; i < PATTERN; i++) pattern[i] = (unsigned char)(rand() >> 7);
     memcpy(pattern + PATTERN, pattern, BUF);

@@ -7,6 +7,7 @@
 # its resident memory, measured by echo_client -i, a separate process.
 #
 #   bench/lua/idle.sh [conns [seconds]]     # default 10000 connections, 3 s
+#   COT_BENCH_PENDING=3 bench/lua/idle.sh 2000   # each holding 3 bytes of a next message
 #
 # Raises the soft descriptor limit to 20000 for the servers and the client
 # (the hard limit must allow it). Environment: COT_BENCH_SIZE (the message
@@ -29,6 +30,6 @@ make -s -C "$here" echo-client
 
 for s in cothread luv cqueues; do
     start_server "$s" "$lua_dir" "$size"
-    "$here/echo-client" -i -c "$conns" -s "$size" -t "$seconds" -p "$server_pid" -n "$s" "$server_port"
+    "$here/echo-client" -i -c "$conns" -s "$size" -P "${COT_BENCH_PENDING:-0}" -t "$seconds" -p "$server_pid" -n "$s" "$server_port"
     stop_server
 done

@@ -141,6 +141,7 @@ unsafe fn recv_step(f: &Frame, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: u
         }
         let scratch = SCRATCH.with(|s| s.get());
         (*scratch).clear();
+        (*scratch).reserve(CHUNK); // room for CHUNK: recv reads straight into it
         let n = sys::recv((*t).fd, &mut *scratch, CHUNK)?;
         let data: &mut [u8] = std::slice::from_raw_parts_mut((*scratch).as_mut_ptr(), n);
         let taken = match pattern {

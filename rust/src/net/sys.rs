@@ -8,6 +8,7 @@
 //! interrupted are retried on `EINTR`. Each function takes plain descriptors:
 //! the caller owns them (see `Socket` for an owner).
 
+use std::cell::RefCell;
 use std::ffi::{CStr, CString, c_int};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV6};
 use std::os::fd::RawFd;
@@ -371,9 +372,29 @@ pub fn send(fd: RawFd, data: &[u8]) -> SysResult<usize> {
     retry(|| unsafe { libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL) })
 }
 
-/// Receives into the spare capacity of `buf` (at most `max` bytes), growing
-/// its length by what came; `Ok(0)` at the end of the stream.
+/// Receives at most `max` bytes, appended to `buf`; `Ok(0)` at the end of
+/// the stream. Into `buf`'s spare capacity when it has `max`; otherwise
+/// through a per-thread scratch vector, so `buf` grows only by what came.
 pub fn recv(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> SysResult<usize> {
+    if buf.capacity() - buf.len() >= max {
+        return recv_spare(fd, buf, max);
+    }
+    // Not room for `max`: read into the thread's scratch vector and append
+    // only what came, so a connection holding a few bytes of an unfinished
+    // message does not keep a `max`-byte buffer.
+    thread_local! {
+        static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with_borrow_mut(|scratch| {
+        scratch.clear();
+        let n = recv_spare(fd, scratch, max)?;
+        buf.extend_from_slice(&scratch[..n]);
+        Ok(n)
+    })
+}
+
+/// `recv` into the spare capacity of `buf` (reserving `max` first).
+fn recv_spare(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> SysResult<usize> {
     buf.reserve(max);
     let len = buf.len();
     // SAFETY: `reserve` left at least `max` bytes of spare capacity after

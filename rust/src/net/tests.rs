@@ -69,6 +69,24 @@ fn deadline(lp: &mut Loop, ms: u64) -> Option<u64> {
 }
 
 #[test]
+fn recv_without_room_grows_the_buffer_only_by_what_came() {
+    let (a, b) = sys::socketpair().unwrap();
+    assert_eq!(sys::send(a, b"abc").unwrap(), 3);
+    let mut buf = b"xy".to_vec();
+    buf.shrink_to_fit();
+    assert_eq!(sys::recv(b, &mut buf, 64 * 1024).unwrap(), 3);
+    assert_eq!(buf, b"xyabc");
+    assert!(buf.capacity() < 1024, "a pending partial message keeps a small buffer: {}", buf.capacity());
+    // With room for `max`, it reads straight into the spare capacity.
+    let mut roomy = Vec::with_capacity(64 * 1024);
+    assert_eq!(sys::send(a, b"de").unwrap(), 2);
+    assert_eq!(sys::recv(b, &mut roomy, 64 * 1024).unwrap(), 2);
+    assert_eq!(roomy, b"de");
+    sys::close(a);
+    sys::close(b);
+}
+
+#[test]
 fn a_read_ends_with_its_line_and_keeps_the_rest() {
     let mut lp = Loop::new().unwrap();
     let (a, b) = pair();

@@ -7,6 +7,8 @@
 
 /// Consumed bytes kept before they are dropped from the front.
 const COMPACT: usize = 256 * 1024;
+/// The largest allocation an emptied buffer keeps.
+const KEEP: usize = 16 * 1024;
 
 /// A read buffer; see the [module documentation](self).
 #[derive(Default, Debug)]
@@ -35,7 +37,13 @@ impl Buffer {
         self.first += n;
         self.scanned = 0;
         if self.first >= self.buf.len() {
-            self.buf.clear();
+            // Emptied: keep a small allocation for the next bytes, give a
+            // large one back (an idle connection holds no big buffer).
+            if self.buf.capacity() > KEEP {
+                self.buf = Vec::new();
+            } else {
+                self.buf.clear();
+            }
             self.first = 0;
         } else if self.first > COMPACT {
             self.buf.drain(..self.first);
@@ -65,6 +73,17 @@ impl Buffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_emptied_buffer_gives_a_large_allocation_back() {
+        let mut b = Buffer::with(&[b'a'; 100 * 1024]);
+        b.consume(100 * 1024);
+        assert_eq!(b.buf.capacity(), 0, "a large allocation goes when emptied");
+        b.buf.extend_from_slice(b"abc");
+        let small = b.buf.capacity();
+        b.consume(3);
+        assert_eq!(b.buf.capacity(), small, "a small one is kept for the next bytes");
+    }
 
     #[test]
     fn a_line_in_pieces_is_found_and_consumed() {
