@@ -1,11 +1,10 @@
 //! `cothread.channel`: cosock's channels, unbounded queues from any number of
 //! senders to one receiver.
 //!
-//! `channel.new()` makes a *link* (full userdata `Link`, metatable
-//! `cothread.channel`) and its two ends (`End`, metatables `cothread.sender`
-//! and `cothread.receiver`), each holding the link as user value 1. The link
-//! holds the queued values in a table (its user value 1, indices `head` to
-//! `tail - 1`, so nil is a value like any other).
+//! `channel.new()` makes a *link* (`Rc<Link>`) shared by its two ends, a
+//! `Sender` and a `Receiver` (userdata). Both ends hold the queue, a table
+//! (their user value 1, indices `head` to `tail - 1`, so nil is a value like
+//! any other); the link is freed with the last end.
 //!
 //! A receive that finds the queue empty is an engine operation (`Receive`)
 //! waiting on the link's `Source`, which has no descriptor: `send` and
@@ -15,290 +14,251 @@
 //! A receiver's metatable holds a `Selectable`, so it mixes with sockets in
 //! `socket.select` (which knows nothing else of channels).
 
+use std::cell::Cell;
 use std::ffi::{CStr, c_int, c_void};
 use std::os::fd::RawFd;
+use std::rc::Rc;
 
+use crate::cfn;
 use crate::engine::{self, Frame, Next, Operation, READ, SELECTABLE, Selectable, Source, SourceKind, Why};
+use crate::lua::{Error, Lua, Ret, Udata, lua_Integer, value_at};
 use crate::park::{cothread_of, drive};
-use crate::raw::{self, L, ffi};
 
-const LINK: &CStr = c"cothread.channel";
-const SENDER: &CStr = c"cothread.sender";
-const RECEIVER: &CStr = c"cothread.receiver";
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.channel.module";
 
+/// What both ends share.
 struct Link {
     /// Index of the next value to receive, and of the next value sent.
-    head: ffi::lua_Integer,
-    tail: ffi::lua_Integer,
-    closed: bool,
+    head: Cell<lua_Integer>,
+    tail: Cell<lua_Integer>,
+    closed: Cell<bool>,
     /// Its side in the waiting engine (receives wait on it).
     src: Source,
 }
 
 impl Link {
     fn is_empty(&self) -> bool {
-        self.head >= self.tail
+        self.head.get() >= self.tail.get()
     }
-}
 
-/// A sender or a receiver.
-struct End {
-    link: *mut Link,
-    /// The receiver's timeout, seconds (negative: none).
-    timeout: f64,
-}
-
-// ===== links =====
-
-/// `[-0, +1, m]` Pushes a new link.
-unsafe fn push_link(l: L) -> *mut Link {
-    // SAFETY: the block is fresh, sized and aligned for a `Link` (Lua aligns
-    // userdata for any C type); it has no destructor (`__gc` only detaches
-    // its source).
-    unsafe {
-        let k = ffi::lua_newuserdatauv(l, std::mem::size_of::<Link>(), 1) as *mut Link;
-        k.write(Link { head: 1, tail: 1, closed: false, src: Source::new(SourceKind::Channel) });
-        ffi::lua_newtable(l);
-        ffi::lua_setiuservalue(l, -2, 1);
-        ffi::luaL_setmetatable(l, LINK.as_ptr());
-        k
+    /// A value came, or the link closed: its waiting receives become due.
+    fn wake(&self) {
+        // SAFETY: `src` is this live link's source; `fire` changes only its
+        // `Cell`s and the engine's records.
+        unsafe { engine::fire((&raw const self.src).cast_mut()) }
     }
-}
 
-/// A value came to `k`, or it closed: its waiting receives become due.
-unsafe fn wake(k: *mut Link) {
-    // SAFETY: `k` is live (its caller holds an end, which holds the link).
-    unsafe { engine::fire(&raw mut (*k).src) }
-}
-
-/// Closes `k`: sends fail from now on; a waiting receive sees the close.
-unsafe fn close_link(k: *mut Link) {
-    // SAFETY: `k` is live (as `wake`).
-    unsafe {
-        if !(*k).closed {
-            (*k).closed = true;
-            wake(k);
+    /// Closes the link: sends fail from now on; a waiting receive sees it.
+    fn close(&self) {
+        if !self.closed.replace(true) {
+            self.wake();
         }
     }
 }
 
-/// `__gc` of a link: leaves the engine it is attached to.
-unsafe extern "C-unwind" fn link_gc(l: L) -> c_int {
-    // SAFETY: Lua calls this once with a `Link` userdata (its metatable's
-    // `__gc`); nothing waits on a link being collected (a receive holds its
-    // receiver, which holds the link).
-    unsafe {
-        let k = ffi::lua_touserdata(l, 1) as *mut Link;
-        if !k.is_null() {
-            engine::detach(&raw mut (*k).src);
-        }
-    }
-    0
-}
-
-// ===== ends =====
-
-/// `[-0, +0, e]` The end at `idx` of metatable `kind`, and its link.
-unsafe fn check_end(l: L, idx: c_int, kind: &CStr) -> (*mut End, *mut Link) {
-    // SAFETY: valid state; a userdata with this metatable holds an `End`
-    // whose link is kept alive by its user value 1.
-    unsafe {
-        let e = ffi::luaL_checkudata(l, idx, kind.as_ptr()) as *mut End;
-        (e, (*e).link)
+impl Drop for Link {
+    /// The last end went: the link leaves the engine it is attached to
+    /// (nothing waits on it: a receive holds its receiver).
+    fn drop(&mut self) {
+        // SAFETY: `src` is alive until the end of this drop; `detach`
+        // forgets every pointer the engine kept to it.
+        unsafe { engine::detach(&raw mut self.src) }
     }
 }
 
-/// `[-0, +1, m]` Pushes a new end of `kind` for the link at `link_idx`.
-unsafe fn push_end(l: L, link_idx: c_int, kind: &CStr) {
-    // SAFETY: valid state; the block is fresh and sized for an `End`.
-    unsafe {
-        let k = ffi::lua_touserdata(l, link_idx) as *mut Link;
-        let e = ffi::lua_newuserdatauv(l, std::mem::size_of::<End>(), 1) as *mut End;
-        e.write(End { link: k, timeout: -1.0 });
-        ffi::lua_pushvalue(l, link_idx);
-        ffi::lua_setiuservalue(l, -2, 1);
-        ffi::luaL_setmetatable(l, kind.as_ptr());
+struct Sender {
+    link: Rc<Link>,
+}
+
+impl Udata for Sender {
+    const NAME: &'static CStr = c"cothread.sender";
+}
+
+struct Receiver {
+    link: Rc<Link>,
+    /// The timeout of each receive, seconds (negative: none).
+    timeout: Cell<f64>,
+}
+
+impl Udata for Receiver {
+    const NAME: &'static CStr = c"cothread.receiver";
+}
+
+impl Drop for Receiver {
+    /// Nobody can receive any more, so sends fail.
+    fn drop(&mut self) {
+        self.link.closed.set(true);
     }
 }
+
+/// The link of the end at `arg`, which must be `T` (or either end if
+/// `T` is `Sender` and `either`).
+fn link_of(lua: &Lua, arg: c_int, either: bool) -> Result<Rc<Link>, Error> {
+    if let Some(r) = lua.test_udata::<Receiver>(arg).filter(|_| either) {
+        return Ok(r.link.clone());
+    }
+    Ok(lua.udata::<Sender>(arg)?.link.clone())
+}
+
+cfn!(new = new_body);
 
 /// `channel.new()`, also `channel()`: a sender and its receiver.
-unsafe extern "C-unwind" fn new(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe {
-        raw::check_stack(l, 4);
-        push_link(l);
-        let k = ffi::lua_gettop(l);
-        push_end(l, k, SENDER);
-        push_end(l, k, RECEIVER);
-        2
-    }
+fn new_body(lua: &mut Lua) -> Ret {
+    let link = Rc::new(Link {
+        head: Cell::new(1),
+        tail: Cell::new(1),
+        closed: Cell::new(false),
+        src: Source::new(SourceKind::Channel),
+    });
+    lua.new_table(0, 0); // queue
+    lua.new_udata(Sender { link: link.clone() }, 1);
+    lua.push_value(-2);
+    lua.set_uservalue(-2, 1); // queue sender
+    lua.new_udata(Receiver { link, timeout: Cell::new(-1.0) }, 1);
+    lua.push_value(-3);
+    lua.set_uservalue(-2, 1); // queue sender receiver
+    Ok(2)
 }
+
+cfn!(send = send_body);
 
 /// `sender:send(value)`: queues `value` (nil too); `true`, or `false,
 /// "closed"` once the channel is closed.
-unsafe extern "C-unwind" fn send(l: L) -> c_int {
-    // SAFETY: a method of the module; the queue is user value 1 of the link.
-    unsafe {
-        let (_, k) = check_end(l, 1, SENDER);
-        ffi::lua_settop(l, 2);
-        if (*k).closed {
-            ffi::lua_pushboolean(l, 0);
-            ffi::lua_pushliteral(l, c"closed");
-            return 2;
-        }
-        ffi::lua_getiuservalue(l, 1, 1); // value link
-        ffi::lua_getiuservalue(l, -1, 1); // value link queue
-        ffi::lua_pushvalue(l, 2);
-        ffi::lua_rawseti(l, -2, (*k).tail);
-        (*k).tail += 1;
-        wake(k);
-        ffi::lua_pushboolean(l, 1);
-        1
+fn send_body(lua: &mut Lua) -> Ret {
+    let link = link_of(lua, 1, false)?;
+    lua.set_top(2);
+    if link.closed.get() {
+        return Ok(lua.fail_false(c"closed"));
     }
+    lua.get_uservalue(1, 1); // value queue
+    lua.push_value(2);
+    lua.set_index(-2, link.tail.get());
+    link.tail.set(link.tail.get() + 1);
+    link.wake();
+    lua.push_bool(true);
+    Ok(1)
 }
+
+cfn!(close = close_body);
 
 /// `end:close()`: closes the channel (from either end). A waiting receive
 /// returns what is queued, then `nil, "closed"`.
-unsafe extern "C-unwind" fn close(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let k = if ffi::luaL_testudata(l, 1, SENDER.as_ptr()).is_null() {
-            check_end(l, 1, RECEIVER).1
-        } else {
-            check_end(l, 1, SENDER).1
-        };
-        close_link(k);
-        ffi::lua_pushinteger(l, 1);
-        1
-    }
+fn close_body(lua: &mut Lua) -> Ret {
+    link_of(lua, 1, true)?.close();
+    lua.push_int(1);
+    Ok(1)
 }
 
-/// `__gc` of a receiver: nobody can receive any more, so sends fail.
-unsafe extern "C-unwind" fn receiver_gc(l: L) -> c_int {
-    // SAFETY: called by Lua on an `End`; its link is alive (user value 1).
-    unsafe {
-        let e = ffi::lua_touserdata(l, 1) as *mut End;
-        if !e.is_null() && !(*e).link.is_null() {
-            (*(*e).link).closed = true;
-        }
-    }
-    0
+cfn!(tostring = tostring_body);
+
+/// `__tostring` of both ends: `channel.sender: 0x...`.
+fn tostring_body(lua: &mut Lua) -> Ret {
+    let name = if lua.test_udata::<Receiver>(1).is_some() { "receiver" } else { "sender" };
+    link_of(lua, 1, true)?;
+    lua.push_bytes(format!("channel.{name}: {:p}", lua.to_pointer(1)).as_bytes());
+    Ok(1)
 }
 
-unsafe extern "C-unwind" fn tostring(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let name = if ffi::luaL_testudata(l, 1, SENDER.as_ptr()).is_null() {
-            check_end(l, 1, RECEIVER);
-            c"channel.receiver"
-        } else {
-            c"channel.sender"
-        };
-        ffi::lua_pushfstring(l, c"%s: %p".as_ptr(), name.as_ptr(), ffi::lua_touserdata(l, 1));
-        1
-    }
-}
+cfn!(settimeout = settimeout_body);
 
 /// `receiver:settimeout(seconds)`: limits each `receive` (nil or negative:
 /// no limit, the default).
-unsafe extern "C-unwind" fn settimeout(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let (e, _) = check_end(l, 1, RECEIVER);
-        let v = if ffi::lua_isnoneornil(l, 2) != 0 { -1.0 } else { ffi::luaL_checknumber(l, 2) };
-        (*e).timeout = if v.is_nan() { -1.0 } else { v };
-        ffi::lua_pushinteger(l, 1);
-        1
-    }
+fn settimeout_body(lua: &mut Lua) -> Ret {
+    let r = lua.udata::<Receiver>(1)?;
+    let v = if lua.is_nil(2) { -1.0 } else { lua.check_num(2)? };
+    r.timeout.set(if v.is_nan() { -1.0 } else { v });
+    lua.push_int(1);
+    Ok(1)
 }
 
 /// `receiver:receive`. Frame: 1 receiver, 2 deadline (ns) or nil.
 #[derive(Clone, Copy)]
 struct Receive;
 
+impl Receive {
+    fn step_on(lua: &mut Lua, f: &Frame, why: Why) -> Next {
+        if let Why::Cancelled | Why::Failed(_) = why {
+            let m = if let Why::Failed(m) = why { m } else { c"cancelled" };
+            return Next::Done(lua.fail(m));
+        }
+        let Some(link) = lua.test_udata::<Receiver>(f.at(1)).map(|r| r.link.clone()) else {
+            return Next::Done(lua.fail(c"closed")); // collected: unreachable while the frame holds it
+        };
+        if !link.is_empty() {
+            let head = link.head.get();
+            lua.get_uservalue(f.at(1), 1); // queue
+            lua.get_index(-1, head); // queue value
+            lua.push_nil();
+            lua.set_index(-3, head);
+            link.head.set(head + 1);
+            if link.is_empty() {
+                link.head.set(1);
+                link.tail.set(1);
+            }
+            return Next::Done(1);
+        }
+        if link.closed.get() {
+            return Next::Done(lua.fail(c"closed"));
+        }
+        match lua.to_int(f.at(2)).map(|d| d as u64) {
+            Some(d) if why == Why::Timeout || d <= cothread::time::monotonic_ns() => Next::Done(lua.fail(c"timeout")),
+            d => Next::Wait(d),
+        }
+    }
+}
+
 impl Operation for Receive {
     unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the frame `receive` built; the receiver holds its link.
-        unsafe {
-            let l = f.l;
-            if let Why::Cancelled | Why::Failed(_) = why {
-                let m = if let Why::Failed(m) = why { m } else { c"cancelled" };
-                return Next::Done(raw::push_fail(l, m));
-            }
-            let k = (*(ffi::lua_touserdata(l, f.at(1)) as *mut End)).link;
-            if !(*k).is_empty() {
-                ffi::lua_getiuservalue(l, f.at(1), 1);
-                ffi::lua_getiuservalue(l, -1, 1); // link queue
-                ffi::lua_rawgeti(l, -1, (*k).head); // link queue value
-                ffi::lua_pushnil(l);
-                ffi::lua_rawseti(l, -3, (*k).head);
-                (*k).head += 1;
-                if (*k).is_empty() {
-                    (*k).head = 1;
-                    (*k).tail = 1;
-                }
-                return Next::Done(1);
-            }
-            if (*k).closed {
-                return Next::Done(raw::push_fail(l, c"closed"));
-            }
-            let deadline = (ffi::lua_type(l, f.at(2)) == ffi::LUA_TNUMBER)
-                .then(|| ffi::lua_tointegerx(l, f.at(2), std::ptr::null_mut()) as u64);
-            match deadline {
-                Some(d) if why == Why::Timeout || d <= cothread::time::monotonic_ns() => {
-                    Next::Done(raw::push_fail(l, c"timeout"))
-                }
-                d => Next::Wait(d),
-            }
-        }
+        // SAFETY: the engine steps on the frame's live thread, in a C
+        // function or the resume loop, with no Rust frame of ours holding a
+        // value with a destructor above the step.
+        let mut lua = unsafe { Lua::from_raw(f.l) };
+        Receive::step_on(&mut lua, f, why)
     }
 
     unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
-        // SAFETY: as `step`.
-        unsafe { each(receiver_source(ffi::lua_touserdata(f.l, f.at(1))), -1, READ) }
+        // SAFETY: as `step`; `receive` checked slot 1 (a receiver).
+        unsafe { each(receiver_source(Lua::from_raw(f.l).to_pointer(f.at(1))), -1, READ) }
     }
 }
+
+cfn!(receive = receive_body);
 
 /// `receiver:receive()`: the next value, waiting for one (suspending the
 /// calling cothread) until the receiver's timeout: `nil, "timeout"`; on a
 /// closed channel with nothing queued, `nil, "closed"`.
-unsafe extern "C-unwind" fn receive(l: L) -> c_int {
-    // SAFETY: `check_end` returns a live receiver or raises; the frame is
-    // built in the function's own stack.
-    unsafe {
-        let (e, k) = check_end(l, 1, RECEIVER);
-        ffi::lua_settop(l, 1);
-        let timeout = (*e).timeout;
-        if timeout >= 0.0 {
-            ffi::lua_pushinteger(l, engine::deadline_in(engine::ns_of(timeout)) as ffi::lua_Integer);
-        } else {
-            if (*k).is_empty() && !(*k).closed && cothread_of(l).is_none() {
-                raw::error(l, c"receive on an empty channel would wait forever outside a cothread");
-            }
-            ffi::lua_pushnil(l);
+fn receive_body(lua: &mut Lua) -> Ret {
+    let r = lua.udata::<Receiver>(1)?;
+    let (timeout, waits) = (r.timeout.get(), r.link.is_empty() && !r.link.closed.get());
+    lua.set_top(1);
+    if timeout >= 0.0 {
+        lua.push_int(engine::deadline_in(engine::ns_of(timeout)) as lua_Integer);
+    } else {
+        // SAFETY: `lua` is the running thread of this C function.
+        if waits && unsafe { cothread_of(lua.raw()) }.is_none() {
+            return Err(Error::msg(c"receive on an empty channel would wait forever outside a cothread"));
         }
-        drive(l, Receive)
+        lua.push_nil();
     }
+    // SAFETY: a C function of the module whose stack is `Receive`'s frame.
+    Ok(unsafe { drive(lua.raw(), Receive) })
 }
 
 // ===== select =====
 
 /// The source of the receiver whose block is `ud`.
 unsafe fn receiver_source(ud: *mut c_void) -> *mut Source {
-    // SAFETY: `ud` is a receiver's `End` (its metatable says so), whose link
-    // its user value keeps alive.
-    unsafe { &raw mut (*(*(ud as *mut End)).link).src }
+    // SAFETY: `ud` is a receiver (its metatable says so: `select` found this
+    // function there), held by the select's frame.
+    unsafe { (&raw const value_at::<Receiver>(ud).link.src).cast_mut() }
 }
 
 /// Would a receive on the receiver `ud` take something without waiting?
 unsafe fn receiver_pending(ud: *mut c_void) -> bool {
     // SAFETY: as `receiver_source`.
-    unsafe {
-        let k = (*(ud as *mut End)).link;
-        !(*k).is_empty() || (*k).closed
-    }
+    let link = unsafe { &value_at::<Receiver>(ud).link };
+    !link.is_empty() || link.closed.get()
 }
 
 /// What `socket.select` needs of a receiver.
@@ -310,55 +270,46 @@ static RECEIVER_SELECT: Selectable = Selectable { source: receiver_source, pendi
 ///
 /// # Safety
 /// `l` is a valid state.
-pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state.
-    unsafe { raw::push_module_once(l, MODULE, |l| make_module(l)) }
+pub unsafe fn push_module(l: crate::raw::L) {
+    // SAFETY: the caller's contract (a valid state, in a C function).
+    let mut lua = unsafe { Lua::from_raw(l) };
+    lua.push_once(MODULE, make_module);
 }
 
 /// `[-0, +1, m]` Registers the metatables and pushes a new module table.
-unsafe fn make_module(l: L) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 6);
-        if ffi::luaL_newmetatable(l, LINK.as_ptr()) != 0 {
-            ffi::lua_pushcfunction(l, link_gc);
-            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-        }
-        ffi::lua_pop(l, 1);
-        let ends: [(&CStr, &[(&CStr, ffi::lua_CFunction)]); 2] = [
-            (SENDER, &[(c"send", send), (c"close", close)]),
-            (RECEIVER, &[(c"receive", receive), (c"settimeout", settimeout), (c"close", close)]),
-        ];
-        for (kind, methods) in ends {
-            if ffi::luaL_newmetatable(l, kind.as_ptr()) != 0 {
-                ffi::lua_pushcfunction(l, tostring);
-                ffi::lua_setfield(l, -2, c"__tostring".as_ptr());
-                if kind == RECEIVER {
-                    ffi::lua_pushcfunction(l, receiver_gc);
-                    ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-                    ffi::lua_pushlightuserdata(l, (&raw const RECEIVER_SELECT).cast_mut().cast());
-                    ffi::lua_rawsetp(l, -2, (&raw const SELECTABLE).cast());
-                }
-                raw::push_functions(l, methods);
-                ffi::lua_setfield(l, -2, c"__index".as_ptr());
-            }
-            ffi::lua_pop(l, 1);
-        }
-        ffi::lua_createtable(l, 0, 1); // module
-        ffi::lua_pushcfunction(l, new);
-        ffi::lua_setfield(l, -2, c"new".as_ptr());
-        ffi::lua_createtable(l, 0, 1); // its metatable: channel() is channel.new()
-        ffi::lua_pushcfunction(l, call);
-        ffi::lua_setfield(l, -2, c"__call".as_ptr());
-        ffi::lua_setmetatable(l, -2);
+fn make_module(lua: &mut Lua) {
+    if lua.udata_metatable::<Sender>() {
+        add_methods(lua, &[(c"send", send), (c"close", close)]);
     }
+    lua.pop(1);
+    if lua.udata_metatable::<Receiver>() {
+        add_methods(lua, &[(c"receive", receive), (c"settimeout", settimeout), (c"close", close)]);
+        lua.push_light((&raw const RECEIVER_SELECT).cast());
+        lua.set_pointer_key(-2, (&raw const SELECTABLE).cast());
+    }
+    lua.pop(1);
+    lua.new_table(0, 1); // module
+    lua.push_fn(new);
+    lua.set_field(-2, c"new");
+    lua.new_table(0, 1); // its metatable: channel() is channel.new()
+    lua.push_fn(call);
+    lua.set_field(-2, c"__call");
+    lua.set_metatable_top(-2);
 }
 
+/// Sets `__tostring` and the `__index` table of `methods` on the metatable
+/// on the top.
+fn add_methods(lua: &mut Lua, methods: &[crate::lua::Reg]) {
+    lua.push_fn(tostring);
+    lua.set_field(-2, c"__tostring");
+    lua.push_functions(methods);
+    lua.set_field(-2, c"__index");
+}
+
+cfn!(call = call_body);
+
 /// `channel()`: `channel.new()` (the module table is the first argument).
-unsafe extern "C-unwind" fn call(l: L) -> c_int {
-    // SAFETY: a metamethod of the module.
-    unsafe {
-        ffi::lua_settop(l, 0);
-        new(l)
-    }
+fn call_body(lua: &mut Lua) -> Ret {
+    lua.set_top(0);
+    new_body(lua)
 }

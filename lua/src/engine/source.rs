@@ -14,6 +14,7 @@
 //! same direction then costs no system call); a direction that fires with
 //! nobody waiting is no longer watched.
 
+use std::cell::Cell;
 use std::ffi::CStr;
 use std::os::fd::RawFd;
 
@@ -46,18 +47,18 @@ impl SourceKind {
 /// The engine side of an object that cothreads wait on.
 pub struct Source {
     /// Identifier in `owner` (0: never attached).
-    pub(super) id: u64,
+    pub(super) id: Cell<u64>,
     /// The engine it is attached to, or null.
-    pub(super) owner: *mut Engine,
+    pub(super) owner: Cell<*mut Engine>,
     kind: SourceKind,
     /// Directions `select` found ready (`READ`, `WRITE`), between its poll and
     /// its answer.
-    pub sel: u32,
+    pub sel: Cell<u32>,
 }
 
 impl Source {
     pub const fn new(kind: SourceKind) -> Source {
-        Source { id: 0, owner: std::ptr::null_mut(), kind, sel: 0 }
+        Source { id: Cell::new(0), owner: Cell::new(std::ptr::null_mut()), kind, sel: Cell::new(0) }
     }
 }
 
@@ -125,7 +126,7 @@ impl Engine {
         // SAFETY: `src` and its owner are live (contract); only Rust runs.
         unsafe {
             let me: *mut Engine = self;
-            let (id, owner) = ((*src).id, (*src).owner);
+            let (id, owner) = ((*src).id.get(), (*src).owner.get());
             if owner == me && self.sources.get(&id).is_some_and(|s| s.fd == fd) {
                 return Ok(id);
             }
@@ -141,8 +142,8 @@ impl Engine {
             let poll =
                 if fd >= 0 { Some(self.lp.poll_init(fd, id as usize).map_err(|e| e.c_message())?) } else { None };
             self.sources.insert(id, SourceRec { src, fd, poll, readers: Vec::new(), writers: Vec::new(), watching: 0 });
-            (*src).id = id;
-            (*src).owner = me;
+            (*src).id.set(id);
+            (*src).owner.set(me);
             Ok(id)
         }
     }
@@ -158,7 +159,7 @@ impl Engine {
         if let Some(s) = self.sources.remove(&id) {
             // SAFETY: the record's object is live while attached (it detaches
             // itself before it goes).
-            unsafe { (*s.src).owner = std::ptr::null_mut() };
+            unsafe { (*s.src).owner.set(std::ptr::null_mut()) };
             if let Some(p) = s.poll {
                 let _ = self.lp.close(p, None);
             }

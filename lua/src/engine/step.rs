@@ -295,11 +295,11 @@ pub unsafe fn detach(src: *mut Source) {
     // SAFETY: a source's owner is live while set (the engine nulls it when it
     // goes); only Rust runs.
     unsafe {
-        let e = (*src).owner;
+        let e = (*src).owner.get();
         if e.is_null() {
             return;
         }
-        let s = (*src).id;
+        let s = (*src).id.get();
         stamp(e);
         for op in (*e).waiters(s, false) {
             if let Some(&r) = (*e).ops.get(&op) {
@@ -319,12 +319,12 @@ pub unsafe fn detach(src: *mut Source) {
 pub unsafe fn fire(src: *mut Source) {
     // SAFETY: as `detach`.
     unsafe {
-        let e = (*src).owner;
+        let e = (*src).owner.get();
         if e.is_null() {
             return;
         }
         stamp(e);
-        for op in (*e).waiters((*src).id, true) {
+        for op in (*e).waiters((*src).id.get(), true) {
             (*e).mark(op, Why::Ready);
         }
     }

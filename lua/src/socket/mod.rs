@@ -479,7 +479,9 @@ unsafe fn make_module(l: L) {
             ffi::lua_pushinteger(l, v as ffi::lua_Integer);
             ffi::lua_setfield(l, -2, name.as_ptr());
         }
-        protect::add_functions(l);
+        if let Err(e) = protect::add_functions(&mut crate::lua::Lua::from_raw(l)) {
+            e.raise(l);
+        }
         add_helpers(l);
         crate::dns::push_module(l);
         ffi::lua_setfield(l, -2, c"dns".as_ptr());

@@ -10,7 +10,8 @@
 
 use std::ffi::c_int;
 
-use crate::raw::{self, L, ffi};
+use crate::cfn;
+use crate::lua::{Error, Lua, Ret, Type};
 
 /// The maker of protected functions: run once with the marker, it returns
 /// `make(f)`, which returns the protected function of `f`.
@@ -30,97 +31,87 @@ end
 
 /// `[-1, +1, m]` Wraps the value on the top as `{value}` with the marker
 /// metatable at `marker`.
-unsafe fn wrap(l: L, marker: c_int) {
-    // SAFETY: valid state with free slots (C functions get 20).
-    unsafe {
-        ffi::lua_createtable(l, 1, 0);
-        ffi::lua_rotate(l, -2, 1); // table value
-        ffi::lua_rawseti(l, -2, 1);
-        ffi::lua_pushvalue(l, marker);
-        ffi::lua_setmetatable(l, -2);
-    }
+fn wrap(lua: &mut Lua, marker: c_int) {
+    lua.new_table(1, 0);
+    lua.insert(-2); // table value
+    lua.set_index(-2, 1);
+    lua.push_value(marker);
+    lua.set_metatable_top(-2);
 }
+
+cfn!(finalize = try_body);
 
 /// The `try` functions: returns its arguments if the first is true;
 /// otherwise calls the finalizer (upvalue 1, if any) and raises the second
 /// argument wrapped.
-unsafe extern "C-unwind" fn finalize(l: L) -> c_int {
-    // SAFETY: a closure made by `newtry` (upvalues: finalizer, marker).
-    unsafe {
-        if ffi::lua_toboolean(l, 1) != 0 {
-            return ffi::lua_gettop(l);
-        }
-        if ffi::lua_isnoneornil(l, ffi::lua_upvalueindex(1)) == 0 {
-            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-            ffi::lua_call(l, 0, 0);
-        }
-        ffi::lua_settop(l, 2);
-        wrap(l, ffi::lua_upvalueindex(2));
-        ffi::lua_error(l)
+fn try_body(lua: &mut Lua) -> Ret {
+    if lua.to_bool(1) {
+        return Ok(lua.top());
     }
+    if !lua.is_nil(Lua::upvalue(1)) {
+        lua.push_value(Lua::upvalue(1));
+        lua.call(0, 0)?;
+    }
+    lua.set_top(2);
+    wrap(lua, Lua::upvalue(2));
+    Err(Error::Value)
 }
+
+cfn!(newtry = newtry_body);
 
 /// `socket.newtry([finalizer])`: a `try` function calling `finalizer` (with
-/// no arguments) before it raises.
-unsafe extern "C-unwind" fn newtry(l: L) -> c_int {
-    // SAFETY: a closure of the module (upvalue 1: the marker).
-    unsafe {
-        if ffi::lua_isnoneornil(l, 1) == 0 {
-            ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
-        }
-        ffi::lua_settop(l, 1);
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-        ffi::lua_pushcclosure(l, finalize, 2);
-        1
+/// no arguments) before it raises. Upvalue 1: the marker.
+fn newtry_body(lua: &mut Lua) -> Ret {
+    if !lua.is_nil(1) {
+        lua.check_type(1, Type::Function)?;
     }
+    lua.set_top(1);
+    lua.push_value(Lua::upvalue(1));
+    lua.push_closure(finalize, 2);
+    Ok(1)
 }
 
+cfn!(protect = protect_body);
+
 /// `socket.protect(f)`: a function calling `f` that returns `nil, message`
-/// where `f` raised through a `try`.
-unsafe extern "C-unwind" fn protect(l: L) -> c_int {
-    // SAFETY: a closure made by `add_functions` (upvalue 1: the maker of
-    // protected functions); the argument is checked first.
-    unsafe {
-        ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
-        ffi::lua_settop(l, 1);
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-        ffi::lua_rotate(l, 1, 1); // make f
-        ffi::lua_call(l, 1, 1);
-        1
-    }
+/// where `f` raised through a `try`. Upvalue 1: the maker of protected
+/// functions.
+fn protect_body(lua: &mut Lua) -> Ret {
+    lua.check_type(1, Type::Function)?;
+    lua.set_top(1);
+    lua.push_value(Lua::upvalue(1));
+    lua.insert(1); // make f
+    lua.call(1, 1)?;
+    Ok(1)
 }
 
 /// `[-0, +0, m]` Sets `protect`, `newtry` and `try` on the table on the top.
-pub(super) unsafe fn add_functions(l: L) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 4);
-        ffi::lua_createtable(l, 0, 1); // M marker
-        ffi::lua_pushliteral(l, c"cothread.socket.error");
-        ffi::lua_setfield(l, -2, c"__name".as_ptr());
-        ffi::lua_pushcfunction(l, error_tostring);
-        ffi::lua_setfield(l, -2, c"__tostring".as_ptr());
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_pushcclosure(l, newtry, 1);
-        ffi::lua_setfield(l, -3, c"newtry".as_ptr());
-        raw::load_chunk(l, PROTECT, c"=cothread.socket.protect");
-        ffi::lua_pushvalue(l, -2); // M marker chunk marker
-        ffi::lua_call(l, 1, 1); // M marker make
-        ffi::lua_pushcclosure(l, protect, 1);
-        ffi::lua_setfield(l, -3, c"protect".as_ptr());
-        ffi::lua_pushnil(l); // M marker nil
-        ffi::lua_rotate(l, -2, 1); // M nil marker
-        ffi::lua_pushcclosure(l, finalize, 2);
-        ffi::lua_setfield(l, -2, c"try".as_ptr());
-    }
+pub(super) fn add_functions(lua: &mut Lua) -> Result<(), Error> {
+    lua.new_table(0, 1); // M marker
+    lua.push_bytes(b"cothread.socket.error");
+    lua.set_field(-2, c"__name");
+    lua.push_fn(error_tostring);
+    lua.set_field(-2, c"__tostring");
+    lua.push_value(-1);
+    lua.push_closure(newtry, 1);
+    lua.set_field(-3, c"newtry");
+    lua.load(PROTECT, c"=cothread.socket.protect")?;
+    lua.push_value(-2); // M marker chunk marker
+    lua.call(1, 1)?; // M marker make
+    lua.push_closure(protect, 1);
+    lua.set_field(-3, c"protect");
+    lua.push_nil(); // M marker nil
+    lua.insert(-2); // M nil marker
+    lua.push_closure(finalize, 2);
+    lua.set_field(-2, c"try");
+    Ok(())
 }
 
+cfn!(error_tostring = error_tostring_body);
+
 /// `__tostring` of a wrapped error that escaped every `protect`: its message.
-unsafe extern "C-unwind" fn error_tostring(l: L) -> c_int {
-    // SAFETY: called by Lua with the wrapped table.
-    unsafe {
-        ffi::lua_rawgeti(l, 1, 1);
-        ffi::luaL_tolstring(l, -1, std::ptr::null_mut());
-        1
-    }
+fn error_tostring_body(lua: &mut Lua) -> Ret {
+    lua.get_index(1, 1);
+    lua.push_tostring(-1)?;
+    Ok(1)
 }

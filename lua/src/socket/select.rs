@@ -128,14 +128,14 @@ unsafe fn select_poll(f: &Frame) -> bool {
         for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
             each_item(f.l, idx, dir, |item| match item {
                 Item::Sock(t) => {
-                    (*t).src.sel = 0;
+                    (*t).src.sel.set(0);
                     if (*t).fd >= 0 {
                         socks.push((t, dir));
                     }
                 }
                 Item::Other(s, ud) => {
                     let pending = (s.pending)(ud);
-                    (*(s.source)(ud)).sel = if pending { READ } else { 0 };
+                    (*(s.source)(ud)).sel.set(if pending { READ } else { 0 });
                     any |= pending;
                 }
             });
@@ -149,7 +149,7 @@ unsafe fn select_poll(f: &Frame) -> bool {
             let failed = fd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0;
             let ready = failed || fd.revents & fd.events != 0 || (dir == READ && !(*t).unread().is_empty());
             if ready {
-                (*t).src.sel |= dir;
+                (*t).src.sel.set((*t).src.sel.get() | dir);
                 if dir == READ {
                     (*t).drained = false;
                 }
@@ -180,8 +180,8 @@ unsafe fn push_selected(f: &Frame, idx: c_int, dir: u32) {
         let mut i = 1;
         while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
             let ready = match item_at(l, -1, dir == READ) {
-                Some(Item::Sock(t)) => (*t).fd >= 0 && (*t).src.sel & dir != 0,
-                Some(Item::Other(s, ud)) => (*(s.source)(ud)).sel & dir != 0,
+                Some(Item::Sock(t)) => (*t).fd >= 0 && (*t).src.sel.get() & dir != 0,
+                Some(Item::Other(s, ud)) => (*(s.source)(ud)).sel.get() & dir != 0,
                 None => false,
             };
             if ready {

@@ -556,7 +556,8 @@ fn objects_keep_the_invariants_over_random_sequences() {
     for seed in 1..=SEEDS {
         let w = run_objects(&mut Rng::new(seed + 1_000), EVENTS);
         rows.iter_mut().zip(&w.rows).for_each(|(a, b)| *a += b);
-        (closes, close_callbacks, resumes) = (closes + w.closes, close_callbacks + w.close_callbacks, resumes + w.resumes);
+        (closes, close_callbacks, resumes) =
+            (closes + w.closes, close_callbacks + w.close_callbacks, resumes + w.resumes);
     }
     assert_eq!(closes, close_callbacks);
     assert!(resumes > 1_000, "resumes {resumes}");

@@ -1,0 +1,95 @@
+//! The layer that touches the Lua C API, so the rest of the module need not.
+//!
+//! A [`Lua`] is a Lua thread seen from a C function of the module. Its
+//! methods are safe: this layer proves, once, what each call of the C API
+//! needs. The rest of the module writes a C function as a safe *body*
+//! (`fn(&mut Lua) -> Ret`) and exports it with [`cfn!`].
+//!
+//! # Why the methods are safe
+//! 1. **The state is valid.** A `Lua` is made only by [`cfn!`]'s trampoline
+//!    (Lua called it with its running thread) and by [`Lua::from_raw`],
+//!    whose caller proves the same. It is not `Copy`, `Send` or `Sync`, and
+//!    a body gets it by reference: it cannot outlive the call.
+//! 2. **A body never raises.** Checks return [`Error`]; the trampoline
+//!    raises it after the body has returned, when no Rust frame with a
+//!    destructor is left between it and Lua. The one longjmp that can still
+//!    cross a body is a memory error of Lua's allocator inside a push; the
+//!    body then loses (leaks) what it owned, and never sees the value it
+//!    was pushing. Bodies keep owned values out of the way of pushes where
+//!    they can.
+//! 3. **References into the stack stay anchored.** A string or a userdata
+//!    lives while a stack slot holds it. Methods that read one return a
+//!    reference that borrows the `Lua`; every method that may take a value
+//!    off the stack (pop, set the top, move into a table, replace) takes
+//!    `&mut self`, so no such reference can be alive across it. Lua's
+//!    collector does not move objects.
+//! 4. **Userdata are shared, never `&mut`.** [`Udata`] values are reached as
+//!    `&T`; what changes lives in `Cell`s, so two handles to one userdata
+//!    cannot break Rust's aliasing rules.
+//! 5. **Stack space.** Every push first makes room (`lua_checkstack`), so a
+//!    body need not count slots; a stack that cannot grow is an `Error`.
+//!
+//! Raw pointers leave the layer only as opaque identities (`Lua::raw`, a
+//! userdata's address for `%p`), to code that proves its own use.
+
+mod call;
+mod error;
+mod stack;
+mod table;
+mod udata;
+
+pub use error::{Error, Ret};
+pub use stack::Type;
+pub use table::{REGISTRY, Reg};
+pub use udata::{Udata, value_at};
+
+pub use mlua::ffi::{self, lua_Integer, lua_State};
+
+/// A raw Lua state pointer (a thread).
+pub type L = *mut lua_State;
+
+/// A Lua thread, in a C function of the module running on it.
+pub struct Lua {
+    l: L,
+}
+
+impl Lua {
+    /// The thread `l`, for the scheduler face, which drives threads itself.
+    ///
+    /// # Safety
+    /// `l` is a live thread of a Lua state, running a C function of the
+    /// module (or owned by the caller, which runs it), for as long as the
+    /// `Lua` is used; no error of Lua may cross the caller's frames other
+    /// than as rule 2 of this module describes.
+    #[inline]
+    pub unsafe fn from_raw(l: L) -> Lua {
+        Lua { l }
+    }
+
+    /// The raw pointer, as an identity or for the scheduler face.
+    #[inline]
+    pub fn raw(&self) -> L {
+        self.l
+    }
+}
+
+/// Exports the safe body `$body: fn(&mut Lua) -> Ret` as the C function
+/// `$name`. The trampoline runs the body and raises its error, if any, once
+/// the body's frames are gone.
+#[macro_export]
+macro_rules! cfn {
+    ($(#[$meta:meta])* $vis:vis $name:ident = $body:path) => {
+        $(#[$meta])*
+        $vis unsafe extern "C-unwind" fn $name(l: $crate::lua::L) -> ::std::ffi::c_int {
+            // SAFETY: Lua calls this C function with its running thread,
+            // which is what `from_raw` asks; the body cannot keep the `Lua`.
+            let r = $body(&mut unsafe { $crate::lua::Lua::from_raw(l) });
+            match r {
+                Ok(n) => n,
+                // SAFETY: `l` is the running thread of this C function; only
+                // plain values of this frame are skipped by the raise.
+                Err(e) => unsafe { $crate::lua::Error::raise(e, l) },
+            }
+        }
+    };
+}

@@ -1,0 +1,385 @@
+//! The stack: reading values, checking arguments, pushing results.
+//!
+//! Each method notes its stack effect as Lua's manual does, `[-pops, +pushes,
+//! errors]`, where errors is `-` (none) or `m` (a memory error, see rule 2 of
+//! the layer). Indices are any valid or acceptable index of the function's
+//! stack (1-based, negative from the top, or pseudo-indices).
+
+use std::ffi::{CStr, c_int, c_void};
+
+use super::{Error, Lua, ffi, lua_Integer};
+
+/// The type of a value (`lua_type`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Type {
+    None,
+    Nil,
+    Boolean,
+    LightUserdata,
+    Number,
+    String,
+    Table,
+    Function,
+    Userdata,
+    Thread,
+}
+
+impl Type {
+    pub(super) fn of(code: c_int) -> Type {
+        match code {
+            ffi::LUA_TNIL => Type::Nil,
+            ffi::LUA_TBOOLEAN => Type::Boolean,
+            ffi::LUA_TLIGHTUSERDATA => Type::LightUserdata,
+            ffi::LUA_TNUMBER => Type::Number,
+            ffi::LUA_TSTRING => Type::String,
+            ffi::LUA_TTABLE => Type::Table,
+            ffi::LUA_TFUNCTION => Type::Function,
+            ffi::LUA_TUSERDATA => Type::Userdata,
+            ffi::LUA_TTHREAD => Type::Thread,
+            _ => Type::None,
+        }
+    }
+
+    /// The name `luaL_typeerror` expects.
+    fn name(self) -> &'static CStr {
+        match self {
+            Type::None => c"no value",
+            Type::Nil => c"nil",
+            Type::Boolean => c"boolean",
+            Type::LightUserdata => c"light userdata",
+            Type::Number => c"number",
+            Type::String => c"string",
+            Type::Table => c"table",
+            Type::Function => c"function",
+            Type::Userdata => c"userdata",
+            Type::Thread => c"thread",
+        }
+    }
+}
+
+impl Lua {
+    // ===== the stack itself =====
+
+    /// `[-0, +0, -]` The index of the top value (the number of values).
+    #[inline]
+    pub fn top(&self) -> c_int {
+        // SAFETY: a valid state (rule 1); reads only.
+        unsafe { ffi::lua_gettop(self.l) }
+    }
+
+    /// `[-?, +?, -]` Sets the top to `idx` (values above go, nils fill).
+    #[inline]
+    pub fn set_top(&mut self, idx: c_int) {
+        // SAFETY: a valid state; growing fills with nils, which needs room.
+        unsafe {
+            if idx > 0 {
+                ffi::lua_checkstack(self.l, idx - ffi::lua_gettop(self.l));
+            }
+            ffi::lua_settop(self.l, idx)
+        }
+    }
+
+    /// `[-n, +0, -]` Pops `n` values.
+    #[inline]
+    pub fn pop(&mut self, n: c_int) {
+        // SAFETY: a valid state; `&mut self` ends every borrow of the stack.
+        unsafe { ffi::lua_settop(self.l, -n - 1) }
+    }
+
+    /// `[-0, +0, -]` `idx` as an absolute index.
+    #[inline]
+    pub fn abs(&self, idx: c_int) -> c_int {
+        // SAFETY: a valid state; arithmetic only.
+        unsafe { ffi::lua_absindex(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` Makes room for `n` more values.
+    pub fn check_stack(&self, n: c_int) -> Result<(), Error> {
+        // SAFETY: a valid state; `lua_checkstack` answers 0 instead of raising.
+        if unsafe { ffi::lua_checkstack(self.l, n) } != 0 { Ok(()) } else { Err(Error::msg(c"stack overflow")) }
+    }
+
+    /// Room for `n` more values, or an abort: the trampoline's raise needs
+    /// the same, and Lua's stack limit (a million slots) is far above what
+    /// a body pushes.
+    #[inline]
+    pub(super) fn room(&self, n: c_int) {
+        // SAFETY: a valid state; `lua_checkstack` does not raise.
+        if unsafe { ffi::lua_checkstack(self.l, n) } == 0 {
+            std::process::abort();
+        }
+    }
+
+    /// `[-1, +0, -]` Moves the top value into `idx`.
+    pub fn replace(&mut self, idx: c_int) {
+        // SAFETY: a valid state; `&mut self`: the replaced value may go.
+        unsafe { ffi::lua_replace(self.l, idx) }
+    }
+
+    /// `[-1, +1, -]` Moves the top value to `idx`, shifting up those above.
+    pub fn insert(&mut self, idx: c_int) {
+        // SAFETY: a valid state; values move but none leaves the stack.
+        unsafe { ffi::lua_rotate(self.l, idx, 1) }
+    }
+
+    /// `[-1, +0, -]` Removes the value at `idx`.
+    pub fn remove(&mut self, idx: c_int) {
+        // SAFETY: a valid state; `&mut self`: the value may go.
+        unsafe {
+            ffi::lua_rotate(self.l, idx, -1);
+            ffi::lua_settop(self.l, -2);
+        }
+    }
+
+    // ===== reading =====
+
+    /// `[-0, +0, -]` The type of the value at `idx`.
+    #[inline]
+    pub fn kind(&self, idx: c_int) -> Type {
+        // SAFETY: a valid state; reads only.
+        Type::of(unsafe { ffi::lua_type(self.l, idx) })
+    }
+
+    /// `[-0, +0, -]` Is the value at `idx` nil or absent?
+    #[inline]
+    pub fn is_nil(&self, idx: c_int) -> bool {
+        matches!(self.kind(idx), Type::None | Type::Nil)
+    }
+
+    /// `[-0, +0, -]` Lua's truth of the value at `idx`.
+    pub fn to_bool(&self, idx: c_int) -> bool {
+        // SAFETY: a valid state; reads only.
+        unsafe { ffi::lua_toboolean(self.l, idx) != 0 }
+    }
+
+    /// `[-0, +0, -]` The value at `idx` as an integer, if it is a number with
+    /// an integer value (or a string convertible to one).
+    pub fn to_int(&self, idx: c_int) -> Option<lua_Integer> {
+        let mut ok = 0;
+        // SAFETY: a valid state; the conversion does not change the slot.
+        let n = unsafe { ffi::lua_tointegerx(self.l, idx, &mut ok) };
+        (ok != 0).then_some(n)
+    }
+
+    /// `[-0, +0, -]` The value at `idx` as a number, if it is one (or a string
+    /// convertible to one).
+    pub fn to_num(&self, idx: c_int) -> Option<f64> {
+        let mut ok = 0;
+        // SAFETY: a valid state; the conversion does not change the slot.
+        let n = unsafe { ffi::lua_tonumberx(self.l, idx, &mut ok) };
+        (ok != 0).then_some(n)
+    }
+
+    /// `[-0, +0, -]` The bytes of the string at `idx` (never converts).
+    pub fn to_bytes(&self, idx: c_int) -> Option<&[u8]> {
+        if self.kind(idx) != Type::String {
+            return None;
+        }
+        let mut len = 0;
+        // SAFETY: a string slot converts to itself; Lua keeps its bytes
+        // (and a NUL after them) while the slot holds it, and `&self` keeps
+        // the slot (rule 3).
+        unsafe {
+            let p = ffi::lua_tolstring(self.l, idx, &mut len);
+            Some(std::slice::from_raw_parts(p.cast(), len))
+        }
+    }
+
+    /// `[-0, +0, -]` The string at `idx` as a C string: its bytes up to the
+    /// first NUL (never converts).
+    pub fn to_cstr(&self, idx: c_int) -> Option<&CStr> {
+        if self.kind(idx) != Type::String {
+            return None;
+        }
+        // SAFETY: as `to_bytes`; Lua ends every string with a NUL.
+        unsafe { Some(CStr::from_ptr(ffi::lua_tolstring(self.l, idx, std::ptr::null_mut()))) }
+    }
+
+    /// `[-0, +0, -]` The light userdata or userdata address at `idx`, as an
+    /// identity (null for other values).
+    pub fn to_pointer(&self, idx: c_int) -> *mut c_void {
+        // SAFETY: a valid state; reads only.
+        unsafe { ffi::lua_touserdata(self.l, idx) }
+    }
+
+    // ===== argument checks =====
+
+    /// `[-0, +0, -]` Argument `arg` is present (nil counts).
+    pub fn check_any(&self, arg: c_int) -> Result<(), Error> {
+        if self.kind(arg) == Type::None { Err(Error::arg(arg, c"value expected")) } else { Ok(()) }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` is of type `t`.
+    pub fn check_type(&self, arg: c_int, t: Type) -> Result<(), Error> {
+        if self.kind(arg) == t { Ok(()) } else { Err(Error::Type { arg, expected: t.name() }) }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as an integer (`luaL_checkinteger`).
+    pub fn check_int(&self, arg: c_int) -> Result<lua_Integer, Error> {
+        match self.to_int(arg) {
+            Some(n) => Ok(n),
+            None if self.to_num(arg).is_some() => Err(Error::arg(arg, c"number has no integer representation")),
+            None => Err(Error::Type { arg, expected: c"number" }),
+        }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as an integer, `def` if nil or absent.
+    pub fn opt_int(&self, arg: c_int, def: lua_Integer) -> Result<lua_Integer, Error> {
+        if self.is_nil(arg) { Ok(def) } else { self.check_int(arg) }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a number (`luaL_checknumber`).
+    pub fn check_num(&self, arg: c_int) -> Result<f64, Error> {
+        self.to_num(arg).ok_or(Error::Type { arg, expected: c"number" })
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a number, `def` if nil or absent.
+    pub fn opt_num(&self, arg: c_int, def: f64) -> Result<f64, Error> {
+        if self.is_nil(arg) { Ok(def) } else { self.check_num(arg) }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a number other than NaN (a time).
+    pub fn check_time(&self, arg: c_int) -> Result<f64, Error> {
+        if self.kind(arg) != Type::Number {
+            return Err(Error::Type { arg, expected: c"number" });
+        }
+        let t = self.to_num(arg).unwrap_or(f64::NAN);
+        if t.is_nan() { Err(Error::arg(arg, c"number expected, got NaN")) } else { Ok(t) }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a string; a number is converted in its
+    /// slot, as `luaL_checklstring` does.
+    pub fn check_bytes(&self, arg: c_int) -> Result<&[u8], Error> {
+        match self.kind(arg) {
+            Type::String => {}
+            // SAFETY: a valid state; the conversion replaces a number in its
+            // slot by a string (no value leaves the stack, no reference into
+            // a number exists).
+            Type::Number => unsafe {
+                ffi::lua_tolstring(self.l, arg, std::ptr::null_mut());
+            },
+            _ => return Err(Error::Type { arg, expected: c"string" }),
+        }
+        Ok(self.to_bytes(arg).unwrap_or_default())
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a string, `def` if nil or absent.
+    pub fn opt_bytes<'a>(&'a self, arg: c_int, def: &'a [u8]) -> Result<&'a [u8], Error> {
+        if self.is_nil(arg) { Ok(def) } else { self.check_bytes(arg) }
+    }
+
+    /// `[-0, +0, -]` Argument `arg` (or `def` if nil or absent) as one of
+    /// `names`: its position there (`luaL_checkoption`, with its message).
+    pub fn check_option(&self, arg: c_int, def: Option<&CStr>, names: &[&CStr]) -> Result<usize, Error> {
+        let name = match def {
+            Some(d) if self.is_nil(arg) => d.to_bytes(),
+            _ => self.check_bytes(arg)?,
+        };
+        names
+            .iter()
+            .position(|n| n.to_bytes() == name)
+            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", String::from_utf8_lossy(name))))
+    }
+
+    // ===== pushing =====
+
+    /// `[-0, +1, -]` Pushes nil.
+    #[inline]
+    pub fn push_nil(&self) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_pushnil(self.l) }
+    }
+
+    /// `[-0, +1, -]` Pushes a boolean.
+    #[inline]
+    pub fn push_bool(&self, b: bool) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_pushboolean(self.l, b as c_int) }
+    }
+
+    /// `[-0, +1, -]` Pushes an integer.
+    #[inline]
+    pub fn push_int(&self, n: lua_Integer) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_pushinteger(self.l, n) }
+    }
+
+    /// `[-0, +1, -]` Pushes a float.
+    #[inline]
+    pub fn push_num(&self, n: f64) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_pushnumber(self.l, n) }
+    }
+
+    /// `[-0, +1, m]` Pushes a string of any bytes.
+    #[inline]
+    pub fn push_bytes(&self, s: &[u8]) {
+        self.room(1);
+        // SAFETY: a valid state with room; Lua copies `s`.
+        unsafe { ffi::lua_pushlstring(self.l, s.as_ptr().cast(), s.len()) };
+    }
+
+    /// `[-0, +1, m]` Pushes a copy of the value at `idx`.
+    #[inline]
+    pub fn push_value(&self, idx: c_int) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_pushvalue(self.l, idx) }
+    }
+
+    /// `[-0, +1, -]` Pushes an address as a light userdata (a key or a tag).
+    pub fn push_light(&self, p: *const c_void) {
+        self.room(1);
+        // SAFETY: a valid state with room; Lua never dereferences it.
+        unsafe { ffi::lua_pushlightuserdata(self.l, p.cast_mut()) }
+    }
+
+    /// `[-0, +1, m]` Pushes the C function `f`.
+    pub fn push_fn(&self, f: ffi::lua_CFunction) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_pushcfunction(self.l, f) }
+    }
+
+    /// `[-n, +1, m]` Pops `n` values and pushes the C closure `f` over them.
+    pub fn push_closure(&mut self, f: ffi::lua_CFunction, n: c_int) {
+        // SAFETY: a valid state; the closure takes the `n` values (a net
+        // push of at most one, into the slot the first one held).
+        unsafe { ffi::lua_pushcclosure(self.l, f, n) }
+    }
+
+    /// `[-0, +2, m]` Pushes `nil, msg`: the failure of a call that may fail
+    /// (LuaSocket's and `io`'s convention). Returns 2.
+    pub fn fail(&self, msg: &CStr) -> c_int {
+        self.push_nil();
+        self.push_bytes(msg.to_bytes());
+        2
+    }
+
+    /// `[-0, +2, m]` Pushes `false, msg` (a failure answered like `pcall`).
+    /// Returns 2.
+    pub fn fail_false(&self, msg: &CStr) -> c_int {
+        self.push_bool(false);
+        self.push_bytes(msg.to_bytes());
+        2
+    }
+
+    /// `[-0, +3, m]` Pushes `nil, message, errno` (`luaL_fileresult`'s
+    /// failure) for `errno`, prefixed by `prefix: ` if given. Returns 3.
+    pub fn fail_errno(&self, errno: i32, prefix: Option<&CStr>) -> c_int {
+        let msg = std::io::Error::from_raw_os_error(errno).to_string();
+        // `std` adds " (os error N)"; Lua's `io` says `strerror` alone.
+        let msg = msg.split(" (os error").next().unwrap_or_default();
+        self.push_nil();
+        match prefix {
+            Some(p) => self.push_bytes(format!("{}: {msg}", p.to_string_lossy()).as_bytes()),
+            None => self.push_bytes(msg.as_bytes()),
+        }
+        self.push_int(errno as lua_Integer);
+        3
+    }
+}

@@ -1,0 +1,168 @@
+//! Tables: fields, the registry, function tables, metatables, upvalues.
+//!
+//! Every access is raw (no metamethod runs), so none can run Lua code or
+//! raise anything but a memory error. The module's own tables have no
+//! metamethods; option tables from users are read raw, like `io.lines`'s
+//! formats are read by position.
+
+use std::ffi::{CStr, c_int};
+
+use super::{Lua, Type, ffi, lua_Integer};
+
+/// The registry's pseudo-index.
+pub const REGISTRY: c_int = ffi::LUA_REGISTRYINDEX;
+
+/// A C function and the name it is set under.
+pub type Reg = (&'static CStr, ffi::lua_CFunction);
+
+impl Lua {
+    /// The pseudo-index of upvalue `n` of the running C closure.
+    #[inline]
+    pub fn upvalue(n: c_int) -> c_int {
+        ffi::lua_upvalueindex(n)
+    }
+
+    /// `[-0, +1, m]` Pushes a new table, with room for `narr` array and
+    /// `nrec` other entries.
+    pub fn new_table(&self, narr: c_int, nrec: c_int) {
+        self.room(1);
+        // SAFETY: a valid state with room (checked).
+        unsafe { ffi::lua_createtable(self.l, narr, nrec) }
+    }
+
+    /// `[-0, +1, -]` Pushes `t[k]` of the table at `t` (raw) and says its
+    /// type.
+    pub fn get_field(&self, t: c_int, k: &CStr) -> Type {
+        self.room(1);
+        let t = self.abs(t);
+        // SAFETY: a valid state with room for the key and the value; the key
+        // is replaced by the value. `t` must be a table: a caller's error,
+        // which `lua_rawget` answers with an API check, not memory unsafety,
+        // only in debug builds of Lua; so check it here.
+        unsafe {
+            if ffi::lua_type(self.l, t) != ffi::LUA_TTABLE {
+                ffi::lua_pushnil(self.l);
+                return Type::Nil;
+            }
+            ffi::lua_pushstring(self.l, k.as_ptr());
+            Type::of(ffi::lua_rawget(self.l, t))
+        }
+    }
+
+    /// `[-1, +0, m]` `t[k] = v` for the table at `t` (raw), `v` the top
+    /// value, popped.
+    pub fn set_field(&mut self, t: c_int, k: &CStr) {
+        self.room(1);
+        let t = self.abs(t);
+        // SAFETY: a valid state with room for the key; the table check as in
+        // `get_field` (a non-table drops the value).
+        unsafe {
+            if ffi::lua_type(self.l, t) != ffi::LUA_TTABLE {
+                ffi::lua_settop(self.l, -2);
+                return;
+            }
+            ffi::lua_pushstring(self.l, k.as_ptr());
+            ffi::lua_rotate(self.l, -2, 1);
+            ffi::lua_rawset(self.l, t);
+        }
+    }
+
+    /// `[-0, +1, -]` Pushes `t[i]` of the table at `t` (raw) and says its
+    /// type.
+    pub fn get_index(&self, t: c_int, i: lua_Integer) -> Type {
+        self.room(1);
+        // SAFETY: a valid state with room; the table check as in `get_field`.
+        unsafe {
+            if ffi::lua_type(self.l, t) != ffi::LUA_TTABLE {
+                ffi::lua_pushnil(self.l);
+                return Type::Nil;
+            }
+            Type::of(ffi::lua_rawgeti(self.l, t, i))
+        }
+    }
+
+    /// `[-1, +0, m]` `t[i] = v` for the table at `t` (raw), `v` the top
+    /// value, popped.
+    pub fn set_index(&mut self, t: c_int, i: lua_Integer) {
+        let t = self.abs(t);
+        // SAFETY: a valid state; the table check as in `set_field`.
+        unsafe {
+            if ffi::lua_type(self.l, t) != ffi::LUA_TTABLE {
+                ffi::lua_settop(self.l, -2);
+                return;
+            }
+            ffi::lua_rawseti(self.l, t, i);
+        }
+    }
+
+    /// `[-1, +0, m]` `t[key] = v` for the table at `t` (raw), `key` an
+    /// address as a light userdata (a private tag), `v` the top value, popped.
+    pub fn set_pointer_key(&mut self, t: c_int, key: *const std::ffi::c_void) {
+        let t = self.abs(t);
+        // SAFETY: a valid state; the table check as in `set_field`.
+        unsafe {
+            if ffi::lua_type(self.l, t) != ffi::LUA_TTABLE {
+                ffi::lua_settop(self.l, -2);
+                return;
+            }
+            ffi::lua_rawsetp(self.l, t, key);
+        }
+    }
+
+    /// `[-0, +1, m]` Pushes a new table of `functions`.
+    pub fn push_functions(&mut self, functions: &[Reg]) {
+        self.new_table(0, functions.len() as c_int);
+        for (name, f) in functions {
+            self.push_fn(*f);
+            self.set_field(-2, name);
+        }
+    }
+
+    /// `[-0, +1, m]` Pushes the table kept in the registry under `key`;
+    /// the first time, `make` pushes it (one value) and it is kept.
+    pub fn push_once(&mut self, key: &CStr, make: impl FnOnce(&mut Lua)) {
+        if self.get_field(REGISTRY, key) == Type::Table {
+            return;
+        }
+        self.pop(1);
+        let top = self.top();
+        make(self);
+        debug_assert_eq!(self.top(), top + 1, "`make` pushes one value");
+        self.push_value(-1);
+        self.set_field(REGISTRY, key);
+    }
+
+    /// `[-0, +1, m]` Pushes the metatable registered under `name`, making
+    /// it (with `__name`) if new; true if it was made now.
+    pub fn new_metatable(&self, name: &CStr) -> bool {
+        self.room(2);
+        // SAFETY: a valid state with room for the table and its `__name`.
+        unsafe { ffi::luaL_newmetatable(self.l, name.as_ptr()) != 0 }
+    }
+
+    /// `[-0, +0, m]` Sets the metatable registered under `name` on the value
+    /// at `idx`.
+    pub fn set_metatable(&self, idx: c_int, name: &CStr) {
+        self.room(1);
+        let idx = self.abs(idx);
+        // SAFETY: a valid state with room; the metatable is pushed and
+        // popped again by `lua_setmetatable` (no value of ours leaves).
+        unsafe {
+            ffi::lua_getfield(self.l, REGISTRY, name.as_ptr());
+            ffi::lua_setmetatable(self.l, idx);
+        }
+    }
+
+    /// `[-1, +0, -]` Pops a table (or nil) into the metatable of the value
+    /// at `idx`.
+    pub fn set_metatable_top(&mut self, idx: c_int) {
+        let idx = self.abs(idx);
+        if !matches!(self.kind(-1), Type::Table | Type::Nil) {
+            self.pop(1);
+            return;
+        }
+        // SAFETY: a table or nil on the top (checked), which
+        // `lua_setmetatable` pops; `&mut self`: an old metatable may go.
+        unsafe { ffi::lua_setmetatable(self.l, idx) };
+    }
+}

@@ -1,0 +1,138 @@
+//! Full userdata holding a Rust value, with a type check.
+//!
+//! A userdata of type `T` is a block `Block<T>` under the metatable
+//! registered as `T::NAME`, whose `__gc` drops the value. Lua may still hand
+//! a collected userdata to a method (an object resurrected by another
+//! finalizer), so the block says whether its value is alive and the check
+//! refuses a dead one.
+
+use std::cell::Cell;
+use std::ffi::{CStr, c_int};
+use std::mem::ManuallyDrop;
+
+use super::{Error, Lua, Type, ffi};
+
+/// A Rust type kept in Lua userdata. What changes after creation lives in
+/// `Cell`s: Lua code can hold the same userdata twice, so the layer hands
+/// out only shared references.
+pub trait Udata: Sized + 'static {
+    /// The metatable's registry name, also `__name` in error messages.
+    const NAME: &'static CStr;
+}
+
+/// The userdata block. The value comes first, so the block's address is the
+/// value's (`value_at`).
+#[repr(C)]
+struct Block<T> {
+    value: ManuallyDrop<T>,
+    live: Cell<bool>,
+}
+
+impl Lua {
+    /// `[-0, +1, m]` Pushes the metatable of `T`, making it (with its
+    /// `__name` and a `__gc` that drops the value) if new; true if made now.
+    pub fn udata_metatable<T: Udata>(&mut self) -> bool {
+        if !self.new_metatable(T::NAME) {
+            return false;
+        }
+        self.push_fn(gc::<T>);
+        self.set_field(-2, c"__gc");
+        true
+    }
+
+    /// `[-0, +1, m]` Pushes a new userdata holding `value`, with `nuv` user
+    /// values (nil), under `T`'s metatable (`udata_metatable` made it).
+    pub fn new_udata<T: Udata>(&self, value: T, nuv: c_int) -> &T {
+        const { assert!(std::mem::align_of::<Block<u64>>() <= 8) };
+        assert!(std::mem::align_of::<Block<T>>() <= 8, "Lua aligns userdata to 8 bytes");
+        self.room(2);
+        // SAFETY: a valid state with room; the fresh block is sized for a
+        // `Block<T>` and aligned for it (Lua aligns userdata to 8 bytes,
+        // checked above) and is written before anything reads it; the slot
+        // it is pushed in anchors it for the returned borrow (rule 3).
+        unsafe {
+            let b = ffi::lua_newuserdatauv(self.l, std::mem::size_of::<Block<T>>(), nuv) as *mut Block<T>;
+            b.write(Block { value: ManuallyDrop::new(value), live: Cell::new(true) });
+            self.set_metatable(-1, T::NAME);
+            &(*b).value
+        }
+    }
+
+    /// `[-0, +0, -]` The live `T` at `idx`, if the value there is one.
+    pub fn test_udata<T: Udata>(&self, idx: c_int) -> Option<&T> {
+        let b = self.block::<T>(idx)?;
+        b.live.get().then_some(&*b.value)
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a live `T` (`luaL_checkudata`'s
+    /// message, or "... expected, got closed ..." for a collected one).
+    pub fn udata<T: Udata>(&self, arg: c_int) -> Result<&T, Error> {
+        match self.block::<T>(arg) {
+            Some(b) if b.live.get() => Ok(&b.value),
+            Some(_) => Err(Error::arg(arg, c"object already collected")),
+            None => Err(Error::Type { arg, expected: T::NAME }),
+        }
+    }
+
+    /// `[-0, +1, -]` Pushes user value `n` of the userdata at `idx` and says
+    /// its type (`None` if it has no such value).
+    pub fn get_uservalue(&self, idx: c_int, n: c_int) -> Type {
+        self.room(1);
+        // SAFETY: a valid state with room; a non-userdata or a missing value
+        // pushes nil and answers LUA_TNONE.
+        Type::of(unsafe { ffi::lua_getiuservalue(self.l, idx, n) })
+    }
+
+    /// `[-1, +0, -]` Pops the top value into user value `n` of the userdata
+    /// at `idx`; false (the value dropped) if it has no such value.
+    pub fn set_uservalue(&mut self, idx: c_int, n: c_int) -> bool {
+        let idx = self.abs(idx);
+        if self.kind(idx) != Type::Userdata {
+            self.pop(1);
+            return false;
+        }
+        // SAFETY: a full userdata at `idx` (checked); `&mut self`: the old
+        // user value may go.
+        unsafe { ffi::lua_setiuservalue(self.l, idx, n) != 0 }
+    }
+
+    /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`).
+    fn block<T: Udata>(&self, idx: c_int) -> Option<&Block<T>> {
+        self.room(2);
+        // SAFETY: a valid state with room for the two metatables compared
+        // and popped; a userdata under `T::NAME`'s metatable was made by
+        // `new_udata::<T>` (the name is `T`'s alone), so it holds a
+        // `Block<T>`, anchored by its slot for the borrow.
+        unsafe {
+            let p = ffi::luaL_testudata(self.l, idx, T::NAME.as_ptr()) as *const Block<T>;
+            p.as_ref()
+        }
+    }
+}
+
+/// The `T` whose userdata block is at `ud`, for code that kept the address
+/// of a userdata it checked (the engine's `Selectable`s).
+///
+/// # Safety
+/// `ud` is the address of a userdata made by `new_udata::<T>`, alive (held
+/// by a stack slot or a reachable value) for `'a`.
+pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
+    // SAFETY: the contract; `Block<T>` is `repr(C)` with the value first.
+    unsafe { &(*(ud as *const Block<T>)).value }
+}
+
+/// `__gc` of every `T`: drops the value once.
+unsafe extern "C-unwind" fn gc<T: Udata>(l: super::L) -> c_int {
+    // SAFETY: Lua calls a metatable's `__gc` with its object; the metatable
+    // is `T`'s, so the block is a `Block<T>`; `live` makes the drop happen
+    // once, and the value is not read after it (`udata` refuses a dead one).
+    unsafe {
+        let b = ffi::luaL_testudata(l, 1, T::NAME.as_ptr()) as *mut Block<T>;
+        if let Some(b) = b.as_mut() {
+            if b.live.replace(false) {
+                ManuallyDrop::drop(&mut b.value);
+            }
+        }
+    }
+    0
+}
