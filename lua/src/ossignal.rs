@@ -12,9 +12,10 @@ use std::ffi::{CStr, c_int};
 
 use cothread::reactor::Loop;
 
+use crate::cfn;
 use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
+use crate::lua::{Error, Lua, Reg, Ret, Type, lua_Integer};
 use crate::park::drive;
-use crate::raw::{self, L, ffi};
 
 const NAMES: &[(&CStr, c_int)] = &[
     (c"SIGHUP", libc::SIGHUP),
@@ -52,46 +53,31 @@ const NAMES: &[(&CStr, c_int)] = &[
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.signal.module";
 
-/// `[-0, +0, e]` The signal at `idx` (a name as "SIGINT" or "INT", or a
-/// number 1..64), raising `bad argument #arg` for anything else.
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn check_signal(l: L, idx: c_int, arg: c_int) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        if ffi::lua_type(l, idx) == ffi::LUA_TNUMBER {
-            let n = ffi::lua_tointegerx(l, idx, std::ptr::null_mut());
-            if !(1..=64).contains(&n) {
-                raw::arg_error(l, arg, c"invalid signal number");
-            }
-            return n as c_int;
-        }
-        let Some(s) = raw::to_str(l, idx) else {
-            let msg = ffi::lua_pushfstring(l, c"signal expected, got %s".as_ptr(), ffi::luaL_typename(l, idx));
-            ffi::luaL_argerror(l, arg, msg);
-            unreachable!("luaL_argerror returned")
+/// The signal at `idx` (a name as "SIGINT" or "INT", or a number 1..64);
+/// `bad argument #arg` for anything else.
+pub fn check_signal(lua: &Lua, idx: c_int, arg: c_int) -> Result<c_int, Error> {
+    if lua.kind(idx) == Type::Number {
+        return match lua.to_int(idx) {
+            Some(n) if (1..=64).contains(&n) => Ok(n as c_int),
+            _ => Err(Error::arg(arg, c"invalid signal number")),
         };
-        let s = CStr::from_ptr(s).to_bytes();
-        for (name, n) in NAMES {
-            let name = name.to_bytes();
-            if s == name || s == &name[3..] {
-                return *n;
-            }
-        }
-        raw::arg_error(l, arg, c"unknown signal name")
     }
+    let Some(s) = lua.to_bytes(idx) else {
+        return Err(Error::Type { arg, expected: c"signal" });
+    };
+    NAMES
+        .iter()
+        .find(|(name, _)| s == name.to_bytes() || s == &name.to_bytes()[3..])
+        .map(|&(_, n)| n)
+        .ok_or(Error::arg(arg, c"unknown signal name"))
 }
 
-/// `[-0, +1, m]` Pushes the name of signal `n` (its number as a string if
-/// it has none here, e.g. a real-time signal).
-unsafe fn push_name(l: L, n: c_int) {
-    // SAFETY: valid state.
-    unsafe {
-        match NAMES.iter().find(|(_, m)| *m == n) {
-            Some((name, _)) => ffi::lua_pushstring(l, name.as_ptr()),
-            None => ffi::lua_pushfstring(l, c"SIG%d".as_ptr(), n),
-        };
+/// `[-0, +1, m]` Pushes the name of signal `n` (`SIG<n>` if it has none
+/// here, e.g. a real-time signal).
+fn push_name(lua: &Lua, n: c_int) {
+    match NAMES.iter().find(|(_, m)| *m == n) {
+        Some((name, _)) => lua.push_bytes(name.to_bytes()),
+        None => lua.push_bytes(format!("SIG{n}").as_bytes()),
     }
 }
 
@@ -112,26 +98,25 @@ struct Wait {
 
 impl Operation for Wait {
     unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: a step's slots on `f.l`.
-        unsafe {
-            let l = f.l;
-            if why == Why::Done {
-                if let Some(n) = engine::payload_as::<c_int>(f.payload()) {
-                    self.got = *n;
-                }
+        // SAFETY: the engine steps on the frame's live thread (a C function
+        // or the resume loop), and keeps the payload slot for the step.
+        let (lua, payload) = unsafe { (Lua::from_raw(f.l), f.payload()) };
+        if why == Why::Done {
+            if let Some(n) = engine::payload_as::<c_int>(payload) {
+                self.got = *n;
             }
-            Next::Done(match why {
-                Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
-                Why::Done if self.got > 0 => {
-                    push_name(l, self.got);
-                    ffi::lua_pushinteger(l, self.got as ffi::lua_Integer);
-                    2
-                }
-                Why::Timeout => raw::push_fail(l, c"timeout"),
-                Why::Failed(m) => raw::push_fail(l, m),
-                Why::Done | Why::Cancelled => raw::push_fail(l, c"cancelled"),
-            })
         }
+        Next::Done(match why {
+            Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
+            Why::Done if self.got > 0 => {
+                push_name(&lua, self.got);
+                lua.push_int(self.got as lua_Integer);
+                2
+            }
+            Why::Timeout => lua.fail(c"timeout"),
+            Why::Failed(m) => lua.fail(m),
+            Why::Done | Why::Cancelled => lua.fail(c"cancelled"),
+        })
     }
 
     unsafe fn start(&mut self, _f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
@@ -162,8 +147,7 @@ impl Operation for Wait {
     }
 
     unsafe fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
-        // SAFETY: only the signal mask of this thread changes, and is restored.
-        match unsafe { wait_blocking(self.mask, self.deadline) } {
+        match cothread::reactor::wait_in_thread(self.mask, self.deadline) {
             Some(n) => {
                 self.got = n;
                 Why::Done
@@ -173,109 +157,69 @@ impl Operation for Wait {
     }
 }
 
+cfn!(wait = wait_body);
+
 /// `cothread.signal.wait(signals [, timeout])`: waits until one of the
 /// signals (a signal, or a list of them) arrives; returns its name and
 /// number, or `nil, "timeout"`.
-unsafe extern "C-unwind" fn wait(l: L) -> c_int {
-    // SAFETY: a module function: the arguments are checked (raising), then
-    // the (empty) frame is its own stack.
-    unsafe {
-        let mut mask = 0u64;
-        let mut add = |n: c_int| {
-            if n == libc::SIGKILL || n == libc::SIGSTOP {
-                raw::arg_error(l, 1, c"SIGKILL and SIGSTOP cannot be waited for");
-            }
-            mask |= 1u64 << (n - 1);
-        };
-        if ffi::lua_type(l, 1) == ffi::LUA_TTABLE {
-            let mut i = 1;
-            while ffi::lua_rawgeti(l, 1, i) != ffi::LUA_TNIL {
-                add(check_signal(l, -1, 1));
-                ffi::lua_pop(l, 1);
-                i += 1;
-            }
-            ffi::lua_pop(l, 1);
-        } else {
-            add(check_signal(l, 1, 1));
+fn wait_body(lua: &mut Lua) -> Ret {
+    let mut mask = 0u64;
+    let mut add = |n: c_int| {
+        if n == libc::SIGKILL || n == libc::SIGSTOP {
+            return Err(Error::arg(1, c"SIGKILL and SIGSTOP cannot be waited for"));
         }
-        if mask == 0 {
-            raw::arg_error(l, 1, c"no signal to wait for");
+        mask |= 1u64 << (n - 1);
+        Ok(())
+    };
+    if lua.kind(1) == Type::Table {
+        let mut i = 1;
+        while lua.get_index(1, i) != Type::Nil {
+            add(check_signal(lua, -1, 1)?)?;
+            lua.pop(1);
+            i += 1;
         }
-        let deadline = if ffi::lua_isnoneornil(l, 2) != 0 {
-            None
-        } else {
-            Some(engine::deadline_in(engine::ns_of(raw::check_time(l, 2, 2))))
-        };
-        ffi::lua_settop(l, 0);
-        drive(l, Wait { mask, deadline, got: 0 })
+        lua.pop(1);
+    } else {
+        add(check_signal(lua, 1, 1)?)?;
     }
+    if mask == 0 {
+        return Err(Error::arg(1, c"no signal to wait for"));
+    }
+    let deadline = if lua.is_nil(2) { None } else { Some(engine::deadline_in(engine::ns_of(lua.check_time(2)?))) };
+    lua.set_top(0);
+    // SAFETY: a C function of the module whose (empty) stack is the frame.
+    Ok(unsafe { drive(lua.raw(), Wait { mask, deadline, got: 0 }) })
 }
 
-/// Waits in `sigtimedwait` with the signals blocked meanwhile: the signal
-/// that came, or `None` at the deadline.
-unsafe fn wait_blocking(mask: u64, deadline: Option<u64>) -> Option<c_int> {
-    // SAFETY: valid sigset_t values, filled before use; the old mask is
-    // restored before returning.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        let mut old: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut set);
-        for n in signals(mask) {
-            libc::sigaddset(&mut set, n);
-        }
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-        let got = loop {
-            let r = match deadline {
-                None => libc::sigwaitinfo(&set, std::ptr::null_mut()),
-                Some(d) => {
-                    let left = d.saturating_sub(cothread::time::monotonic_ns());
-                    let ts = libc::timespec {
-                        tv_sec: (left / 1_000_000_000).min(libc::time_t::MAX as u64) as libc::time_t,
-                        tv_nsec: (left % 1_000_000_000) as libc::c_long,
-                    };
-                    libc::sigtimedwait(&set, std::ptr::null_mut(), &ts)
-                }
-            };
-            if r > 0 {
-                break Some(r);
-            }
-            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                break None;
-            }
-        };
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
-        got
-    }
-}
+cfn!(raise = raise_body);
 
 /// `cothread.signal.raise(sig)`: sends `sig` to this process (`kill(getpid(),
 /// sig)`); true, or `nil, message, errno`.
-unsafe extern "C-unwind" fn raise(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe {
-        let n = check_signal(l, 1, 1);
-        if libc::kill(libc::getpid(), n) < 0 {
-            return raw::push_errno(l, std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO), None);
-        }
-        ffi::lua_pushboolean(l, 1);
-        1
+fn raise_body(lua: &mut Lua) -> Ret {
+    let n = check_signal(lua, 1, 1)?;
+    if let Err(errno) = cothread::reactor::raise(n) {
+        return Ok(lua.fail_errno(errno, None));
     }
+    lua.push_bool(true);
+    Ok(1)
 }
+
+cfn!(getpid = getpid_body);
 
 /// `cothread.signal.getpid()`: this process's id.
-unsafe extern "C-unwind" fn getpid(l: L) -> c_int {
-    // SAFETY: valid state; getpid cannot fail.
-    unsafe { ffi::lua_pushinteger(l, libc::getpid() as ffi::lua_Integer) };
-    1
+fn getpid_body(lua: &mut Lua) -> Ret {
+    lua.push_int(std::process::id() as lua_Integer);
+    Ok(1)
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"wait", wait), (c"raise", raise), (c"getpid", getpid)];
+const FUNCTIONS: &[Reg] = &[(c"wait", wait), (c"raise", raise), (c"getpid", getpid)];
 
 /// `[-0, +1, m]` Pushes the `cothread.signal` table (one per Lua state).
 ///
 /// # Safety
 /// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state.
-    unsafe { raw::push_module_once(l, MODULE, |l| raw::push_functions(l, FUNCTIONS)) }
+pub unsafe fn push_module(l: crate::raw::L) {
+    // SAFETY: the caller's contract.
+    let mut lua = unsafe { Lua::from_raw(l) };
+    lua.push_once(MODULE, |lua| lua.push_functions(FUNCTIONS));
 }

@@ -553,7 +553,11 @@ unsafe extern "C-unwind" fn proc_kill(l: L) -> c_int {
     // SAFETY: a method of the module.
     unsafe {
         let p = check_proc(l, 1);
-        let sig = if ffi::lua_isnoneornil(l, 2) != 0 { libc::SIGTERM } else { ossignal::check_signal(l, 2, 2) };
+        let sig = if ffi::lua_isnoneornil(l, 2) != 0 {
+            libc::SIGTERM
+        } else {
+            crate::lua::or_raise(ossignal::check_signal(&crate::lua::Lua::from_raw(l), 2, 2), l)
+        };
         // Once reaped, the pid may belong to another process.
         if exit_of(p).is_some() {
             return raw::push_errno(l, libc::ESRCH, None);

@@ -38,7 +38,7 @@ mod stack;
 mod table;
 mod udata;
 
-pub use error::{Error, Ret};
+pub use error::{Error, Ret, or_raise};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
 pub use udata::{Udata, value_at};

@@ -65,6 +65,7 @@ pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
 pub use pool::Work;
 pub use request::{After, Request};
 pub use signal::SignalCallback;
+pub use signal::{raise, wait_in_thread};
 pub use sys::Exit;
 pub use task::{Outcome, TaskCallback, TaskFn, Wake};
 

@@ -134,3 +134,52 @@ impl Loop {
         }
     }
 }
+
+/// Sends `signum` to this process (`kill(getpid(), signum)`); the error is
+/// an errno value.
+pub fn raise(signum: i32) -> std::result::Result<(), i32> {
+    // SAFETY: kill takes plain integers; an invalid signal is an EINVAL.
+    if unsafe { libc::kill(libc::getpid(), signum) } < 0 {
+        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO));
+    }
+    Ok(())
+}
+
+/// Waits in the calling thread, without a loop, for one of the signals of
+/// `mask` (bit n-1 for signal n), blocked meanwhile (`sigtimedwait`), until
+/// `deadline` (monotonic ns; `None`: none). The signal that came, or `None`
+/// at the deadline. The thread's signal mask is restored before it returns.
+pub fn wait_in_thread(mask: u64, deadline: Option<u64>) -> Option<i32> {
+    // SAFETY: `set` and `old` are valid sigset_t values, filled before use;
+    // the timespec is a plain value; the old mask is restored below.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for n in (1..=64).filter(|n| mask & (1u64 << (n - 1)) != 0) {
+            libc::sigaddset(&mut set, n);
+        }
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
+        let got = loop {
+            let r = match deadline {
+                None => libc::sigwaitinfo(&set, std::ptr::null_mut()),
+                Some(d) => {
+                    let left = d.saturating_sub(crate::time::monotonic_ns());
+                    let ts = libc::timespec {
+                        tv_sec: (left / 1_000_000_000).min(libc::time_t::MAX as u64) as libc::time_t,
+                        tv_nsec: (left % 1_000_000_000) as libc::c_long,
+                    };
+                    libc::sigtimedwait(&set, std::ptr::null_mut(), &ts)
+                }
+            };
+            if r > 0 {
+                break Some(r);
+            }
+            if std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                break None;
+            }
+        };
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        got
+    }
+}

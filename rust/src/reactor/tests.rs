@@ -850,3 +850,12 @@ fn a_task_awaits_a_future_or_leaves_it_untouched_when_resumed() {
     l.run(RunMode::Default).unwrap();
     assert_eq!(l.check_close(), Ok(()));
 }
+
+#[test]
+fn a_thread_waits_for_a_signal_until_its_deadline() {
+    let t0 = crate::time::monotonic_ns();
+    let mask = 1u64 << (libc::SIGWINCH - 1);
+    assert_eq!(super::wait_in_thread(mask, Some(t0 + 20_000_000)), None, "no SIGWINCH came");
+    assert!(crate::time::monotonic_ns() - t0 >= 20_000_000, "it waited until the deadline");
+    assert_eq!(super::raise(-1), Err(libc::EINVAL), "an invalid signal is an error, not a crash");
+}
