@@ -7,8 +7,9 @@
 
 use std::ffi::{CStr, CString, c_int};
 
+use crate::cfn;
 use crate::engine::{Frame, Job, Payload};
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, Reg, Ret, lua_Integer};
 use crate::sys::{self, Addr, Query, ResolveError};
 use crate::work;
 
@@ -24,16 +25,14 @@ struct Answer {
 
 type Lookup = Result<Answer, ResolveError>;
 
-/// The name in frame slot 1 (a string: checked by the function).
-unsafe fn name_arg(f: &Frame) -> &CStr {
-    // SAFETY: slot 1 holds a string (checked), which stays there.
-    unsafe { CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(1), std::ptr::null_mut())) }
+/// The string in frame slot `i`, if it is one, copied for a job.
+fn string_arg(lua: &Lua, f: &Frame, i: c_int) -> Option<CString> {
+    lua.to_cstr(f.at(i)).map(CStr::to_owned)
 }
 
 /// The job looking up `name`: numeric addresses as they are; `reverse`
 /// also asks the host name of a numeric address.
-fn lookup_job(name: &CStr, reverse: bool) -> Job {
-    let name = name.to_owned();
+fn lookup_job(name: CString, reverse: bool) -> Job {
     Box::new(move || -> Payload {
         let numeric = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: libc::AI_NUMERICHOST };
         let r: Lookup = match sys::lookup(Some(&name), None, numeric) {
@@ -62,226 +61,188 @@ fn answer<'a>(r: Result<&'a mut Payload, &'static CStr>) -> Result<&'a Answer, &
     }
 }
 
+/// The payload of type `T`, or the message a call answers instead.
+fn payload_of<'a, T: 'static>(r: Result<&'a mut Payload, &'static CStr>) -> Result<&'a T, &'static CStr> {
+    r?.downcast_ref::<T>().ok_or(c"cancelled")
+}
+
 /// `[-0, +1, m]` Pushes the numeric host of `a`.
-unsafe fn push_ip(l: L, a: &Addr) {
-    let (host, _) = a.host_port();
-    // SAFETY: valid state; `host` is dropped right after (a memory error
-    // here would leak it, as in `socket::push_addr`).
-    unsafe { ffi::lua_pushlstring(l, host.as_ptr().cast(), host.len()) };
+fn push_ip(lua: &Lua, a: &Addr) {
+    lua.push_bytes(a.host_port().0.as_bytes());
 }
 
 /// `[-0, +1, m]` Pushes LuaSocket's resolved table `{name, alias = {}, ip =
 /// {...}}`, IPv4 addresses first, without repeats.
-unsafe fn push_resolved(l: L, a: &Answer) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 4);
-        ffi::lua_createtable(l, 0, 3);
-        match &a.name {
-            Some(n) => drop(ffi::lua_pushstring(l, n.as_ptr())),
-            None => ffi::lua_pushliteral(l, c""),
-        }
-        ffi::lua_setfield(l, -2, c"name".as_ptr());
-        ffi::lua_newtable(l);
-        ffi::lua_setfield(l, -2, c"alias".as_ptr());
-        ffi::lua_newtable(l); // resolved ips
-        let mut n = 0;
-        for fam in [libc::AF_INET, libc::AF_INET6] {
-            for (i, addr) in a.addrs.iter().enumerate() {
-                let repeated = a.addrs[..i].iter().any(|b| b.host_port().0 == addr.host_port().0);
-                if addr.family() == fam && !repeated {
-                    push_ip(l, addr);
-                    n += 1;
-                    ffi::lua_rawseti(l, -2, n);
-                }
+fn push_resolved(lua: &mut Lua, a: &Answer) {
+    lua.new_table(0, 3);
+    lua.push_bytes(a.name.as_deref().map_or(&b""[..], CStr::to_bytes));
+    lua.set_field(-2, c"name");
+    lua.new_table(0, 0);
+    lua.set_field(-2, c"alias");
+    lua.new_table(0, 0); // resolved ips
+    let mut n = 0;
+    for fam in [libc::AF_INET, libc::AF_INET6] {
+        for (i, addr) in a.addrs.iter().enumerate() {
+            let repeated = a.addrs[..i].iter().any(|b| b.host_port().0 == addr.host_port().0);
+            if addr.family() == fam && !repeated {
+                push_ip(lua, addr);
+                n += 1;
+                lua.set_index(-2, n);
             }
         }
-        ffi::lua_setfield(l, -2, c"ip".as_ptr());
     }
+    lua.set_field(-2, c"ip");
 }
 
-unsafe fn toip_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    // SAFETY: a finish of `work::call`: a step's slots on `f.l`.
-    unsafe {
-        let l = f.l;
-        match answer(r) {
-            Ok(a) => {
-                push_resolved(l, a); // resolved
-                ffi::lua_getfield(l, -1, c"ip".as_ptr()); // resolved ips
-                ffi::lua_rawgeti(l, -1, 1); // resolved ips ip
-                ffi::lua_replace(l, -2); // resolved ip
-                ffi::lua_rotate(l, -2, 1); // ip resolved
-                2
+/// Pushes `resolved[field], resolved` for a finished lookup; its failure
+/// else.
+fn push_found(lua: &mut Lua, r: Result<&mut Payload, &'static CStr>, field: &CStr) -> c_int {
+    match answer(r) {
+        Ok(a) => {
+            push_resolved(lua, a); // resolved
+            lua.get_field(-1, field); // resolved value
+            if field == c"ip" {
+                lua.get_index(-1, 1); // resolved ips ip
+                lua.replace(-2); // resolved ip
             }
-            Err(m) => raw::push_fail(l, m),
+            lua.insert(-2); // value resolved
+            2
         }
+        Err(m) => lua.fail(m),
     }
 }
+fn toip_done(lua: &mut Lua, _: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    push_found(lua, r, c"ip")
+}
+
+cfn!(toip = toip_body);
 
 /// `dns.toip(name)`: the first address of `name` (IPv4 if it has one) and
 /// the resolved table `{name = canonical, alias = {}, ip = {...}}`.
-unsafe extern "C-unwind" fn toip(l: L) -> c_int {
-    // SAFETY: a function of the module; the name stays at index 1.
-    unsafe {
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        ffi::lua_settop(l, 1);
-        work::call(l, |f| lookup_job(name_arg(f), false), toip_done)
-    }
+fn toip_body(lua: &mut Lua) -> Ret {
+    lua.check_bytes(1)?;
+    lua.set_top(1);
+    work::call(lua, |lua, f| lookup_job(string_arg(lua, f, 1).unwrap_or_default(), false), toip_done)
 }
 
-unsafe fn tohostname_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    // SAFETY: a finish of `work::call`: a step's slots on `f.l`.
-    unsafe {
-        let l = f.l;
-        match answer(r) {
-            Ok(a) => {
-                push_resolved(l, a);
-                ffi::lua_getfield(l, -1, c"name".as_ptr());
-                ffi::lua_rotate(l, -2, 1); // name resolved
-                2
-            }
-            Err(m) => raw::push_fail(l, m),
-        }
-    }
+fn tohostname_done(lua: &mut Lua, _: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    push_found(lua, r, c"name")
 }
+
+cfn!(tohostname = tohostname_body);
 
 /// `dns.tohostname(address)`: the host name of an address (or the canonical
 /// name of a name) and the resolved table.
-unsafe extern "C-unwind" fn tohostname(l: L) -> c_int {
-    // SAFETY: a function of the module; the address stays at index 1.
-    unsafe {
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        ffi::lua_settop(l, 1);
-        work::call(l, |f| lookup_job(name_arg(f), true), tohostname_done)
-    }
+fn tohostname_body(lua: &mut Lua) -> Ret {
+    lua.check_bytes(1)?;
+    lua.set_top(1);
+    work::call(lua, |lua, f| lookup_job(string_arg(lua, f, 1).unwrap_or_default(), true), tohostname_done)
 }
 
-unsafe fn getaddrinfo_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    // SAFETY: a finish of `work::call`: a step's slots on `f.l`; the answer
-    // is borrowed from the payload, which outlives the pushes.
-    unsafe {
-        let l = f.l;
-        let a = match r.map(|r| r.downcast_ref::<Result<sys::Found, ResolveError>>()) {
-            Ok(Some(Ok(f))) => f,
-            Ok(Some(Err(e))) => return raw::push_fail(l, sys::resolve_strerror(*e)),
-            Ok(None) => return raw::push_fail(l, c"cancelled"),
-            Err(m) => return raw::push_fail(l, m),
-        };
-        raw::check_stack(l, 4);
-        ffi::lua_createtable(l, a.addrs.len() as c_int, 0);
-        for (i, addr) in a.addrs.iter().enumerate() {
-            ffi::lua_createtable(l, 0, 2);
-            let fam = if addr.family() == libc::AF_INET6 { c"inet6" } else { c"inet" };
-            ffi::lua_pushstring(l, fam.as_ptr());
-            ffi::lua_setfield(l, -2, c"family".as_ptr());
-            push_ip(l, addr);
-            ffi::lua_setfield(l, -2, c"addr".as_ptr());
-            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
-        }
-        1
+fn getaddrinfo_done(lua: &mut Lua, _: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let a = match payload_of::<Result<sys::Found, ResolveError>>(r) {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
+        Err(m) => return lua.fail(m),
+    };
+    lua.new_table(a.addrs.len() as c_int, 0);
+    for (i, addr) in a.addrs.iter().enumerate() {
+        lua.new_table(0, 2);
+        lua.push_bytes(if addr.family() == libc::AF_INET6 { b"inet6" } else { b"inet" });
+        lua.set_field(-2, c"family");
+        push_ip(lua, addr);
+        lua.set_field(-2, c"addr");
+        lua.set_index(-2, i as lua_Integer + 1);
     }
+    1
 }
+
+cfn!(getaddrinfo = getaddrinfo_body);
 
 /// `dns.getaddrinfo(name)`: the addresses of `name`, a list of `{family =
 /// "inet" | "inet6", addr = ip}`.
-unsafe extern "C-unwind" fn getaddrinfo(l: L) -> c_int {
-    // SAFETY: a function of the module; the name stays at index 1.
-    unsafe {
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        ffi::lua_settop(l, 1);
-        let make = |f: &Frame| -> Job {
-            let name = name_arg(f).to_owned();
-            Box::new(move || -> Payload {
-                let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
-                Box::new(sys::lookup(Some(&name), None, q))
-            })
-        };
-        work::call(l, make, getaddrinfo_done)
-    }
+fn getaddrinfo_body(lua: &mut Lua) -> Ret {
+    lua.check_bytes(1)?;
+    lua.set_top(1);
+    let make = |lua: &Lua, f: &Frame| -> Job {
+        let name = string_arg(lua, f, 1).unwrap_or_default();
+        Box::new(move || -> Payload {
+            let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
+            Box::new(sys::lookup(Some(&name), None, q))
+        })
+    };
+    work::call(lua, make, getaddrinfo_done)
 }
 
 /// What `getnameinfo` found: a host name per address, and the service.
 type NameInfo = Result<(Vec<CString>, CString), ResolveError>;
 
-unsafe fn getnameinfo_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    // SAFETY: a finish of `work::call` (frame: host at 1, service at 2).
-    unsafe {
-        let l = f.l;
-        let (hosts, serv) = match r.map(|r| r.downcast_ref::<NameInfo>()) {
-            Ok(Some(Ok(f))) => f,
-            Ok(Some(Err(e))) => return raw::push_fail(l, sys::resolve_strerror(*e)),
-            Ok(None) => return raw::push_fail(l, c"cancelled"),
-            Err(m) => return raw::push_fail(l, m),
-        };
-        raw::check_stack(l, 3);
-        let want_host = ffi::lua_isnoneornil(l, f.at(1)) == 0;
-        ffi::lua_createtable(l, if want_host { hosts.len() as c_int } else { 0 }, 0);
-        if want_host {
-            for (i, h) in hosts.iter().enumerate() {
-                ffi::lua_pushstring(l, h.as_ptr());
-                ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
-            }
+fn getnameinfo_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let (hosts, serv) = match payload_of::<NameInfo>(r) {
+        Ok(Ok(found)) => found,
+        Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
+        Err(m) => return lua.fail(m),
+    };
+    let want_host = !lua.is_nil(f.at(1));
+    lua.new_table(if want_host { hosts.len() as c_int } else { 0 }, 0);
+    if want_host {
+        for (i, h) in hosts.iter().enumerate() {
+            lua.push_bytes(h.to_bytes());
+            lua.set_index(-2, i as lua_Integer + 1);
         }
-        if ffi::lua_isnoneornil(l, f.at(2)) != 0 {
-            return 1;
-        }
-        ffi::lua_pushstring(l, serv.as_ptr());
-        2
     }
+    if lua.is_nil(f.at(2)) {
+        return 1;
+    }
+    lua.push_bytes(serv.to_bytes());
+    2
 }
+
+cfn!(getnameinfo = getnameinfo_body);
 
 /// `dns.getnameinfo([host [, service]])`: for each address of `host` (with
 /// `service`), its host name as `getnameinfo` gives it (a list), and the
 /// name of `service` (when given). Both nil raises.
-unsafe extern "C-unwind" fn getnameinfo(l: L) -> c_int {
-    // SAFETY: a function of the module; the strings stay at indices 1 and 2.
-    unsafe {
-        let host = ffi::luaL_optlstring(l, 1, std::ptr::null(), std::ptr::null_mut());
-        let serv = ffi::luaL_optlstring(l, 2, std::ptr::null(), std::ptr::null_mut());
-        if host.is_null() && serv.is_null() {
-            raw::error(l, c"host and serv cannot be both nil");
-        }
-        ffi::lua_settop(l, 2);
-        let make = |f: &Frame| -> Job {
-            let arg = |i| {
-                let s = ffi::lua_tolstring(f.l, f.at(i), std::ptr::null_mut());
-                (!s.is_null()).then(|| CStr::from_ptr(s).to_owned())
-            };
-            let (host, serv) = (arg(1), arg(2));
-            Box::new(move || -> Payload {
-                let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
-                let r: NameInfo = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {
-                    let mut hosts = Vec::new();
-                    let mut service = CString::default();
-                    for a in &f.addrs {
-                        let (h, s) = sys::name_info(a, host.is_some(), serv.is_some());
-                        hosts.push(h);
-                        service = s;
-                    }
-                    (hosts, service)
-                });
-                Box::new(r)
-            })
-        };
-        work::call(l, make, getnameinfo_done)
+fn getnameinfo_body(lua: &mut Lua) -> Ret {
+    let given = |arg| if lua.is_nil(arg) { Ok(false) } else { lua.check_bytes(arg).map(|_| true) };
+    if !given(1)? && !given(2)? {
+        return Err(Error::msg(c"host and serv cannot be both nil"));
     }
+    lua.set_top(2);
+    let make = |lua: &Lua, f: &Frame| -> Job {
+        let (host, serv) = (string_arg(lua, f, 1), string_arg(lua, f, 2));
+        Box::new(move || -> Payload {
+            let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
+            let r: NameInfo = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {
+                let mut hosts = Vec::new();
+                let mut service = CString::default();
+                for a in &f.addrs {
+                    let (h, s) = sys::name_info(a, host.is_some(), serv.is_some());
+                    hosts.push(h);
+                    service = s;
+                }
+                (hosts, service)
+            });
+            Box::new(r)
+        })
+    };
+    work::call(lua, make, getnameinfo_done)
 }
+
+cfn!(gethostname = gethostname_body);
 
 /// `dns.gethostname()`: this machine's host name.
-unsafe extern "C-unwind" fn gethostname(l: L) -> c_int {
-    // SAFETY: a function of the module; the name is copied by Lua, then dropped.
-    unsafe {
-        match sys::hostname() {
-            Ok(name) => {
-                ffi::lua_pushstring(l, name.as_ptr());
-                1
-            }
-            Err(e) => raw::push_fail(l, sys::strerror(e)),
+fn gethostname_body(lua: &mut Lua) -> Ret {
+    match sys::hostname() {
+        Ok(name) => {
+            lua.push_bytes(name.to_bytes());
+            Ok(1)
         }
+        Err(e) => Ok(lua.fail(sys::strerror(e))),
     }
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
+const FUNCTIONS: &[Reg] = &[
     (c"toip", toip),
     (c"tohostname", tohostname),
     (c"getaddrinfo", getaddrinfo),
@@ -292,8 +253,9 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
 ///
 /// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state.
-    unsafe { raw::push_module_once(l, MODULE, |l| raw::push_functions(l, FUNCTIONS)) }
+/// `l` is a valid state, in a C function.
+pub unsafe fn push_module(l: crate::raw::L) {
+    // SAFETY: the caller's contract.
+    let mut lua = unsafe { Lua::from_raw(l) };
+    lua.push_once(MODULE, |lua| lua.push_functions(FUNCTIONS));
 }

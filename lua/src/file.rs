@@ -3,20 +3,26 @@
 //! called from a cothread (synchronously elsewhere); the file objects are the
 //! streams of `stream`.
 
-use std::ffi::{CStr, c_int};
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::ffi::{CStr, OsString, c_int};
+use std::fs::{Metadata, OpenOptions};
+use std::os::fd::{IntoRawFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::PathBuf;
 
-use crate::engine::{Frame, Job, Payload};
-use crate::raw::{self, L, ffi};
-use crate::stream::{self, STREAM};
+use crate::cfn;
+use crate::engine::{Frame, Payload};
+use crate::lua::{Error, Lua, Reg, Ret};
+use crate::stream;
 use crate::work;
 
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.file.module";
 
-/// The flags of an `io.open` mode ("r", "w", "a", with "+" and any "b"s),
-/// or `None` for an invalid mode.
-fn open_flags(mode: &[u8]) -> Option<c_int> {
+/// How `io.open`'s `mode` opens a file ("r", "w", "a", with "+" and any
+/// "b"s), or `None` for an invalid mode. Files are made with mode 0666 (less
+/// the umask) and closed on exec, as `fopen` does.
+fn open_options(mode: &[u8]) -> Option<OpenOptions> {
     let (first, rest) = mode.split_first()?;
     let (plus, rest) = match rest.split_first() {
         Some((b'+', r)) => (true, r),
@@ -25,121 +31,106 @@ fn open_flags(mode: &[u8]) -> Option<c_int> {
     if !rest.iter().all(|&c| c == b'b') {
         return None;
     }
-    let access = if plus {
-        libc::O_RDWR
-    } else if *first == b'r' {
-        libc::O_RDONLY
-    } else {
-        libc::O_WRONLY
-    };
-    let extra = match first {
-        b'r' => 0,
-        b'w' => libc::O_CREAT | libc::O_TRUNC,
-        b'a' => libc::O_CREAT | libc::O_APPEND,
+    let mut o = OpenOptions::new();
+    match first {
+        b'r' => o.read(true).write(plus),
+        b'w' => o.write(true).read(plus).create(true).truncate(true),
+        b'a' => o.append(true).read(plus).create(true),
         _ => return None,
     };
-    Some(access | extra | libc::O_CLOEXEC)
+    Some(o)
 }
 
-fn errno() -> i32 {
-    std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO)
+/// An `io::Error`'s errno (`EINVAL` for a path with a NUL byte, which
+/// `std` refuses before any system call).
+fn errno_of(e: std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EINVAL)
 }
 
-/// The path in frame slot 1 (a string: checked by the function).
-unsafe fn path_arg(f: &Frame) -> &CStr {
-    // SAFETY: slot 1 holds a string (checked), which stays there.
-    unsafe { CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(1), std::ptr::null_mut())) }
+/// The path in frame slot 1, all its bytes.
+fn path_of(lua: &Lua, f: &Frame) -> PathBuf {
+    PathBuf::from(OsString::from_vec(lua.to_bytes(f.at(1)).unwrap_or_default().to_vec()))
 }
+
+/// `[-0, +3, m]` Pushes `nil, "path: message", errno`, the path from frame
+/// slot 1.
+fn fail_path(lua: &Lua, f: &Frame, errno: i32) -> c_int {
+    lua.fail_errno(errno, Some(lua.to_cstr(f.at(1)).unwrap_or_default()))
+}
+
+cfn!(open = open_body);
 
 /// `cothread.file.open(path [, mode])`: a file object, or `nil, message,
 /// errno`. The modes of `io.open`.
-unsafe extern "C-unwind" fn open(l: L) -> c_int {
-    // SAFETY: a module function; the frame (path, flags) is built in its own
-    // stack.
-    unsafe {
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        let mode = CStr::from_ptr(ffi::luaL_optlstring(l, 2, c"r".as_ptr(), std::ptr::null_mut()));
-        let Some(flags) = open_flags(mode.to_bytes()) else { raw::arg_error(l, 2, c"invalid mode") };
-        ffi::lua_settop(l, 1);
-        ffi::lua_pushinteger(l, flags as ffi::lua_Integer); // path flags
-        let make = |f: &Frame| -> Job {
-            let path = path_arg(f).to_owned();
-            let flags = ffi::lua_tointegerx(f.l, f.at(2), std::ptr::null_mut()) as c_int;
-            Box::new(move || open_job(&path, flags))
-        };
-        work::call(l, make, open_done)
+fn open_body(lua: &mut Lua) -> Ret {
+    lua.check_bytes(1)?;
+    let mode = lua.opt_bytes(2, b"r")?;
+    if open_options(mode).is_none() {
+        return Err(Error::arg(2, c"invalid mode"));
     }
+    lua.set_top(2); // path mode
+    let make = |lua: &Lua, f: &Frame| -> crate::engine::Job {
+        let path = path_of(lua, f);
+        let options = open_options(lua.to_bytes(f.at(2)).unwrap_or(b"r"));
+        Box::new(move || -> Payload {
+            let r: Result<OwnedFd, i32> = match options {
+                Some(o) => o.open(&path).map(OwnedFd::from).map_err(errno_of),
+                None => Err(libc::EINVAL),
+            };
+            Box::new(r)
+        })
+    };
+    work::call(lua, make, open_done)
 }
 
 /// Pushes the stream an open made, or its failure.
-unsafe fn open_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    // SAFETY: a finish of `work::call`; the descriptor leaves the payload (an
-    // `OwnedFd` that would close it) for the stream, which owns it from then.
-    unsafe {
-        match r.map(|p| p.downcast_mut::<Result<OwnedFd, i32>>().map(|r| std::mem::replace(r, Err(0)))) {
-            Ok(Some(Ok(fd))) => {
-                stream::push_stream(f.l, fd.into_raw_fd(), false);
-                1
-            }
-            Ok(Some(Err(e))) => raw::push_errno(f.l, e, Some(path_arg(f))),
-            Ok(None) => raw::push_fail(f.l, c"cancelled"),
-            Err(m) => raw::push_fail(f.l, m),
+fn open_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    // The descriptor leaves the payload (an `OwnedFd` that would close it)
+    // for the stream, which owns it from then.
+    match r.map(|p| p.downcast_mut::<Result<OwnedFd, i32>>().map(|r| std::mem::replace(r, Err(0)))) {
+        Ok(Some(Ok(fd))) => {
+            // SAFETY: `lua` is the step's thread, with room (STEP_SLOTS).
+            unsafe { stream::push_stream(lua.raw(), fd.into_raw_fd(), false) };
+            1
         }
+        Ok(Some(Err(e))) => fail_path(lua, f, e),
+        Ok(None) => lua.fail(c"cancelled"),
+        Err(m) => lua.fail(m),
     }
 }
+
+cfn!(stat = stat_body);
 
 /// `cothread.file.stat(path)`: a table of the file's attributes (named as
 /// LuaFileSystem's `attributes`), or `nil, message, errno`.
-unsafe extern "C-unwind" fn stat(l: L) -> c_int {
-    // SAFETY: a module function; the frame (the path) is its own stack.
-    unsafe {
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        ffi::lua_settop(l, 1);
-        let make = |f: &Frame| -> Job {
-            let path = path_arg(f).to_owned();
-            Box::new(move || stat_job(&path))
-        };
-        work::call(l, make, stat_done)
-    }
+fn stat_body(lua: &mut Lua) -> Ret {
+    lua.check_bytes(1)?;
+    lua.set_top(1);
+    let make = |lua: &Lua, f: &Frame| -> crate::engine::Job {
+        let path = path_of(lua, f);
+        Box::new(move || -> Payload {
+            let r: Result<Metadata, i32> = std::fs::metadata(&path).map_err(errno_of);
+            Box::new(r)
+        })
+    };
+    work::call(lua, make, stat_done)
 }
 
 /// Pushes the attributes a stat found, or its failure.
-unsafe fn stat_done(f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    // SAFETY: a finish of `work::call`; the `stat` is plain data.
-    unsafe {
-        match r.map(|p| p.downcast_ref::<Result<libc::stat, i32>>()) {
-            Ok(Some(Ok(st))) => {
-                push_stat(f.l, st);
-                1
-            }
-            Ok(Some(Err(e))) => raw::push_errno(f.l, *e, Some(path_arg(f))),
-            Ok(None) => raw::push_fail(f.l, c"cancelled"),
-            Err(m) => raw::push_fail(f.l, m),
+fn stat_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    match r.map(|p| p.downcast_ref::<Result<Metadata, i32>>()) {
+        Ok(Some(Ok(st))) => {
+            push_stat(lua, st);
+            1
         }
+        Ok(Some(Err(e))) => fail_path(lua, f, *e),
+        Ok(None) => lua.fail(c"cancelled"),
+        Err(m) => lua.fail(m),
     }
 }
 
-/// Opens `path`: the descriptor (closed if nobody takes it) or the errno.
-fn open_job(path: &CStr, flags: c_int) -> Payload {
-    // SAFETY: `path` is a valid C string.
-    let fd = unsafe { libc::open(path.as_ptr(), flags, 0o666 as libc::c_uint) };
-    // SAFETY: a descriptor just opened, owned by nobody else.
-    let r: Result<OwnedFd, i32> = if fd < 0 { Err(errno()) } else { Ok(unsafe { OwnedFd::from_raw_fd(fd) }) };
-    Box::new(r)
-}
-
-/// The attributes of `path` or the errno.
-fn stat_job(path: &CStr) -> Payload {
-    // SAFETY: `st` is plain data, written by stat; `path` is valid.
-    let r: Result<libc::stat, i32> = unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        if libc::stat(path.as_ptr(), &mut st) < 0 { Err(errno()) } else { Ok(st) }
-    };
-    Box::new(r)
-}
-
 /// The type of a file mode, as LuaFileSystem names it.
-fn type_name(mode: libc::mode_t) -> &'static CStr {
+fn type_name(mode: u32) -> &'static CStr {
     match mode & libc::S_IFMT {
         libc::S_IFREG => c"file",
         libc::S_IFDIR => c"directory",
@@ -153,77 +144,70 @@ fn type_name(mode: libc::mode_t) -> &'static CStr {
 }
 
 /// `[-0, +1, m]` Pushes the attributes table of `st`.
-unsafe fn push_stat(l: L, st: &libc::stat) {
-    // SAFETY: valid state; balanced pushes.
-    unsafe {
-        raw::check_stack(l, 3);
-        ffi::lua_createtable(l, 0, 14);
-        ffi::lua_pushstring(l, type_name(st.st_mode).as_ptr());
-        ffi::lua_setfield(l, -2, c"mode".as_ptr());
-        let mut perm = [b'-'; 10];
-        for (i, c) in b"rwxrwxrwx".iter().enumerate() {
-            if st.st_mode & (0o400 >> i) != 0 {
-                perm[i] = *c;
-            }
-        }
-        perm[9] = 0;
-        ffi::lua_pushstring(l, perm.as_ptr().cast());
-        ffi::lua_setfield(l, -2, c"permissions".as_ptr());
-        let ints: [(&CStr, i64); 10] = [
-            (c"size", st.st_size),
-            (c"dev", st.st_dev as i64),
-            (c"ino", st.st_ino as i64),
-            (c"nlink", st.st_nlink as i64),
-            (c"uid", st.st_uid as i64),
-            (c"gid", st.st_gid as i64),
-            (c"rdev", st.st_rdev as i64),
-            (c"blocks", st.st_blocks),
-            (c"blksize", st.st_blksize),
-            (c"bits", (st.st_mode & 0o7777) as i64),
-        ];
-        for (name, v) in ints {
-            ffi::lua_pushinteger(l, v as ffi::lua_Integer);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        let times = [
-            (c"access", st.st_atime, st.st_atime_nsec),
-            (c"modification", st.st_mtime, st.st_mtime_nsec),
-            (c"change", st.st_ctime, st.st_ctime_nsec),
-        ];
-        for (name, s, ns) in times {
-            ffi::lua_pushnumber(l, s as f64 + ns as f64 * 1e-9);
-            ffi::lua_setfield(l, -2, name.as_ptr());
+fn push_stat(lua: &mut Lua, st: &Metadata) {
+    lua.new_table(0, 14);
+    lua.push_bytes(type_name(st.mode()).to_bytes());
+    lua.set_field(-2, c"mode");
+    let mut perm = [b'-'; 9];
+    for (i, c) in b"rwxrwxrwx".iter().enumerate() {
+        if st.mode() & (0o400 >> i) != 0 {
+            perm[i] = *c;
         }
     }
+    lua.push_bytes(&perm);
+    lua.set_field(-2, c"permissions");
+    let ints: [(&CStr, u64); 10] = [
+        (c"size", st.size()),
+        (c"dev", st.dev()),
+        (c"ino", st.ino()),
+        (c"nlink", st.nlink()),
+        (c"uid", st.uid() as u64),
+        (c"gid", st.gid() as u64),
+        (c"rdev", st.rdev()),
+        (c"blocks", st.blocks()),
+        (c"blksize", st.blksize()),
+        (c"bits", (st.mode() & 0o7777) as u64),
+    ];
+    for (name, v) in ints {
+        lua.push_int(v as i64);
+        lua.set_field(-2, name);
+    }
+    let times = [
+        (c"access", st.atime(), st.atime_nsec()),
+        (c"modification", st.mtime(), st.mtime_nsec()),
+        (c"change", st.ctime(), st.ctime_nsec()),
+    ];
+    for (name, s, ns) in times {
+        lua.push_num(s as f64 + ns as f64 * 1e-9);
+        lua.set_field(-2, name);
+    }
 }
+
+cfn!(file_type = file_type_body);
 
 /// `cothread.file.type(x)`: "file" for an open file (or pipe), "closed
 /// file" for a closed one, else nil (as `io.type`).
-unsafe extern "C-unwind" fn file_type(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe {
-        ffi::luaL_checkany(l, 1);
-        if ffi::luaL_testudata(l, 1, STREAM.as_ptr()).is_null() {
-            ffi::lua_pushnil(l);
-        } else {
-            ffi::lua_pushstring(l, if stream::is_open(l, 1) { c"file" } else { c"closed file" }.as_ptr());
-        }
-        1
+fn file_type_body(lua: &mut Lua) -> Ret {
+    lua.check_any(1)?;
+    match stream::open_at(lua, 1) {
+        None => lua.push_nil(),
+        Some(open) => lua.push_bytes(if open { b"file" } else { b"closed file" }),
     }
+    Ok(1)
 }
 
-const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[(c"open", open), (c"stat", stat), (c"type", file_type)];
+const FUNCTIONS: &[Reg] = &[(c"open", open), (c"stat", stat), (c"type", file_type)];
 
 /// `[-0, +1, m]` Pushes the `cothread.file` table (one per Lua state).
 ///
 /// # Safety
 /// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state; `stream::register` leaves the stack as it was.
-    unsafe {
-        raw::push_module_once(l, MODULE, |l| {
-            stream::register(l);
-            raw::push_functions(l, FUNCTIONS);
-        })
-    }
+pub unsafe fn push_module(l: crate::raw::L) {
+    // SAFETY: the caller's contract.
+    let mut lua = unsafe { Lua::from_raw(l) };
+    lua.push_once(MODULE, |lua| {
+        // SAFETY: the same state; `register` leaves the stack as it was.
+        unsafe { stream::register(lua.raw()) };
+        lua.push_functions(FUNCTIONS);
+    });
 }

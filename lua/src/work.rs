@@ -7,17 +7,18 @@
 //! at once (the job is cancelled if it has not started, its late payload
 //! dropped) and, if scheduled again, its call returns `"cancelled"`.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::CStr;
 
 use crate::engine::{Frame, Job, Next, Operation, Payload, Why};
+use crate::lua::{Lua, Ret};
 use crate::park::drive;
 
-/// Builds the job from the frame (raw reads only: it must not raise).
-pub type MakeJob = unsafe fn(&Frame) -> Job;
+/// Builds the job from the frame (its arguments, already checked).
+pub type MakeJob = fn(&Lua, &Frame) -> Job;
 
 /// Pushes a call's results for the job's payload (or the message of a wait
 /// that ended without one) above the frame; returns how many.
-pub type Finish = unsafe fn(&Frame, Result<&mut Payload, &'static CStr>) -> c_int;
+pub type Finish = fn(&mut Lua, &Frame, Result<&mut Payload, &'static CStr>) -> std::ffi::c_int;
 
 #[derive(Clone, Copy)]
 struct JobOp {
@@ -27,33 +28,29 @@ struct JobOp {
 
 impl Operation for JobOp {
     unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the frame of the C function that called `call`; the
-        // payload stays in the engine's record or the holder while
-        // `finish` pushes.
-        unsafe {
-            let r = match why {
-                Why::Start => return Next::Job,
-                Why::Done => f.payload().ok_or(c"cancelled"),
-                Why::Failed(m) => Err(m),
-                Why::Timeout => Err(c"timeout"),
-                Why::Ready | Why::Closed | Why::Cancelled => Err(c"cancelled"),
-            };
-            Next::Done((self.finish)(f, r))
-        }
+        // SAFETY: the engine steps on the frame's live thread, and keeps the
+        // payload (in its record or a holder) while `finish` pushes.
+        let (mut lua, payload) = unsafe { (Lua::from_raw(f.l), f.payload()) };
+        let r = match why {
+            Why::Start => return Next::Job,
+            Why::Done => payload.ok_or(c"cancelled"),
+            Why::Failed(m) => Err(m),
+            Why::Timeout => Err(c"timeout"),
+            Why::Ready | Why::Closed | Why::Cancelled => Err(c"cancelled"),
+        };
+        Next::Done((self.finish)(&mut lua, f, r))
     }
 
     unsafe fn job(&mut self, f: &Frame) -> Job {
-        // SAFETY: as `step` (`make`'s contract: raw reads only).
-        unsafe { (self.make)(f) }
+        // SAFETY: as `step`.
+        (self.make)(&unsafe { Lua::from_raw(f.l) }, f)
     }
 }
 
 /// Runs the job `make` builds and finishes the calling C function with
-/// `finish`; the function returns what `call` returns.
-///
-/// # Safety
-/// Called from a C function of the module whose stack is the job's frame.
-pub unsafe fn call(l: crate::raw::L, make: MakeJob, finish: Finish) -> c_int {
-    // SAFETY: as the contract says.
-    unsafe { drive(l, JobOp { make, finish }) }
+/// `finish`, whose results it answers. The stack is the job's frame.
+pub fn call(lua: &mut Lua, make: MakeJob, finish: Finish) -> Ret {
+    // SAFETY: `lua` is the running thread of a C function of the module,
+    // whose stack is the frame.
+    Ok(unsafe { drive(lua.raw(), JobOp { make, finish }) })
 }

@@ -253,6 +253,28 @@ describe("cothread.file", function()
     ro:close()
   end)
 
+  it("refuses a path with a NUL byte instead of cutting it", function()
+    local path = fixture("secret")
+    -- The message names the path as io does: up to the NUL.
+    assert.same({ nil, path .. ": Invalid argument", 22 }, { file.open(path .. "\0x") })
+    assert.same({ nil, path .. ": Invalid argument", 22 }, { file.stat(path .. "\0x") })
+  end)
+
+  it("opens with every mode of io.open", function()
+    local path = fixture("abc")
+    for _, mode in ipairs { "r", "rb", "r+", "r+b", "a", "a+", "ab", "w", "w+", "wb", "w+b" } do
+      local f = assert(file.open(path, mode))
+      assert.equal("file", file.type(f))
+      f:close()
+    end
+    path = fixture("abc") -- "w" emptied the other
+    local f = assert(file.open(path, "a+"))
+    assert(f:write("def"))
+    f:seek("set", 0)
+    assert.equal("abcdef", f:read("a"), "a+ reads from the start and appends at the end")
+    f:close()
+  end)
+
   it("raises on misuse", function()
     assert.has_error(function() file.open() end, "bad argument #1 to 'open' (string expected, got no value)")
     assert.has_error(function() file.open({}) end)

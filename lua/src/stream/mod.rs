@@ -92,13 +92,14 @@ pub unsafe fn push_stream(l: L, fd: RawFd, pipe: bool) -> *mut Stream {
     }
 }
 
-/// Is the stream at `idx` (one, checked) open?
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn is_open(l: L, idx: c_int) -> bool {
-    // SAFETY: the caller checked that `idx` holds a stream.
-    unsafe { (*(ffi::lua_touserdata(l, idx) as *mut Stream)).core.is_some() }
+/// Whether the value at `idx` is a stream, and if so whether it is open.
+pub fn open_at(lua: &crate::lua::Lua, idx: c_int) -> Option<bool> {
+    // SAFETY: `lua` is a valid state with room for the metatables compared;
+    // a userdata with this metatable holds a `Stream`.
+    unsafe {
+        let s = ffi::luaL_testudata(lua.raw(), idx, STREAM.as_ptr()) as *const Stream;
+        s.as_ref().map(|s| s.core.is_some())
+    }
 }
 
 /// `[-0, +0, e]` The stream at `idx`, raising unless it is one and open.
