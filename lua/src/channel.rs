@@ -209,17 +209,17 @@ impl Receive {
 }
 
 impl Operation for Receive {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the engine steps on the frame's live thread, in a C
         // function or the resume loop, with no Rust frame of ours holding a
         // value with a destructor above the step.
-        let mut lua = unsafe { Lua::from_raw(f.l) };
+        let mut lua = unsafe { Lua::from_raw(f.l()) };
         Receive::step_on(&mut lua, f, why)
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`; `receive` checked slot 1 (a receiver).
-        unsafe { each(receiver_source(Lua::from_raw(f.l).to_pointer(f.at(1))), -1, READ) }
+        unsafe { each(receiver_source(Lua::from_raw(f.l()).to_pointer(f.at(1))), -1, READ) }
     }
 }
 

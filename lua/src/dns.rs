@@ -26,8 +26,8 @@ struct Answer {
 type Lookup = Result<Answer, ResolveError>;
 
 /// The string in frame slot `i`, if it is one, copied for a job.
-fn string_arg(lua: &Lua, f: &Frame, i: c_int) -> Option<CString> {
-    lua.to_cstr(f.at(i)).map(CStr::to_owned)
+fn string_arg(f: &Frame, i: c_int) -> Option<CString> {
+    f.lua.to_cstr(f.at(i)).map(CStr::to_owned)
 }
 
 /// The job looking up `name`: numeric addresses as they are; `reverse`
@@ -111,7 +111,8 @@ fn push_found(lua: &mut Lua, r: Result<&mut Payload, &'static CStr>, field: &CSt
         Err(m) => lua.fail(m),
     }
 }
-fn toip_done(lua: &mut Lua, _: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+fn toip_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let lua = &mut f.lua;
     push_found(lua, r, c"ip")
 }
 
@@ -122,10 +123,11 @@ cfn!(toip = toip_body);
 fn toip_body(lua: &mut Lua) -> Ret {
     lua.check_bytes(1)?;
     lua.set_top(1);
-    work::call(lua, |lua, f| lookup_job(string_arg(lua, f, 1).unwrap_or_default(), false), toip_done)
+    work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), false), toip_done)
 }
 
-fn tohostname_done(lua: &mut Lua, _: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+fn tohostname_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let lua = &mut f.lua;
     push_found(lua, r, c"name")
 }
 
@@ -136,10 +138,11 @@ cfn!(tohostname = tohostname_body);
 fn tohostname_body(lua: &mut Lua) -> Ret {
     lua.check_bytes(1)?;
     lua.set_top(1);
-    work::call(lua, |lua, f| lookup_job(string_arg(lua, f, 1).unwrap_or_default(), true), tohostname_done)
+    work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), true), tohostname_done)
 }
 
-fn getaddrinfo_done(lua: &mut Lua, _: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+fn getaddrinfo_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let lua = &mut f.lua;
     let a = match payload_of::<Result<sys::Found, ResolveError>>(r) {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
@@ -164,8 +167,8 @@ cfn!(getaddrinfo = getaddrinfo_body);
 fn getaddrinfo_body(lua: &mut Lua) -> Ret {
     lua.check_bytes(1)?;
     lua.set_top(1);
-    let make = |lua: &Lua, f: &Frame| -> Job {
-        let name = string_arg(lua, f, 1).unwrap_or_default();
+    let make = |f: &Frame| -> Job {
+        let name = string_arg(f, 1).unwrap_or_default();
         Box::new(move || -> Payload {
             let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
             Box::new(sys::lookup(Some(&name), None, q))
@@ -177,13 +180,15 @@ fn getaddrinfo_body(lua: &mut Lua) -> Ret {
 /// What `getnameinfo` found: a host name per address, and the service.
 type NameInfo = Result<(Vec<CString>, CString), ResolveError>;
 
-fn getnameinfo_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+fn getnameinfo_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let (at1, at2) = (f.at(1), f.at(2));
+    let lua = &mut f.lua;
     let (hosts, serv) = match payload_of::<NameInfo>(r) {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
         Err(m) => return lua.fail(m),
     };
-    let want_host = !lua.is_nil(f.at(1));
+    let want_host = !lua.is_nil(at1);
     lua.new_table(if want_host { hosts.len() as c_int } else { 0 }, 0);
     if want_host {
         for (i, h) in hosts.iter().enumerate() {
@@ -191,7 +196,7 @@ fn getnameinfo_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static C
             lua.set_index(-2, i as lua_Integer + 1);
         }
     }
-    if lua.is_nil(f.at(2)) {
+    if lua.is_nil(at2) {
         return 1;
     }
     lua.push_bytes(serv.to_bytes());
@@ -209,8 +214,8 @@ fn getnameinfo_body(lua: &mut Lua) -> Ret {
         return Err(Error::msg(c"host and serv cannot be both nil"));
     }
     lua.set_top(2);
-    let make = |lua: &Lua, f: &Frame| -> Job {
-        let (host, serv) = (string_arg(lua, f, 1), string_arg(lua, f, 2));
+    let make = |f: &Frame| -> Job {
+        let (host, serv) = (string_arg(f, 1), string_arg(f, 2));
         Box::new(move || -> Payload {
             let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
             let r: NameInfo = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {

@@ -48,14 +48,13 @@ fn errno_of(e: std::io::Error) -> i32 {
 }
 
 /// The path in frame slot 1, all its bytes.
-fn path_of(lua: &Lua, f: &Frame) -> PathBuf {
-    PathBuf::from(OsString::from_vec(lua.to_bytes(f.at(1)).unwrap_or_default().to_vec()))
+fn path_of(f: &Frame) -> PathBuf {
+    PathBuf::from(OsString::from_vec(f.lua.to_bytes(f.at(1)).unwrap_or_default().to_vec()))
 }
 
-/// `[-0, +3, m]` Pushes `nil, "path: message", errno`, the path from frame
-/// slot 1.
-fn fail_path(lua: &Lua, f: &Frame, errno: i32) -> c_int {
-    lua.fail_errno(errno, Some(lua.to_cstr(f.at(1)).unwrap_or_default()))
+/// `[-0, +3, m]` Pushes `nil, "path: message", errno`, the path at `path`.
+fn fail_path(lua: &Lua, path: c_int, errno: i32) -> c_int {
+    lua.fail_errno(errno, Some(lua.to_cstr(path).unwrap_or_default()))
 }
 
 cfn!(open = open_body);
@@ -69,9 +68,9 @@ fn open_body(lua: &mut Lua) -> Ret {
         return Err(Error::arg(2, c"invalid mode"));
     }
     lua.set_top(2); // path mode
-    let make = |lua: &Lua, f: &Frame| -> crate::engine::Job {
-        let path = path_of(lua, f);
-        let options = open_options(lua.to_bytes(f.at(2)).unwrap_or(b"r"));
+    let make = |f: &Frame| -> crate::engine::Job {
+        let path = path_of(f);
+        let options = open_options(f.lua.to_bytes(f.at(2)).unwrap_or(b"r"));
         Box::new(move || -> Payload {
             let r: Result<OwnedFd, i32> = match options {
                 Some(o) => o.open(&path).map(OwnedFd::from).map_err(errno_of),
@@ -84,7 +83,9 @@ fn open_body(lua: &mut Lua) -> Ret {
 }
 
 /// Pushes the stream an open made, or its failure.
-fn open_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+fn open_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let at1 = f.at(1);
+    let lua = &mut f.lua;
     // The descriptor leaves the payload (an `OwnedFd` that would close it)
     // for the stream, which owns it from then.
     match r.map(|p| p.downcast_mut::<Result<OwnedFd, i32>>().map(|r| std::mem::replace(r, Err(0)))) {
@@ -93,7 +94,7 @@ fn open_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -
             unsafe { stream::push_stream(lua.raw(), fd.into_raw_fd(), false) };
             1
         }
-        Ok(Some(Err(e))) => fail_path(lua, f, e),
+        Ok(Some(Err(e))) => fail_path(lua, at1, e),
         Ok(None) => lua.fail(c"cancelled"),
         Err(m) => lua.fail(m),
     }
@@ -106,8 +107,8 @@ cfn!(stat = stat_body);
 fn stat_body(lua: &mut Lua) -> Ret {
     lua.check_bytes(1)?;
     lua.set_top(1);
-    let make = |lua: &Lua, f: &Frame| -> crate::engine::Job {
-        let path = path_of(lua, f);
+    let make = |f: &Frame| -> crate::engine::Job {
+        let path = path_of(f);
         Box::new(move || -> Payload {
             let r: Result<Metadata, i32> = std::fs::metadata(&path).map_err(errno_of);
             Box::new(r)
@@ -117,13 +118,15 @@ fn stat_body(lua: &mut Lua) -> Ret {
 }
 
 /// Pushes the attributes a stat found, or its failure.
-fn stat_done(lua: &mut Lua, f: &Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+fn stat_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let at1 = f.at(1);
+    let lua = &mut f.lua;
     match r.map(|p| p.downcast_ref::<Result<Metadata, i32>>()) {
         Ok(Some(Ok(st))) => {
             push_stat(lua, st);
             1
         }
-        Ok(Some(Err(e))) => fail_path(lua, f, *e),
+        Ok(Some(Err(e))) => fail_path(lua, at1, *e),
         Ok(None) => lua.fail(c"cancelled"),
         Err(m) => lua.fail(m),
     }

@@ -426,11 +426,11 @@ struct Await {
 }
 
 impl Operation for Await {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `await_` built (a checked future in slot 1, which
         // keeps it alive).
         unsafe {
-            let l = f.l;
+            let l = f.l();
             let fut = check_future(l, f.at(1));
             Next::Done(match why {
                 Why::Start | Why::Ready | Why::Closed if fut.outcome().is_none() => {
@@ -449,11 +449,11 @@ impl Operation for Await {
         }
     }
 
-    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+    fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
         // SAFETY: as `step`; the request holds its own reference to the
         // future's state.
         unsafe {
-            let fut = check_future(f.l, f.at(1)).clone();
+            let fut = check_future(f.l(), f.at(1)).clone();
             let req = lp.future_wait(&fut, Box::new(move |_, _, _| fire.fire()));
             Ok(Box::new(move |lp| {
                 let _ = lp.request_cancel(req); // completed already: nothing to cancel
@@ -461,11 +461,11 @@ impl Operation for Await {
         }
     }
 
-    unsafe fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
+    fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
         // SAFETY: as `step`; only the calling thread blocks.
         unsafe {
             let ns = self.deadline.filter(|&d| d != u64::MAX).map(|d| d.saturating_sub(cothread::time::monotonic_ns()));
-            match check_future(f.l, f.at(1)).wait(ns) {
+            match check_future(f.l(), f.at(1)).wait(ns) {
                 Ok(()) => Why::Done,
                 Err(_) => Why::Timeout,
             }

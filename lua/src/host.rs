@@ -46,10 +46,10 @@ struct LoopWait {
 }
 
 impl Operation for LoopWait {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: a step's slots on `f.l`.
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        // SAFETY: a step's slots on `f.l()`.
         unsafe {
-            let l = f.l;
+            let l = f.l();
             Next::Done(match why {
                 Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
                 Why::Done => {
@@ -63,9 +63,9 @@ impl Operation for LoopWait {
         }
     }
 
-    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+    fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
         // SAFETY: slot 1 holds the key, a checked light userdata.
-        let key = unsafe { ffi::lua_touserdata(f.l, f.at(1)) } as usize;
+        let key = unsafe { ffi::lua_touserdata(f.l(), f.at(1)) } as usize;
         // A loop task waiting on the key stands in for the cothread.
         let h = lp.task_init(0, Box::new(move |_, _, _| fire.fire()));
         let close: OnEnd = Box::new(move |lp| {

@@ -97,19 +97,17 @@ struct Wait {
 }
 
 impl Operation for Wait {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the engine steps on the frame's live thread (a C function
-        // or the resume loop), and keeps the payload slot for the step.
-        let (lua, payload) = unsafe { (Lua::from_raw(f.l), f.payload()) };
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         if why == Why::Done {
-            if let Some(n) = engine::payload_as::<c_int>(payload) {
-                self.got = *n;
+            if let Some(n) = engine::payload_as::<c_int>(f.take_payload()) {
+                self.got = n;
             }
         }
+        let lua = &f.lua;
         Next::Done(match why {
             Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
             Why::Done if self.got > 0 => {
-                push_name(&lua, self.got);
+                push_name(lua, self.got);
                 lua.push_int(self.got as lua_Integer);
                 2
             }
@@ -119,7 +117,7 @@ impl Operation for Wait {
         })
     }
 
-    unsafe fn start(&mut self, _f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+    fn start(&mut self, _f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
         let mut handles = Vec::new();
         let mut failed = None;
         for sig in signals(self.mask) {
@@ -146,7 +144,7 @@ impl Operation for Wait {
         }
     }
 
-    unsafe fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+    fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
         match cothread::reactor::wait_in_thread(self.mask, self.deadline) {
             Some(n) => {
                 self.got = n;

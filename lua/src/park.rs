@@ -4,11 +4,10 @@
 //! once, with the results), and any other caller blocks its thread.
 
 use std::ffi::c_int;
-use std::mem::ManuallyDrop;
 
 use cothread::Task;
 
-use crate::engine::{self, Frame, Next, Operation, Payload, STEP_SLOTS, Why};
+use crate::engine::{self, Frame, Next, Operation, STEP_SLOTS, Why};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, CURRENT, Quick, State};
 
@@ -40,8 +39,8 @@ pub unsafe fn cothread_of(l: L) -> Option<(*mut State, Task)> {
 pub unsafe fn drive<O: Operation + Copy + 'static>(l: L, mut op: O) -> c_int {
     // No value with a destructor lives here: a step may raise, and the yield
     // longjmps (`op` is plain data; the payload slot is never filled here).
-    let mut none: ManuallyDrop<Option<Payload>> = ManuallyDrop::new(None);
-    let mut f = Frame { l, base: 0, payload: &raw mut *none };
+    // SAFETY: the contract (`l` runs this C function).
+    let mut f = unsafe { Frame::new(l, 0) };
     let mut why = Why::Start;
     // SAFETY: as the contract says; `park` hands `op` over to the engine.
     unsafe {

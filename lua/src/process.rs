@@ -447,14 +447,14 @@ struct Wait {
 /// The process object in slot 1 of the frame.
 unsafe fn proc_of(f: &Frame) -> *mut Proc {
     // SAFETY: slot 1 of a wait's frame holds the (checked) process object.
-    unsafe { ffi::lua_touserdata(f.l, f.at(1)) as *mut Proc }
+    unsafe { ffi::lua_touserdata(f.l(), f.at(1)) as *mut Proc }
 }
 
 impl Operation for Wait {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `proc_wait` built; the object stays in slot 1.
         unsafe {
-            let l = f.l;
+            let l = f.l();
             if let Some(e) = exit_of(proc_of(f)) {
                 return Next::Done(push_exit(l, e));
             }
@@ -469,7 +469,7 @@ impl Operation for Wait {
         }
     }
 
-    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+    fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
         // SAFETY: as `step`; the callback keeps its own reference to the cell
         // the exit goes into.
         unsafe {
@@ -492,7 +492,7 @@ impl Operation for Wait {
         }
     }
 
-    unsafe fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
+    fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
         // SAFETY: as `step`.
         unsafe { wait_blocking(proc_of(f), self.deadline, &mut self.errno) }
     }

@@ -14,11 +14,11 @@ use crate::lua::{Lua, Ret};
 use crate::park::drive;
 
 /// Builds the job from the frame (its arguments, already checked).
-pub type MakeJob = fn(&Lua, &Frame) -> Job;
+pub type MakeJob = fn(&Frame) -> Job;
 
 /// Pushes a call's results for the job's payload (or the message of a wait
 /// that ended without one) above the frame; returns how many.
-pub type Finish = fn(&mut Lua, &Frame, Result<&mut Payload, &'static CStr>) -> std::ffi::c_int;
+pub type Finish = fn(&mut Frame, Result<&mut Payload, &'static CStr>) -> std::ffi::c_int;
 
 #[derive(Clone, Copy)]
 struct JobOp {
@@ -27,23 +27,20 @@ struct JobOp {
 }
 
 impl Operation for JobOp {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the engine steps on the frame's live thread, and keeps the
-        // payload (in its record or a holder) while `finish` pushes.
-        let (mut lua, payload) = unsafe { (Lua::from_raw(f.l), f.payload()) };
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        let mut payload = f.take_payload();
         let r = match why {
             Why::Start => return Next::Job,
-            Why::Done => payload.ok_or(c"cancelled"),
+            Why::Done => payload.as_mut().ok_or(c"cancelled"),
             Why::Failed(m) => Err(m),
             Why::Timeout => Err(c"timeout"),
             Why::Ready | Why::Closed | Why::Cancelled => Err(c"cancelled"),
         };
-        Next::Done((self.finish)(&mut lua, f, r))
+        Next::Done((self.finish)(f, r))
     }
 
-    unsafe fn job(&mut self, f: &Frame) -> Job {
-        // SAFETY: as `step`.
-        (self.make)(&unsafe { Lua::from_raw(f.l) }, f)
+    fn job(&mut self, f: &Frame) -> Job {
+        (self.make)(f)
     }
 }
 

@@ -24,7 +24,7 @@ use cothread::reactor::Loop;
 
 use super::source::Source;
 use super::{Fire, OnEnd};
-use crate::raw::L;
+use crate::lua::{L, Lua};
 
 /// A value a pool job or an outside event hands to its operation.
 pub type Payload = Box<dyn Any + Send>;
@@ -93,30 +93,44 @@ pub enum Next {
 /// Where a step finds its frame and pushes its results.
 pub struct Frame {
     /// The thread whose stack holds the frame; results go above it.
-    pub l: L,
+    pub lua: Lua,
     /// The slot below the frame's first (0 in the C function itself).
     pub base: c_int,
-    /// The payload of a `Why::Done` (kept by the engine, or by a userdata on
-    /// the stack outside cothreads: never by the Rust stack, which a raised
-    /// error skips).
-    pub payload: *mut Option<Payload>,
+    /// The payload of a `Why::Done`, until the step takes it. (A memory
+    /// error while the step pushes would skip its drop: a leak, no more.)
+    payload: Option<Payload>,
 }
 
 impl Frame {
+    /// The frame above slot `base` of thread `l`.
+    ///
+    /// # Safety
+    /// As `Lua::from_raw` for `l`, while the frame is used.
+    pub unsafe fn new(l: L, base: c_int) -> Frame {
+        // SAFETY: the contract.
+        Frame { lua: unsafe { Lua::from_raw(l) }, base, payload: None }
+    }
+
+    /// The thread, for the engine.
+    #[inline]
+    pub fn l(&self) -> L {
+        self.lua.raw()
+    }
+
     /// The absolute index of frame slot `i` (1-based).
     #[inline]
     pub fn at(&self, i: c_int) -> c_int {
         self.base + i
     }
 
-    /// The payload, in place.
-    ///
-    /// # Safety
-    /// `payload` is valid (the engine's or a holder's slot) for `'a`.
-    pub unsafe fn payload<'a>(&self) -> Option<&'a mut Payload> {
-        // SAFETY: the slot outlives the step (contract); nothing else touches
-        // it while the step runs.
-        unsafe { (*self.payload).as_mut() }
+    /// Gives the step a `Why::Done` payload.
+    pub fn set_payload(&mut self, p: Option<Payload>) {
+        self.payload = p;
+    }
+
+    /// Takes the payload of a `Why::Done`, if any.
+    pub fn take_payload(&mut self) -> Option<Payload> {
+        self.payload.take()
     }
 }
 
@@ -127,29 +141,19 @@ pub trait Operation {
     /// Goes on after `why` (see the module documentation for where the
     /// frame is). Pushes the results and answers `Done(n)`, or says what to
     /// wait for. `Cancelled` and `Failed` must answer `Done`.
-    ///
-    /// # Safety
-    /// `f` describes the operation's frame on a live thread with the stack
-    /// space the engine or the driver checked (`STEP_SLOTS` free slots).
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next;
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next;
 
     /// Calls `each(source, descriptor, direction)` for every source it waits
     /// on (descriptor -1: a channel). The engine attaches them when the
     /// operation parks; outside cothreads `block` polls their descriptors.
     /// It must not raise.
-    ///
-    /// # Safety
-    /// As `step`.
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         let _ = (f, each);
     }
 
     /// The job a step asked for with `Next::Job`, made when it can be handed
     /// over at once. It must not raise.
-    ///
-    /// # Safety
-    /// As `step`.
-    unsafe fn job(&mut self, f: &Frame) -> Job {
+    fn job(&mut self, f: &Frame) -> Job {
         let _ = f;
         Box::new(|| Box::new(()))
     }
@@ -157,10 +161,7 @@ pub trait Operation {
     /// Starts the outside event a step asked for with `Next::Event`: makes
     /// the loop handles whose callbacks end the wait with `fire`, and
     /// returns what closes them (it runs however the wait ends).
-    ///
-    /// # Safety
-    /// As `step`.
-    unsafe fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
+    fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
         let _ = (f, lp, fire);
         Err(c"nothing to wait for")
     }
@@ -169,12 +170,8 @@ pub trait Operation {
     /// says why the step runs again. By default it polls the sources'
     /// descriptors (`Wait`) or runs the job here (`Job`); an `Event` needs
     /// its own way.
-    ///
-    /// # Safety
-    /// As `step`; `f.l` is the caller's thread, in a C function.
-    unsafe fn block(&mut self, f: &mut Frame, next: Next) -> Why {
-        // SAFETY: as this function's contract.
-        unsafe { super::block::block(self, f, next) }
+    fn block(&mut self, f: &mut Frame, next: Next) -> Why {
+        super::block::block(self, f, next)
     }
 }
 
@@ -183,11 +180,11 @@ pub trait Operation {
 pub(super) enum Spent {}
 
 impl Operation for Spent {
-    unsafe fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
+    fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
         match *self {}
     }
 
-    unsafe fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+    fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
         match *self {}
     }
 }
@@ -223,8 +220,8 @@ pub fn deadline_in(ns: u64) -> u64 {
 }
 
 /// A payload downcast to `T`, if it is one.
-pub fn payload_as<T: Any>(p: Option<&mut Payload>) -> Option<&mut T> {
-    p?.downcast_mut::<T>()
+pub fn payload_as<T: Any>(p: Option<Payload>) -> Option<T> {
+    p?.downcast::<T>().ok().map(|b| *b)
 }
 
 #[cfg(test)]

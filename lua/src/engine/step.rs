@@ -36,7 +36,7 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
     unsafe {
         let id = new_id();
         let r = (*e).new_record(op, task, l, ffi::lua_gettop(l));
-        let f = Frame { l, base: 0, payload: &raw mut (*r).payload };
+        let f = Frame::new(l, 0);
         let mut sources = std::mem::take(&mut (*e).sources_scratch);
         sources.clear();
         (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
@@ -151,8 +151,9 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
         ffi::lua_settop(co, -2); // the sentinel
         ffi::lua_xmove(co, l, (*r).height);
         let base = ffi::lua_gettop(l) - (*r).height;
+        let mut f = Frame::new(l, base);
+        f.set_payload((*r).payload.take());
         loop {
-            let mut f = Frame { l, base, payload: &raw mut (*r).payload };
             let mut next = (*(*r).op).step(&mut f, why);
             if matches!(why, Why::Cancelled | Why::Failed(_)) && !matches!(next, Next::Done(_)) {
                 next = Next::Done(0); // it must end: with no results then

@@ -13,11 +13,11 @@ use super::*;
 struct Idle;
 
 impl Operation for Idle {
-    unsafe fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
+    fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
         Next::Done(0)
     }
 
-    unsafe fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+    fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
         Why::Timeout
     }
 }

@@ -12,9 +12,8 @@
 //! cothread never scheduled again is collected with its ticket.
 
 use std::ffi::{CStr, c_int};
-use std::mem::ManuallyDrop;
 
-use super::{Engine, Frame, Next, Operation, Payload, STEP_SLOTS, Why, delivered_marker};
+use super::{Engine, Frame, Next, Operation, STEP_SLOTS, Why, delivered_marker};
 use crate::raw::{self, L, ffi};
 
 /// Metatable name of tickets.
@@ -114,8 +113,7 @@ pub unsafe fn settle(l: L, co: L) -> bool {
         raw::check_stack(l, h + STEP_SLOTS); // may raise: the ticket stays on `l`, spent with it
         ffi::lua_xmove(co, l, h);
         let base = ffi::lua_gettop(l) - h;
-        let mut none: ManuallyDrop<Option<Payload>> = ManuallyDrop::new(None);
-        let mut f = Frame { l, base, payload: &raw mut *none };
+        let mut f = Frame::new(l, base);
         let n = match (*op).step(&mut f, Why::Cancelled) {
             Next::Done(n) => n,
             _ => 0,

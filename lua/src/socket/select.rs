@@ -60,17 +60,17 @@ unsafe fn each_item(l: L, idx: c_int, dir: u32, mut f: impl FnMut(Item)) {
 struct Select;
 
 impl Operation for Select {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `select` built.
         unsafe { select_step(f, why) }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`; the sockets and selectables are live (their
         // lists hold them).
         unsafe {
             for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
-                each_item(f.l, idx, dir, |item| match item {
+                each_item(f.l(), idx, dir, |item| match item {
                     Item::Sock(t) if (*t).fd >= 0 => each(&raw mut (*t).src, (*t).fd, dir),
                     Item::Sock(_) => {}
                     Item::Other(s, ud) => each((s.source)(ud), -1, READ),
@@ -126,7 +126,7 @@ unsafe fn select_poll(f: &Frame) -> bool {
         let mut socks: Vec<(*mut Tcp, u32)> = Vec::new();
         let mut any = false;
         for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
-            each_item(f.l, idx, dir, |item| match item {
+            each_item(f.l(), idx, dir, |item| match item {
                 Item::Sock(t) => {
                     (*t).src.sel.set(0);
                     if (*t).fd >= 0 {
@@ -169,7 +169,7 @@ unsafe fn push_selected(f: &Frame, idx: c_int, dir: u32) {
     // SAFETY: the frame of `Select`; the elements stay in their lists.
     // Stack: out, then (once an element is ready) its metatable `map`.
     unsafe {
-        let l = f.l;
+        let l = f.l();
         raw::check_stack(l, 4);
         ffi::lua_newtable(l);
         let out = ffi::lua_gettop(l);
@@ -221,17 +221,17 @@ unsafe fn select_step(f: &mut Frame, why: Why) -> Next {
         let msg = match msg {
             Some(m) => m,
             None => {
-                let d = (ffi::lua_type(f.l, f.at(4)) == ffi::LUA_TNUMBER)
-                    .then(|| ffi::lua_tointegerx(f.l, f.at(4), std::ptr::null_mut()) as u64);
+                let d = (ffi::lua_type(f.l(), f.at(4)) == ffi::LUA_TNUMBER)
+                    .then(|| ffi::lua_tointegerx(f.l(), f.at(4), std::ptr::null_mut()) as u64);
                 match d {
                     Some(d) if d <= cothread::time::monotonic_ns() => c"timeout",
                     d => return Next::Wait(d),
                 }
             }
         };
-        ffi::lua_newtable(f.l);
-        ffi::lua_newtable(f.l);
-        ffi::lua_pushstring(f.l, msg.as_ptr());
+        ffi::lua_newtable(f.l());
+        ffi::lua_newtable(f.l());
+        ffi::lua_pushstring(f.l(), msg.as_ptr());
         Next::Done(3)
     }
 }
@@ -241,11 +241,11 @@ unsafe fn select_step(f: &mut Frame, why: Why) -> Next {
 struct Sleep;
 
 impl Operation for Sleep {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `sleep` built (slot 2: the deadline, an integer).
         unsafe {
             match why {
-                Why::Start => Next::Wait(Some(ffi::lua_tointegerx(f.l, f.at(2), std::ptr::null_mut()) as u64)),
+                Why::Start => Next::Wait(Some(ffi::lua_tointegerx(f.l(), f.at(2), std::ptr::null_mut()) as u64)),
                 _ => Next::Done(0),
             }
         }

@@ -23,7 +23,7 @@ const CHUNK: usize = 64 * 1024;
 unsafe fn sock(f: &Frame) -> *mut Tcp {
     // SAFETY: slot 1 of every socket operation's frame holds its `Tcp`
     // (checked by the method that built the frame).
-    unsafe { ffi::lua_touserdata(f.l, f.at(1)) as *mut Tcp }
+    unsafe { ffi::lua_touserdata(f.l(), f.at(1)) as *mut Tcp }
 }
 
 // ----- receive -----
@@ -37,14 +37,14 @@ const ALL: ffi::lua_Integer = -2;
 struct Receive;
 
 impl Operation for Receive {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_receive` built.
         unsafe { receive_step(f, why) }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
-        unsafe { one_source(f.l, f.base, READ, each) }
+        unsafe { one_source(f.l(), f.base, READ, each) }
     }
 }
 
@@ -114,9 +114,9 @@ unsafe fn push_data(f: &Frame, data: &mut [u8], line: bool) {
     }
     // SAFETY: a step has `STEP_SLOTS` free slots; Lua copies the bytes.
     unsafe {
-        ffi::lua_pushvalue(f.l, f.at(3));
-        ffi::lua_pushlstring(f.l, data.as_ptr().cast(), len);
-        ffi::lua_concat(f.l, 2);
+        ffi::lua_pushvalue(f.l(), f.at(3));
+        ffi::lua_pushlstring(f.l(), data.as_ptr().cast(), len);
+        ffi::lua_concat(f.l(), 2);
     }
 }
 
@@ -166,10 +166,10 @@ unsafe fn recv_step(f: &Frame, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: u
 unsafe fn receive_failed(f: &Frame, t: *mut Tcp, msg: &CStr) -> Next {
     // SAFETY: a step's frame and slots; `t` is live.
     unsafe {
-        ffi::lua_pushnil(f.l);
-        ffi::lua_pushstring(f.l, msg.as_ptr());
+        ffi::lua_pushnil(f.l());
+        ffi::lua_pushstring(f.l(), msg.as_ptr());
         let n = (*t).unread().len();
-        let line = ffi::lua_tointegerx(f.l, f.at(2), std::ptr::null_mut()) == LINE;
+        let line = ffi::lua_tointegerx(f.l(), f.at(2), std::ptr::null_mut()) == LINE;
         push_taken(f, t, n, n, line);
         Next::Done(3)
     }
@@ -179,8 +179,8 @@ unsafe fn receive_failed(f: &Frame, t: *mut Tcp, msg: &CStr) -> Next {
 unsafe fn received(f: &Frame) -> Next {
     // SAFETY: a step's slots.
     unsafe {
-        ffi::lua_pushnil(f.l);
-        ffi::lua_pushnil(f.l);
+        ffi::lua_pushnil(f.l());
+        ffi::lua_pushnil(f.l());
     }
     Next::Done(3)
 }
@@ -195,9 +195,9 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
         if why != Why::Start {
             (*t).drained = false; // readiness (or a close, found below)
         }
-        let pattern = ffi::lua_tointegerx(f.l, f.at(2), std::ptr::null_mut());
+        let pattern = ffi::lua_tointegerx(f.l(), f.at(2), std::ptr::null_mut());
         let mut prefix_len = 0;
-        ffi::lua_tolstring(f.l, f.at(3), &mut prefix_len);
+        ffi::lua_tolstring(f.l(), f.at(3), &mut prefix_len);
         let wanted = if pattern >= 0 { (pattern as usize).saturating_sub(prefix_len) } else { 0 };
         loop {
             // Satisfied by the buffer?
@@ -226,7 +226,7 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
             if (*t).drained {
                 // Skip a recv that would most likely fail with EAGAIN; with
                 // no time left to wait, try it all the same.
-                if let Ok(d) = wait_deadline(f.l, t, f.at(4)) {
+                if let Ok(d) = wait_deadline(f.l(), t, f.at(4)) {
                     return Next::Wait(d);
                 }
             }
@@ -240,7 +240,7 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
                     return receive_failed(f, t, c"closed");
                 }
                 Ok(Some(n)) => (*t).drained = n < CHUNK,
-                Err(libc::EAGAIN) => match wait_deadline(f.l, t, f.at(4)) {
+                Err(libc::EAGAIN) => match wait_deadline(f.l(), t, f.at(4)) {
                     Ok(d) => return Next::Wait(d),
                     Err(()) => return receive_failed(f, t, c"timeout"),
                 },
@@ -260,14 +260,14 @@ struct Send {
 }
 
 impl Operation for Send {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_send` built.
         unsafe { send_step(f, why, &mut self.sent) }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
-        unsafe { one_source(f.l, f.base, WRITE, each) }
+        unsafe { one_source(f.l(), f.base, WRITE, each) }
     }
 }
 
@@ -305,14 +305,14 @@ unsafe fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
     unsafe {
         let t = sock(f);
         let mut len = 0;
-        let data = ffi::lua_tolstring(f.l, f.at(2), &mut len) as *const u8;
-        let i = ffi::lua_tointegerx(f.l, f.at(3), std::ptr::null_mut());
-        let j = ffi::lua_tointegerx(f.l, f.at(4), std::ptr::null_mut());
+        let data = ffi::lua_tolstring(f.l(), f.at(2), &mut len) as *const u8;
+        let i = ffi::lua_tointegerx(f.l(), f.at(3), std::ptr::null_mut());
+        let j = ffi::lua_tointegerx(f.l(), f.at(4), std::ptr::null_mut());
         debug_assert!(j <= len as i64);
         let failed = |sent: i64, msg: &CStr| {
-            ffi::lua_pushnil(f.l);
-            ffi::lua_pushstring(f.l, msg.as_ptr());
-            ffi::lua_pushinteger(f.l, i - 1 + sent);
+            ffi::lua_pushnil(f.l());
+            ffi::lua_pushstring(f.l(), msg.as_ptr());
+            ffi::lua_pushinteger(f.l(), i - 1 + sent);
             Next::Done(3)
         };
         if let Some(m) = failure(why) {
@@ -330,7 +330,7 @@ unsafe fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
                     (*t).sent += n as u64;
                 }
                 Err(libc::EAGAIN) => {
-                    return match wait_deadline(f.l, t, f.at(5)) {
+                    return match wait_deadline(f.l(), t, f.at(5)) {
                         Ok(d) => Next::Wait(d),
                         Err(()) => failed(*sent, c"timeout"),
                     };
@@ -338,9 +338,9 @@ unsafe fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
                 Err(e) => return failed(*sent, sys::strerror(e)),
             }
         }
-        ffi::lua_pushinteger(f.l, i - 1 + *sent);
-        ffi::lua_pushnil(f.l);
-        ffi::lua_pushnil(f.l);
+        ffi::lua_pushinteger(f.l(), i - 1 + *sent);
+        ffi::lua_pushnil(f.l());
+        ffi::lua_pushnil(f.l());
         Next::Done(3)
     }
 }
@@ -352,33 +352,33 @@ unsafe fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
 struct Accept;
 
 impl Operation for Accept {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_accept` built.
         unsafe {
             let t = sock(f);
             if let Some(m) = failure(why) {
-                return Next::Done(raw::push_fail(f.l, m));
+                return Next::Done(raw::push_fail(f.l(), m));
             }
             if (*t).fd < 0 {
-                return Next::Done(raw::push_fail(f.l, c"closed"));
+                return Next::Done(raw::push_fail(f.l(), c"closed"));
             }
             match sys::accept((*t).fd) {
                 Ok(fd) => {
-                    push_tcp(f.l, fd, (*t).family, Kind::Client, false);
+                    push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
                     Next::Done(1)
                 }
-                Err(libc::EAGAIN) => match wait_deadline(f.l, t, f.at(2)) {
+                Err(libc::EAGAIN) => match wait_deadline(f.l(), t, f.at(2)) {
                     Ok(d) => Next::Wait(d),
-                    Err(()) => Next::Done(raw::push_fail(f.l, c"timeout")),
+                    Err(()) => Next::Done(raw::push_fail(f.l(), c"timeout")),
                 },
-                Err(e) => Next::Done(raw::push_fail(f.l, sys::strerror(e))),
+                Err(e) => Next::Done(raw::push_fail(f.l(), sys::strerror(e))),
             }
         }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
-        unsafe { one_source(f.l, f.base, READ, each) }
+        unsafe { one_source(f.l(), f.base, READ, each) }
     }
 }
 
@@ -405,14 +405,14 @@ struct Connect {
 }
 
 impl Operation for Connect {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_connect` or `connect` built.
         unsafe { connect_step(f, why, self) }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
-        unsafe { one_source(f.l, f.base, WRITE, each) }
+        unsafe { one_source(f.l(), f.base, WRITE, each) }
     }
 }
 
@@ -480,23 +480,23 @@ unsafe fn connect_done(f: &Frame, op: &Connect, r: Result<(), &CStr>) -> Next {
     unsafe {
         let t = sock(f);
         if r.is_ok() {
-            set_kind(f.l, f.at(1), t, Kind::Client);
+            set_kind(f.l(), f.at(1), t, Kind::Client);
         }
         if !op.module {
             return Next::Done(match r {
-                Ok(()) => ok(f.l),
-                Err(m) => raw::push_fail(f.l, m),
+                Ok(()) => ok(f.l()),
+                Err(m) => raw::push_fail(f.l(), m),
             });
         }
         // The module's connect returns the object, or closes it.
         match r {
             Ok(()) => {
-                ffi::lua_pushvalue(f.l, f.at(1));
+                ffi::lua_pushvalue(f.l(), f.at(1));
                 Next::Done(1)
             }
             Err(m) => {
                 close_tcp(t);
-                Next::Done(raw::push_fail(f.l, m))
+                Next::Done(raw::push_fail(f.l(), m))
             }
         }
     }
@@ -514,7 +514,7 @@ unsafe fn connect_step(f: &mut Frame, why: Why, op: &mut Connect) -> Next {
             return connect_done(f, op, Err(c"closed"));
         }
         if !op.in_progress {
-            let (host, port) = check_host_port(f.l, f.at(2));
+            let (host, port) = check_host_port(f.l(), f.at(2));
             match start_connect(t, host, port) {
                 Started::Connected => return connect_done(f, op, Ok(())),
                 Started::Failed(m) => return connect_done(f, op, Err(m)),
@@ -527,7 +527,7 @@ unsafe fn connect_step(f: &mut Frame, why: Why, op: &mut Connect) -> Next {
                 e => return connect_done(f, op, Err(sys::strerror(e))),
             }
         }
-        match wait_deadline(f.l, t, f.at(4)) {
+        match wait_deadline(f.l(), t, f.at(4)) {
             Ok(d) => Next::Wait(d),
             Err(()) => connect_done(f, op, Err(c"timeout")),
         }

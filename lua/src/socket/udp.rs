@@ -140,14 +140,14 @@ unsafe extern "C-unwind" fn udp_setpeername(l: L) -> c_int {
 struct Receive;
 
 impl Operation for Receive {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `start_receive` built.
         unsafe { receive_step(f, why) }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
-        unsafe { one_source(f.l, f.base, READ, each) }
+        unsafe { one_source(f.l(), f.base, READ, each) }
     }
 }
 
@@ -192,7 +192,7 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
     // SAFETY: the frame of `Receive`; `t` stays a live object (slot 1); the
     // datagram is copied into Lua before the buffer is emptied.
     unsafe {
-        let l = f.l;
+        let l = f.l();
         let t = ffi::lua_touserdata(l, f.at(1)) as *mut Tcp;
         if let Some(m) = failure(why) {
             return Next::Done(raw::push_fail(l, m));
@@ -235,14 +235,14 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
 struct Send;
 
 impl Operation for Send {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `udp_send` or `udp_sendto` built.
         unsafe { send_step(f, why) }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
-        unsafe { one_source(f.l, f.base, WRITE, each) }
+        unsafe { one_source(f.l(), f.base, WRITE, each) }
     }
 }
 
@@ -281,11 +281,11 @@ unsafe fn destination(f: &Frame, t: *mut Tcp) -> Result<Option<sys::Addr>, &'sta
     // SAFETY: the frame of `Send`; the strings stay in their slots; only
     // Rust code runs while the vector lives.
     unsafe {
-        if ffi::lua_type(f.l, f.at(3)) == ffi::LUA_TNIL {
+        if ffi::lua_type(f.l(), f.at(3)) == ffi::LUA_TNIL {
             return Ok(None);
         }
-        let ip = CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(3), std::ptr::null_mut()));
-        let port = CStr::from_ptr(ffi::lua_tolstring(f.l, f.at(4), std::ptr::null_mut()));
+        let ip = CStr::from_ptr(ffi::lua_tolstring(f.l(), f.at(3), std::ptr::null_mut()));
+        let port = CStr::from_ptr(ffi::lua_tolstring(f.l(), f.at(4), std::ptr::null_mut()));
         let addr = match sys::resolve_numeric(ip, port, (*t).family) {
             Ok(v) => v.first().copied().ok_or(c"host or service not provided, or not known")?,
             Err(e) => return Err(sys::resolve_strerror(e)),
@@ -298,7 +298,7 @@ unsafe fn destination(f: &Frame, t: *mut Tcp) -> Result<Option<sys::Addr>, &'sta
 unsafe fn send_step(f: &mut Frame, why: Why) -> Next {
     // SAFETY: the frame of `Send`; the data string stays in slot 2.
     unsafe {
-        let l = f.l;
+        let l = f.l();
         let t = ffi::lua_touserdata(l, f.at(1)) as *mut Tcp;
         if let Some(m) = failure(why) {
             return Next::Done(raw::push_fail(l, m));

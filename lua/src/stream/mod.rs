@@ -253,7 +253,7 @@ impl StreamOp {
 /// The stream in slot 1 of the frame.
 unsafe fn stream_of(f: &Frame) -> *mut Stream {
     // SAFETY: slot 1 of every stream operation's frame holds its stream.
-    unsafe { ffi::lua_touserdata(f.l, f.at(1)) as *mut Stream }
+    unsafe { ffi::lua_touserdata(f.l(), f.at(1)) as *mut Stream }
 }
 
 /// Runs job `spec` on `inner` (the write's data from the frame).
@@ -277,7 +277,7 @@ fn fill(inner: &mut Inner, fmt: Format) -> Res {
 }
 
 impl Operation for StreamOp {
-    unsafe fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame the method built; a pipe's inline job holds the
         // lock only while Rust runs.
         unsafe {
@@ -285,7 +285,7 @@ impl Operation for StreamOp {
                 Why::Start => In::Start,
                 Why::Ready => In::Ready,
                 Why::Closed => In::Failed(c"closed"),
-                Why::Done => match self.res.take().or_else(|| engine::payload_as::<Res>(f.payload()).copied()) {
+                Why::Done => match self.res.take().or_else(|| engine::payload_as::<Res>(f.take_payload())) {
                     Some(r) => In::Job(r),
                     None => In::Failed(c"cancelled"),
                 },
@@ -318,7 +318,7 @@ impl Operation for StreamOp {
         }
     }
 
-    unsafe fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`; a pipe's lock is only held by Rust code, so
         // `try_lock` finds it free.
         unsafe {
@@ -332,7 +332,7 @@ impl Operation for StreamOp {
         }
     }
 
-    unsafe fn job(&mut self, f: &Frame) -> Job {
+    fn job(&mut self, f: &Frame) -> Job {
         // SAFETY: as `step`; the job owns a reference to the stream's `Inner`
         // and a copy of the data it writes.
         unsafe {
@@ -353,7 +353,7 @@ impl Operation for StreamOp {
         }
     }
 
-    unsafe fn block(&mut self, f: &mut Frame, next: Next) -> Why {
+    fn block(&mut self, f: &mut Frame, next: Next) -> Why {
         // SAFETY: as `step`; outside cothreads a file's job runs here, its
         // result kept in `self` (plain data), not in a payload.
         unsafe {
@@ -378,12 +378,12 @@ unsafe fn failed(f: &Frame, height: c_int, w: In) -> Option<Out> {
     unsafe {
         match w {
             In::Failed(m) => {
-                ffi::lua_settop(f.l, f.at(height));
-                Some(Out::Done(raw::push_fail(f.l, m)))
+                ffi::lua_settop(f.l(), f.at(height));
+                Some(Out::Done(raw::push_fail(f.l(), m)))
             }
             In::Job(Err(e)) => {
-                ffi::lua_settop(f.l, f.at(height));
-                Some(Out::Done(raw::push_errno(f.l, e, None)))
+                ffi::lua_settop(f.l(), f.at(height));
+                Some(Out::Done(raw::push_errno(f.l(), e, None)))
             }
             _ => None,
         }

@@ -74,7 +74,7 @@ pub(super) unsafe fn step(f: &Frame, w: In) -> Out {
     // SAFETY: the frame of a read; no guard or vector local is alive when a
     // push raises (the answer is kept in the stream's `out`).
     unsafe {
-        let l = f.l;
+        let l = f.l();
         let k = ffi::lua_tointegerx(l, f.at(2), std::ptr::null_mut()) as c_int;
         if let Some(out) = failed(f, k + 2, w) {
             return out;

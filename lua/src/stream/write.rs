@@ -19,7 +19,7 @@ pub(super) unsafe fn data_of<'a>(f: &Frame) -> &'a [u8] {
     // SAFETY: slot 2 holds a string (made by `stream_write`), which stays.
     unsafe {
         let mut len = 0;
-        let p = ffi::lua_tolstring(f.l, f.at(2), &mut len) as *const u8;
+        let p = ffi::lua_tolstring(f.l(), f.at(2), &mut len) as *const u8;
         std::slice::from_raw_parts(p, len)
     }
 }
@@ -49,7 +49,7 @@ pub(super) unsafe extern "C-unwind" fn stream_write(l: L) -> c_int {
 pub(super) unsafe fn write_step(f: &Frame, w: In) -> Out {
     // SAFETY: the frame of a write; the data string stays in slot 2.
     unsafe {
-        let l = f.l;
+        let l = f.l();
         if let In::Job(Ok(_)) = w {
             ffi::lua_settop(l, f.at(1));
             return Out::Done(1); // the stream
@@ -169,7 +169,7 @@ pub(super) unsafe extern "C-unwind" fn stream_seek(l: L) -> c_int {
 pub(super) unsafe fn seek_step(f: &Frame, w: In) -> Out {
     // SAFETY: the frame of a seek.
     unsafe {
-        let l = f.l;
+        let l = f.l();
         if let In::Job(Ok(pos)) = w {
             ffi::lua_settop(l, f.base);
             ffi::lua_pushinteger(l, pos as ffi::lua_Integer);
