@@ -176,18 +176,20 @@ fn settimeout_body(lua: &mut Lua) -> Ret {
 #[derive(Clone, Copy)]
 struct Receive;
 
-impl Receive {
-    fn step_on(lua: &mut Lua, f: &Frame, why: Why) -> Next {
+impl Operation for Receive {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        let (rx, deadline) = (f.at(1), f.at(2));
+        let lua = &mut f.lua;
         if let Why::Cancelled | Why::Failed(_) = why {
             let m = if let Why::Failed(m) = why { m } else { c"cancelled" };
             return Next::Done(lua.fail(m));
         }
-        let Some(link) = lua.test_udata::<Receiver>(f.at(1)).map(|r| r.link.clone()) else {
-            return Next::Done(lua.fail(c"closed")); // collected: unreachable while the frame holds it
+        let Some(link) = lua.test_udata::<Receiver>(rx).map(|r| r.link.clone()) else {
+            return Next::Done(lua.fail(c"closed")); // `receive` checked it: unreachable
         };
         if !link.is_empty() {
             let head = link.head.get();
-            lua.get_uservalue(f.at(1), 1); // queue
+            lua.get_uservalue(rx, 1); // queue
             lua.get_index(-1, head); // queue value
             lua.push_nil();
             lua.set_index(-3, head);
@@ -201,25 +203,16 @@ impl Receive {
         if link.closed.get() {
             return Next::Done(lua.fail(c"closed"));
         }
-        match lua.to_int(f.at(2)).map(|d| d as u64) {
+        match lua.to_int(deadline).map(|d| d as u64) {
             Some(d) if why == Why::Timeout || d <= cothread::time::monotonic_ns() => Next::Done(lua.fail(c"timeout")),
             d => Next::Wait(d),
         }
     }
-}
-
-impl Operation for Receive {
-    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the engine steps on the frame's live thread, in a C
-        // function or the resume loop, with no Rust frame of ours holding a
-        // value with a destructor above the step.
-        let mut lua = unsafe { Lua::from_raw(f.l()) };
-        Receive::step_on(&mut lua, f, why)
-    }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
-        // SAFETY: as `step`; `receive` checked slot 1 (a receiver).
-        unsafe { each(receiver_source(Lua::from_raw(f.l()).to_pointer(f.at(1))), -1, READ) }
+        if let Some(r) = f.lua.test_udata::<Receiver>(f.at(1)) {
+            each((&raw const r.link.src).cast_mut(), -1, READ);
+        }
     }
 }
 
@@ -241,8 +234,7 @@ fn receive_body(lua: &mut Lua) -> Ret {
         }
         lua.push_nil();
     }
-    // SAFETY: a C function of the module whose stack is `Receive`'s frame.
-    Ok(unsafe { drive(lua.raw(), Receive) })
+    drive(lua, Receive)
 }
 
 // ===== select =====

@@ -25,7 +25,7 @@ use cothread::future::{Future, Outcome, Payload, Promise, State};
 use cothread::reactor::Loop;
 
 use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
-use crate::park::drive;
+use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
 
 const PROMISE: &CStr = c"cothread.promise";
@@ -485,7 +485,7 @@ unsafe extern "C-unwind" fn await_(l: L) -> c_int {
             Some(engine::deadline_in(engine::ns_of(ffi::luaL_checknumber(l, 2))))
         };
         ffi::lua_settop(l, 1);
-        drive(l, Await { deadline })
+        drive_raw(l, Await { deadline })
     }
 }
 

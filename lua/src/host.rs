@@ -8,7 +8,7 @@ use cothread::When;
 use cothread::reactor::Loop;
 
 use crate::engine::{self, Engine, Fire, Frame, LoopRef, Next, OnEnd, Operation, Why};
-use crate::park::{cothread_of, drive};
+use crate::park::{cothread_of, drive_raw};
 use crate::raw::{self, L, ffi};
 use crate::state::this;
 
@@ -104,6 +104,6 @@ pub unsafe extern "C-unwind" fn loop_wait(l: L) -> c_int {
         if cothread_of(l).is_none() {
             raw::error(l, c"cothread.loop_wait: only a cothread can wait for a loop signal");
         }
-        drive(l, LoopWait { deadline })
+        drive_raw(l, LoopWait { deadline })
     }
 }

@@ -185,8 +185,7 @@ fn wait_body(lua: &mut Lua) -> Ret {
     }
     let deadline = if lua.is_nil(2) { None } else { Some(engine::deadline_in(engine::ns_of(lua.check_time(2)?))) };
     lua.set_top(0);
-    // SAFETY: a C function of the module whose (empty) stack is the frame.
-    Ok(unsafe { drive(lua.raw(), Wait { mask, deadline, got: 0 }) })
+    drive(lua, Wait { mask, deadline, got: 0 })
 }
 
 cfn!(raise = raise_body);

@@ -8,6 +8,7 @@ use std::ffi::c_int;
 use cothread::Task;
 
 use crate::engine::{self, Frame, Next, Operation, STEP_SLOTS, Why};
+use crate::lua::{Lua, Ret, YIELD};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, CURRENT, Quick, State};
 
@@ -28,37 +29,43 @@ pub unsafe fn cothread_of(l: L) -> Option<(*mut State, Task)> {
     }
 }
 
-/// Runs `op` for the C function whose whole stack is the operation's frame,
-/// and returns what the function returns: the results, or, for a parked
-/// cothread, its yield (the function returns the results it is resumed
-/// with).
-///
-/// # Safety
-/// `l` is the running thread of a C function of the module; the stack is
-/// `op`'s frame.
-pub unsafe fn drive<O: Operation + Copy + 'static>(l: L, mut op: O) -> c_int {
-    // No value with a destructor lives here: a step may raise, and the yield
-    // longjmps (`op` is plain data; the payload slot is never filled here).
-    // SAFETY: the contract (`l` runs this C function).
+/// Runs `op` for the C function whose whole stack is the operation's
+/// frame: its results, or `YIELD` when the calling cothread parked (its
+/// trampoline yields; the function then returns the results it is resumed
+/// with). Outside cothreads the wait blocks this thread.
+pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O) -> Ret {
+    let l = lua.raw();
+    // SAFETY: `lua` runs this C function (a body's handle); `lua` itself is
+    // not used while the frame's handle is.
     let mut f = unsafe { Frame::new(l, 0) };
     let mut why = Why::Start;
-    // SAFETY: as the contract says; `park` hands `op` over to the engine.
-    unsafe {
-        loop {
-            raw::check_stack(l, STEP_SLOTS);
-            let next = op.step(&mut f, why);
-            if let Next::Done(n) = next {
-                return n;
-            }
-            why = match cothread_of(l) {
-                Some((p, task)) => match park(l, p, task, op, next) {
-                    Ok(()) => return ffi::lua_yield(l, 0),
-                    Err(m) => Why::Failed(m),
-                },
-                None => op.block(&mut f, next),
-            };
+    loop {
+        f.lua.check_stack(STEP_SLOTS)?;
+        let next = op.step(&mut f, why);
+        if let Next::Done(n) = next {
+            return Ok(n);
         }
+        // SAFETY: `l` is the running thread of a C function of the module;
+        // `park` hands `op` (plain data) over to the engine.
+        why = match unsafe { cothread_of(l) } {
+            Some((p, task)) => match unsafe { park(l, p, task, op, next) } {
+                Ok(()) => return Ok(YIELD),
+                Err(m) => Why::Failed(m),
+            },
+            None => op.block(&mut f, next),
+        };
     }
+}
+
+/// `drive` for a C function not yet written as a body: returns what the
+/// function returns (or yields).
+///
+/// # Safety
+/// `l` is the running thread of a C function of the module, which returns
+/// what this returns; the stack is `op`'s frame.
+pub unsafe fn drive_raw<O: Operation + Copy + 'static>(l: L, op: O) -> c_int {
+    // SAFETY: the contract.
+    unsafe { crate::lua::ret(l, drive(&mut Lua::from_raw(l), op)) }
 }
 
 /// Parks `op` of the running cothread (task `task` of `p`) on the engine.

@@ -20,7 +20,7 @@ use cothread::reactor::{Exit, Loop};
 
 use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
 use crate::ossignal;
-use crate::park::drive;
+use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
 use crate::stream;
 
@@ -511,7 +511,7 @@ unsafe extern "C-unwind" fn proc_wait(l: L) -> c_int {
             Some(engine::deadline_in(engine::ns_of(raw::check_time(l, 2, 2))))
         };
         ffi::lua_settop(l, 1);
-        drive(l, Wait { deadline, errno: 0 })
+        drive_raw(l, Wait { deadline, errno: 0 })
     }
 }
 

@@ -47,7 +47,5 @@ impl Operation for JobOp {
 /// Runs the job `make` builds and finishes the calling C function with
 /// `finish`, whose results it answers. The stack is the job's frame.
 pub fn call(lua: &mut Lua, make: MakeJob, finish: Finish) -> Ret {
-    // SAFETY: `lua` is the running thread of a C function of the module,
-    // whose stack is the frame.
-    Ok(unsafe { drive(lua.raw(), JobOp { make, finish }) })
+    drive(lua, JobOp { make, finish })
 }

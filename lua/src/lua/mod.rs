@@ -38,6 +38,8 @@ mod stack;
 mod table;
 mod udata;
 
+use std::ffi::c_int;
+
 pub use error::{Error, Ret, or_raise};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
@@ -73,23 +75,43 @@ impl Lua {
     }
 }
 
+/// What a body answers instead of a count of results when its cothread
+/// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,
+/// once the body's frames are gone), and the function returns the values
+/// it is resumed with.
+pub const YIELD: c_int = c_int::MIN;
+
+/// Ends the C function running on `l` as its body answered: with `n`
+/// results, with a yield (`YIELD`), or by raising the error.
+///
+/// # Safety
+/// `l` is the running thread of the C function that calls this, as its
+/// last act: no frame between it and Lua holds a value with a destructor.
+pub unsafe fn ret(l: L, r: Ret) -> c_int {
+    match r {
+        Ok(YIELD) => {
+            // SAFETY: the contract; a yield from a C function longjmps to
+            // `lua_resume`, past this plain frame only.
+            unsafe { ffi::lua_yield(l, 0) }
+        }
+        Ok(n) => n,
+        // SAFETY: the contract.
+        Err(e) => unsafe { e.raise(l) },
+    }
+}
+
 /// Exports the safe body `$body: fn(&mut Lua) -> Ret` as the C function
-/// `$name`. The trampoline runs the body and raises its error, if any, once
-/// the body's frames are gone.
+/// `$name`. The trampoline runs the body, then raises its error or yields
+/// (`ret`) once the body's frames are gone.
 #[macro_export]
 macro_rules! cfn {
     ($(#[$meta:meta])* $vis:vis $name:ident = $body:path) => {
         $(#[$meta])*
         $vis unsafe extern "C-unwind" fn $name(l: $crate::lua::L) -> ::std::ffi::c_int {
             // SAFETY: Lua calls this C function with its running thread,
-            // which is what `from_raw` asks; the body cannot keep the `Lua`.
-            let r = $body(&mut unsafe { $crate::lua::Lua::from_raw(l) });
-            match r {
-                Ok(n) => n,
-                // SAFETY: `l` is the running thread of this C function; only
-                // plain values of this frame are skipped by the raise.
-                Err(e) => unsafe { $crate::lua::Error::raise(e, l) },
-            }
+            // which is what `from_raw` asks; the body cannot keep the `Lua`,
+            // and its answer is handled here, its frames gone.
+            unsafe { $crate::lua::ret(l, $body(&mut $crate::lua::Lua::from_raw(l))) }
         }
     };
 }

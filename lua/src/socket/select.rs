@@ -8,7 +8,7 @@ use std::os::fd::RawFd;
 
 use super::{Tcp, failure, push_deadline, to_sock};
 use crate::engine::{self, Frame, Next, Operation, READ, Source, WRITE, Why};
-use crate::park::{cothread_of, drive};
+use crate::park::{cothread_of, drive_raw};
 use crate::raw::{self, L, ffi};
 use crate::sys;
 
@@ -113,7 +113,7 @@ unsafe extern "C-unwind" fn select(l: L) -> c_int {
         let timeout = if ffi::lua_isnoneornil(l, 3) != 0 { -1.0 } else { ffi::luaL_checknumber(l, 3) };
         ffi::lua_settop(l, 3);
         push_deadline(l, timeout);
-        drive(l, Select)
+        drive_raw(l, Select)
     }
 }
 
@@ -264,7 +264,7 @@ unsafe extern "C-unwind" fn sleep(l: L) -> c_int {
             return 0;
         }
         push_deadline(l, s.max(0.0));
-        drive(l, Sleep)
+        drive_raw(l, Sleep)
     }
 }
 

@@ -12,7 +12,7 @@ use super::{
     wait_deadline,
 };
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
-use crate::park::drive;
+use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
 use crate::sys;
 
@@ -81,7 +81,7 @@ unsafe extern "C-unwind" fn tcp_receive(l: L) -> c_int {
         ffi::lua_pushinteger(l, pattern);
         ffi::lua_replace(l, 2);
         push_deadline(l, (*t).total); // socket pattern prefix deadline
-        drive(l, Receive)
+        drive_raw(l, Receive)
     }
 }
 
@@ -295,7 +295,7 @@ unsafe extern "C-unwind" fn tcp_send(l: L) -> c_int {
         ffi::lua_pushinteger(l, i);
         ffi::lua_pushinteger(l, j);
         push_deadline(l, (*t).total);
-        drive(l, Send { sent: 0 })
+        drive_raw(l, Send { sent: 0 })
     }
 }
 
@@ -389,7 +389,7 @@ unsafe extern "C-unwind" fn tcp_accept(l: L) -> c_int {
         let t = check_tcp(l, 1, &[Kind::Server]);
         ffi::lua_settop(l, 1);
         push_deadline(l, (*t).total);
-        drive(l, Accept)
+        drive_raw(l, Accept)
     }
 }
 
@@ -425,7 +425,7 @@ unsafe extern "C-unwind" fn tcp_connect(l: L) -> c_int {
         check_host_port(l, 2);
         ffi::lua_settop(l, 3);
         push_deadline(l, (*t).total);
-        drive(l, Connect { in_progress: false, module: false })
+        drive_raw(l, Connect { in_progress: false, module: false })
     }
 }
 
@@ -582,7 +582,7 @@ unsafe extern "C-unwind" fn connect(l: L) -> c_int {
         ffi::lua_pushnil(l);
         ffi::lua_rotate(l, 1, 4);
         ffi::lua_settop(l, 4);
-        drive(l, Connect { in_progress: false, module: true })
+        drive_raw(l, Connect { in_progress: false, module: true })
     }
 }
 

@@ -20,7 +20,7 @@ use super::{
     wait_deadline,
 };
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
-use crate::park::drive;
+use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
 use crate::sys;
 
@@ -170,7 +170,7 @@ unsafe fn start_receive(l: L, from: bool) -> c_int {
         ffi::lua_pushinteger(l, size);
         ffi::lua_pushboolean(l, from as c_int);
         push_deadline(l, (*t).total); // socket size from deadline
-        drive(l, Receive)
+        drive_raw(l, Receive)
     }
 }
 
@@ -256,7 +256,7 @@ unsafe extern "C-unwind" fn udp_send(l: L) -> c_int {
         ffi::lua_pushnil(l);
         ffi::lua_pushnil(l);
         push_deadline(l, (*t).total); // socket data nil nil deadline
-        drive(l, Send)
+        drive_raw(l, Send)
     }
 }
 
@@ -271,7 +271,7 @@ unsafe extern "C-unwind" fn udp_sendto(l: L) -> c_int {
         ffi::luaL_checklstring(l, 4, std::ptr::null_mut()); // a number becomes a string
         ffi::lua_settop(l, 4);
         push_deadline(l, (*t).total); // socket data ip port deadline
-        drive(l, Send)
+        drive_raw(l, Send)
     }
 }
 

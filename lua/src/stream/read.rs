@@ -8,7 +8,7 @@ use std::sync::TryLockError;
 
 use super::{In, Kind, Out, Spec, Stream, StreamOp, check_open, failed, open_stream};
 use crate::engine::{Frame, STEP_SLOTS};
-use crate::park::drive;
+use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
 use crate::reader::Format;
 
@@ -64,7 +64,7 @@ pub(super) unsafe extern "C-unwind" fn stream_read(l: L) -> c_int {
         raw::check_stack(l, k + 8);
         ffi::lua_pushinteger(l, k as ffi::lua_Integer);
         ffi::lua_rotate(l, 2, 1); // stream k formats...
-        drive(l, StreamOp::new(Kind::Read))
+        drive_raw(l, StreamOp::new(Kind::Read))
     }
 }
 
@@ -243,6 +243,6 @@ unsafe extern "C-unwind" fn lines_iter(l: L) -> c_int {
                 ffi::lua_pushvalue(l, ffi::lua_upvalueindex(i + 2));
             }
         }
-        drive(l, StreamOp::new(Kind::Read))
+        drive_raw(l, StreamOp::new(Kind::Read))
     }
 }

@@ -7,7 +7,7 @@ use std::os::fd::RawFd;
 
 use super::{In, Inner, Kind, Out, Res, Spec, StreamOp, check_open, failed, lock, open_stream};
 use crate::engine::Frame;
-use crate::park::drive;
+use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
 
 /// The data string in slot 2 of a write's frame.
@@ -41,7 +41,7 @@ pub(super) unsafe extern "C-unwind" fn stream_write(l: L) -> c_int {
             ffi::lua_concat(l, n - 1);
         }
         ffi::lua_pushinteger(l, 0); // stream data offset
-        drive(l, StreamOp::new(Kind::Write))
+        drive_raw(l, StreamOp::new(Kind::Write))
     }
 }
 
@@ -161,7 +161,7 @@ pub(super) unsafe extern "C-unwind" fn stream_seek(l: L) -> c_int {
         ffi::lua_settop(l, 1);
         ffi::lua_pushinteger(l, w as ffi::lua_Integer);
         ffi::lua_pushinteger(l, off);
-        drive(l, StreamOp::new(Kind::Seek))
+        drive_raw(l, StreamOp::new(Kind::Seek))
     }
 }
 
