@@ -45,9 +45,11 @@ pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O) -> Ret {
         if let Next::Done(n) = next {
             return Ok(n);
         }
-        // SAFETY: `l` is the running thread of a C function of the module;
-        // `park` hands `op` (plain data) over to the engine.
-        why = match unsafe { cothread_of(l) } {
+        // SAFETY: `l` is the running thread of a C function of the module.
+        let caller = unsafe { cothread_of(l) };
+        why = match caller {
+            // SAFETY: `l` is `p`'s running cothread (`cothread_of` says so);
+            // `park` hands `op` (plain data) over to the engine.
             Some((p, task)) => match unsafe { park(l, p, task, op, next) } {
                 Ok(()) => return Ok(YIELD),
                 Err(m) => Why::Failed(m),
