@@ -265,11 +265,13 @@ static RECEIVER_SELECT: Selectable = Selectable { source: receiver_source, pendi
 pub unsafe fn push_module(l: crate::raw::L) {
     // SAFETY: the caller's contract (a valid state, in a C function).
     let mut lua = unsafe { Lua::from_raw(l) };
-    lua.push_once(MODULE, make_module);
+    let made = lua.push_once(MODULE, make_module);
+    // SAFETY: the caller's contract (in a C function, which raises).
+    unsafe { crate::lua::or_raise(made, l) }
 }
 
 /// `[-0, +1, m]` Registers the metatables and pushes a new module table.
-fn make_module(lua: &mut Lua) {
+fn make_module(lua: &mut Lua) -> Result<(), Error> {
     if lua.udata_metatable::<Sender>() {
         add_methods(lua, &[(c"send", send), (c"close", close)]);
     }
@@ -287,6 +289,7 @@ fn make_module(lua: &mut Lua) {
     lua.push_fn(call);
     lua.set_field(-2, c"__call");
     lua.set_metatable_top(-2);
+    Ok(())
 }
 
 /// Sets `__tostring` and the `__index` table of `methods` on the metatable

@@ -262,5 +262,5 @@ const FUNCTIONS: &[Reg] = &[
 pub unsafe fn push_module(l: crate::raw::L) {
     // SAFETY: the caller's contract.
     let mut lua = unsafe { Lua::from_raw(l) };
-    lua.push_once(MODULE, |lua| lua.push_functions(FUNCTIONS));
+    lua.push_functions_once(MODULE, FUNCTIONS);
 }

@@ -90,8 +90,7 @@ fn open_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
     // for the stream, which owns it from then.
     match r.map(|p| p.downcast_mut::<Result<OwnedFd, i32>>().map(|r| std::mem::replace(r, Err(0)))) {
         Ok(Some(Ok(fd))) => {
-            // SAFETY: `lua` is the step's thread, with room (STEP_SLOTS).
-            unsafe { stream::push_stream(lua.raw(), fd.into_raw_fd(), false) };
+            stream::push_stream(lua, fd.into_raw_fd(), false);
             1
         }
         Ok(Some(Err(e))) => fail_path(lua, at1, e),
@@ -208,9 +207,11 @@ const FUNCTIONS: &[Reg] = &[(c"open", open), (c"stat", stat), (c"type", file_typ
 pub unsafe fn push_module(l: crate::raw::L) {
     // SAFETY: the caller's contract.
     let mut lua = unsafe { Lua::from_raw(l) };
-    lua.push_once(MODULE, |lua| {
-        // SAFETY: the same state; `register` leaves the stack as it was.
-        unsafe { stream::register(lua.raw()) };
+    let made = lua.push_once(MODULE, |lua| {
+        stream::register(lua)?;
         lua.push_functions(FUNCTIONS);
+        Ok(())
     });
+    // SAFETY: the caller's contract (in a C function, which raises).
+    unsafe { crate::lua::or_raise(made, l) }
 }

@@ -379,7 +379,7 @@ unsafe extern "C-unwind" fn spawn(l: L) -> c_int {
         ffi::luaL_setmetatable(l, PROCESS.as_ptr());
         for (i, fd) in sp.parent.into_iter().enumerate() {
             if fd >= 0 {
-                stream::push_stream(l, fd, true);
+                stream::push_stream(&crate::lua::Lua::from_raw(l), fd, true);
                 ffi::lua_setiuservalue(l, -2, i as c_int + 1);
             }
         }
@@ -641,7 +641,7 @@ unsafe fn register(l: L) {
     // SAFETY: valid state; balanced pushes.
     unsafe {
         raw::check_stack(l, 3);
-        stream::register(l);
+        crate::lua::or_raise(stream::register(&mut crate::lua::Lua::from_raw(l)), l);
         if ffi::luaL_newmetatable(l, PROCESS.as_ptr()) != 0 {
             raw::push_functions(l, METHODS);
             ffi::lua_pushcclosure(l, proc_index, 1);

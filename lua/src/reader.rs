@@ -57,7 +57,7 @@ fn numeral(s: &[u8], eof: bool) -> Option<usize> {
                     Ok(true)
                 }
                 Some(_) => Ok(false),
-                None if self.eof || self.i >= MAX_NUMERAL => Ok(false),
+                None if self.eof || self.i > MAX_NUMERAL => Ok(false),
                 None => Err(()),
             }
         }
@@ -70,7 +70,7 @@ fn numeral(s: &[u8], eof: bool) -> Option<usize> {
                         n += 1;
                     }
                     Some(_) => return Ok(n),
-                    None if self.eof || self.i >= MAX_NUMERAL => return Ok(n),
+                    None if self.eof || self.i > MAX_NUMERAL => return Ok(n),
                     None => return Err(()),
                 }
             }
@@ -94,7 +94,7 @@ fn numeral(s: &[u8], eof: bool) -> Option<usize> {
         }
         Ok(())
     };
-    run(&mut sc).ok().map(|()| sc.i.min(MAX_NUMERAL))
+    run(&mut sc).ok().map(|()| sc.i.min(MAX_NUMERAL + 1))
 }
 
 impl Reader {
@@ -159,7 +159,13 @@ impl Reader {
             Format::Count(n) => n.min(self.unread().len()),
             Format::Number => {
                 self.skip_space();
-                numeral(self.unread(), true).unwrap_or(0)
+                let n = numeral(self.unread(), true).unwrap_or(0);
+                if n > MAX_NUMERAL {
+                    // Too long for Lua's `io`: it fails after that many.
+                    self.consume(MAX_NUMERAL);
+                    return false;
+                }
+                n
             }
         };
         out.extend_from_slice(&self.unread()[..n]);
@@ -175,26 +181,11 @@ impl Reader {
             self.b.buf.clear();
             self.b.first = 0;
         }
-        self.b.buf.reserve(CHUNK);
-        let len = self.b.buf.len();
-        loop {
-            // SAFETY: the spare capacity holds at least CHUNK writable bytes;
-            // `read` writes at most that many, and the length is set only to
-            // what it wrote.
-            let r = unsafe { libc::read(fd, self.b.buf.as_mut_ptr().add(len).cast(), CHUNK) };
-            if r >= 0 {
-                // SAFETY: `read` initialised `r` bytes past `len`.
-                unsafe { self.b.buf.set_len(len + r as usize) };
-                if r == 0 {
-                    self.eof = true;
-                }
-                return Ok(r as usize);
-            }
-            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
-            if e != libc::EINTR {
-                return Err(e);
-            }
+        let r = cothread::os::fd::read_into(fd, &mut self.b.buf, CHUNK);
+        if r == Ok(0) {
+            self.eof = true;
         }
+        r
     }
 
     /// Fills from the blocking descriptor `fd` until `f` is `ready`.
@@ -255,5 +246,18 @@ mod tests {
         assert!(r.ready(Format::Number));
         assert_eq!(take(&mut r, Format::Number).unwrap(), b"42");
         assert!(!r.ready(Format::Number), "7 may go on");
+    }
+
+    #[test]
+    fn a_numeral_over_200_characters_fails_as_in_lua() {
+        let digits = [b'7'; 250];
+        let mut r = reader(&digits[..200], false);
+        assert!(!r.ready(Format::Number), "a 201st digit may come");
+        let mut r = reader(&digits[..201], false);
+        assert!(r.ready(Format::Number), "201 digits are too many already");
+        assert_eq!(take(&mut r, Format::Number), None);
+        assert_eq!(r.unread(), b"7", "Lua's io consumes 200 of them");
+        let mut r = reader(&digits[..200], true);
+        assert_eq!(take(&mut r, Format::Number).map(|v| v.len()), Some(200));
     }
 }

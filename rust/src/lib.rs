@@ -45,6 +45,8 @@ pub mod net;
 /// cbindgen:ignore
 pub mod op;
 /// cbindgen:ignore
+pub mod os;
+/// cbindgen:ignore
 pub mod reactor;
 /// cbindgen:ignore
 pub mod sched;

@@ -331,6 +331,31 @@ impl Lua {
         unsafe { ffi::lua_pushvalue(self.l, idx) }
     }
 
+    /// `[-0, +1, m]` Pushes the number the numeral `s` denotes (Lua's
+    /// syntax, as `tonumber`); false, and nothing pushed, if it is none.
+    pub fn push_numeral(&self, s: &[u8]) -> bool {
+        self.push_bytes(s);
+        // SAFETY: a valid state with the string on the top: a NUL-ended
+        // string Lua made, kept by its slot during the conversion, which
+        // pushes the number on success.
+        let converted =
+            unsafe { ffi::lua_stringtonumber(self.l, ffi::lua_tolstring(self.l, -1, std::ptr::null_mut())) };
+        // A NUL inside `s` would end the numeral early: no number then.
+        let whole = converted != 0 && converted == s.len() + 1;
+        // SAFETY: the string (and the number above it, if any) are values
+        // this method pushed; no reference to them was handed out.
+        unsafe {
+            if converted != 0 {
+                ffi::lua_rotate(self.l, -2, 1); // number string
+            }
+            ffi::lua_settop(self.l, -2);
+            if converted != 0 && !whole {
+                ffi::lua_settop(self.l, -2);
+            }
+        }
+        whole
+    }
+
     /// `[-0, +1, -]` Pushes an address as a light userdata (a key or a tag).
     pub fn push_light(&self, p: *const c_void) {
         self.room(1);

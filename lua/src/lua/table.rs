@@ -119,17 +119,29 @@ impl Lua {
     }
 
     /// `[-0, +1, m]` Pushes the table kept in the registry under `key`;
-    /// the first time, `make` pushes it (one value) and it is kept.
-    pub fn push_once(&mut self, key: &CStr, make: impl FnOnce(&mut Lua)) {
+    /// the first time, `make` pushes it (one value) and it is kept. An error
+    /// of `make` is passed on, and nothing is kept.
+    pub fn push_once<E>(&mut self, key: &CStr, make: impl FnOnce(&mut Lua) -> Result<(), E>) -> Result<(), E> {
         if self.get_field(REGISTRY, key) == Type::Table {
-            return;
+            return Ok(());
         }
         self.pop(1);
         let top = self.top();
-        make(self);
+        make(self)?;
         debug_assert_eq!(self.top(), top + 1, "`make` pushes one value");
         self.push_value(-1);
         self.set_field(REGISTRY, key);
+        Ok(())
+    }
+
+    /// `[-0, +1, m]` Pushes the table of `functions` kept in the registry
+    /// under `key`, made the first time.
+    pub fn push_functions_once(&mut self, key: &CStr, functions: &[Reg]) {
+        let made: Result<(), std::convert::Infallible> = self.push_once(key, |lua| {
+            lua.push_functions(functions);
+            Ok(())
+        });
+        let Ok(()) = made;
     }
 
     /// `[-0, +1, m]` Pushes the metatable registered under `name`, making

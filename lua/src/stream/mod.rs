@@ -26,17 +26,16 @@
 mod read;
 mod write;
 
-use std::ffi::{CStr, c_int, c_void};
+use std::cell::RefCell;
+use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::cfn;
 use crate::engine::{self, Frame, Job, Next, Operation, Payload, READ, Source, SourceKind, WRITE, Why};
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, Reg, Ret, Udata};
 use crate::reader::{Format, Reader};
 use crate::sys;
-
-/// Metatable name of a stream.
-pub const STREAM: &CStr = c"cothread.file";
 
 // ===== objects =====
 
@@ -54,74 +53,46 @@ impl Drop for Inner {
     }
 }
 
+/// A stream (userdata `cothread.file`).
 pub struct Stream {
     /// `None` once closed.
-    core: Option<Arc<Mutex<Inner>>>,
+    core: RefCell<Option<Arc<Mutex<Inner>>>>,
     pipe: bool,
     /// The bytes of an answer, between the buffer and Lua.
-    out: Vec<u8>,
+    out: RefCell<Vec<u8>>,
     /// Pipes: their side in the waiting engine.
     src: Source,
 }
 
-fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+impl Udata for Stream {
+    const NAME: &'static CStr = c"cothread.file";
 }
 
-/// `[-0, +1, m]` Pushes a new stream over `fd` (which it owns from now on).
-/// A pipe's descriptor must be non-blocking.
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn push_stream(l: L, fd: RawFd, pipe: bool) -> *mut Stream {
-    // SAFETY: valid state; the block is fresh, sized and aligned for a
-    // `Stream`, written before the metatable makes `__gc` reach it. (Should
-    // the allocation raise, `fd` is not owned yet: it leaks.)
-    unsafe {
-        raw::check_stack(l, 3);
-        let s = ffi::lua_newuserdatauv(l, std::mem::size_of::<Stream>(), 0) as *mut Stream;
-        let inner = Inner { fd, rd: Reader::default() };
-        s.write(Stream {
-            core: Some(Arc::new(Mutex::new(inner))),
-            pipe,
-            out: Vec::new(),
-            src: Source::new(SourceKind::Pipe),
-        });
-        ffi::luaL_setmetatable(l, STREAM.as_ptr());
-        s
+impl Drop for Stream {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
-/// Whether the value at `idx` is a stream, and if so whether it is open.
-pub fn open_at(lua: &crate::lua::Lua, idx: c_int) -> Option<bool> {
-    // SAFETY: `lua` is a valid state with room for the metatables compared;
-    // a userdata with this metatable holds a `Stream`.
-    unsafe {
-        let s = ffi::luaL_testudata(lua.raw(), idx, STREAM.as_ptr()) as *const Stream;
-        s.as_ref().map(|s| s.core.is_some())
+impl Stream {
+    fn is_open(&self) -> bool {
+        self.core.borrow().is_some()
     }
-}
 
-/// `[-0, +0, e]` The stream at `idx`, raising unless it is one and open.
-unsafe fn check_open(l: L, idx: c_int) -> *mut Stream {
-    // SAFETY: valid state; a userdata with this metatable holds a `Stream`.
-    unsafe {
-        let s = ffi::luaL_checkudata(l, idx, STREAM.as_ptr()) as *mut Stream;
-        if (*s).core.is_none() {
-            raw::error(l, c"attempt to use a closed file");
-        }
-        s
+    /// The shared part, if open.
+    fn core(&self) -> Option<Arc<Mutex<Inner>>> {
+        self.core.borrow().clone()
     }
-}
 
-/// Closes `s`: the operations waiting on the pipe end with "closed"; the
-/// descriptor closes now, or when a job still running on it lets go of it.
-unsafe fn close_stream(s: *mut Stream) {
-    // SAFETY: `s` is live; its source is detached before the descriptor
-    // closes (the engine's poll handle watches it).
-    unsafe {
-        engine::detach(&raw mut (*s).src);
-        if let Some(core) = (*s).core.take() {
+    /// Closes the stream: the operations waiting on the pipe end with
+    /// "closed"; the descriptor closes now, or when a job still running on
+    /// it lets go of it.
+    fn close(&self) {
+        // SAFETY: `src` is this live stream's source; `detach` changes only
+        // its `Cell`s and the engine's records (before the descriptor its
+        // poll handle watches closes).
+        unsafe { engine::detach((&raw const self.src).cast_mut()) };
+        if let Some(core) = self.core.borrow_mut().take() {
             if let Ok(mut g) = core.try_lock() {
                 if g.fd >= 0 {
                     sys::close(g.fd);
@@ -130,59 +101,82 @@ unsafe fn close_stream(s: *mut Stream) {
                 g.rd = Reader::default();
             }
         }
-        (*s).out = Vec::new();
+        *self.out.borrow_mut() = Vec::new();
     }
+}
+
+fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `[-0, +1, m]` Pushes a new stream over `fd` (which it owns from now on).
+/// A pipe's descriptor must be non-blocking. (Should the allocation fail,
+/// `fd` leaks.)
+pub fn push_stream(lua: &Lua, fd: RawFd, pipe: bool) {
+    let inner = Inner { fd, rd: Reader::default() };
+    lua.new_udata(
+        Stream {
+            core: RefCell::new(Some(Arc::new(Mutex::new(inner)))),
+            pipe,
+            out: RefCell::new(Vec::new()),
+            src: Source::new(SourceKind::Pipe),
+        },
+        0,
+    );
+}
+
+/// Whether the value at `idx` is a stream, and if so whether it is open.
+pub fn open_at(lua: &Lua, idx: c_int) -> Option<bool> {
+    lua.test_udata::<Stream>(idx).map(Stream::is_open)
+}
+
+/// The stream at argument `arg`, if it is one and open.
+fn check_open(lua: &Lua, arg: c_int) -> Result<&Stream, Error> {
+    let s = lua.udata::<Stream>(arg)?;
+    if s.is_open() { Ok(s) } else { Err(Error::msg(c"attempt to use a closed file")) }
 }
 
 // ===== metamethods and simple methods =====
 
-/// `__gc` and `__close`: closes the stream if open (never raises).
-unsafe extern "C-unwind" fn stream_gc(l: L) -> c_int {
-    // SAFETY: called by Lua with a stream (or, for `__close`, the value of a
-    // to-be-closed variable: tested).
-    unsafe {
-        let s = ffi::luaL_testudata(l, 1, STREAM.as_ptr()) as *mut Stream;
-        if !s.is_null() {
-            close_stream(s);
-        }
+cfn!(stream_close_meta = close_meta_body);
+
+/// `__close`: closes the stream if open (never raises).
+fn close_meta_body(lua: &mut Lua) -> Ret {
+    if let Some(s) = lua.test_udata::<Stream>(1) {
+        s.close();
     }
-    0
+    Ok(0)
 }
+
+cfn!(stream_close = close_body);
 
 /// `f:close()`: closes the stream; a cothread waiting on a pipe gets
 /// `nil, "closed"`. Returns true.
-unsafe extern "C-unwind" fn stream_close(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let s = check_open(l, 1);
-        close_stream(s);
-        ffi::lua_pushboolean(l, 1);
-        1
-    }
+fn close_body(lua: &mut Lua) -> Ret {
+    check_open(lua, 1)?.close();
+    lua.push_bool(true);
+    Ok(1)
 }
 
-unsafe extern "C-unwind" fn stream_tostring(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let s = ffi::luaL_checkudata(l, 1, STREAM.as_ptr()) as *mut Stream;
-        if (*s).core.is_none() {
-            ffi::lua_pushliteral(l, c"file (closed)");
-        } else {
-            ffi::lua_pushfstring(l, c"file (%p)".as_ptr(), s as *const c_void);
-        }
-        1
+cfn!(stream_tostring = tostring_body);
+
+fn tostring_body(lua: &mut Lua) -> Ret {
+    if lua.udata::<Stream>(1)?.is_open() {
+        lua.push_bytes(format!("file ({:p})", lua.to_pointer(1)).as_bytes());
+    } else {
+        lua.push_bytes(b"file (closed)");
     }
+    Ok(1)
 }
+
+cfn!(stream_flush = flush_body);
 
 /// `f:flush()`: writes are not buffered (each `write` hands its data to the
 /// system before it returns), so there is nothing to flush. Returns `f`.
-unsafe extern "C-unwind" fn stream_flush(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        check_open(l, 1);
-        ffi::lua_settop(l, 1);
-        1
-    }
+fn flush_body(lua: &mut Lua) -> Ret {
+    check_open(lua, 1)?;
+    lua.set_top(1);
+    Ok(1)
 }
 
 // ===== the operation =====
@@ -250,21 +244,22 @@ impl StreamOp {
     }
 }
 
-/// The stream in slot 1 of the frame.
-unsafe fn stream_of(f: &Frame) -> *mut Stream {
-    // SAFETY: slot 1 of every stream operation's frame holds its stream.
-    unsafe { ffi::lua_touserdata(f.l(), f.at(1)) as *mut Stream }
+/// The stream in slot 1 of an operation's frame (its method checked it).
+fn stream_of(f: &Frame) -> Option<&Stream> {
+    f.lua.test_udata::<Stream>(f.at(1))
+}
+
+/// The shared part and the kind of the frame's stream, if it is open.
+fn open_core(f: &Frame) -> Option<(Arc<Mutex<Inner>>, bool)> {
+    stream_of(f).and_then(|s| Some((s.core()?, s.pipe)))
 }
 
 /// Runs job `spec` on `inner` (the write's data from the frame).
-unsafe fn run(f: &Frame, inner: &mut Inner, spec: Spec) -> Res {
-    // SAFETY: slot 2 of a write's frame holds its data string.
-    unsafe {
-        match spec {
-            Spec::Fill(fmt) => fill(inner, fmt),
-            Spec::Write(off) => write::write_file(inner, &write::data_of(f)[off..]),
-            Spec::Seek(whence, off) => write::seek_file(inner, whence, off),
-        }
+fn run(f: &Frame, inner: &mut Inner, spec: Spec) -> Res {
+    match spec {
+        Spec::Fill(fmt) => fill(inner, fmt),
+        Spec::Write(off) => write::write_file(inner, &write::data_of(f)[off..]),
+        Spec::Seek(whence, off) => write::seek_file(inner, whence, off),
     }
 }
 
@@ -278,130 +273,104 @@ fn fill(inner: &mut Inner, fmt: Format) -> Res {
 
 impl Operation for StreamOp {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the frame the method built; a pipe's inline job holds the
-        // lock only while Rust runs.
-        unsafe {
-            let mut w = match why {
-                Why::Start => In::Start,
-                Why::Ready => In::Ready,
-                Why::Closed => In::Failed(c"closed"),
-                Why::Done => match self.res.take().or_else(|| engine::payload_as::<Res>(f.take_payload())) {
-                    Some(r) => In::Job(r),
-                    None => In::Failed(c"cancelled"),
-                },
-                Why::Timeout => In::Failed(c"timeout"),
-                Why::Cancelled => In::Failed(c"cancelled"),
-                Why::Failed(m) => In::Failed(m),
+        let mut w = match why {
+            Why::Start => In::Start,
+            Why::Ready => In::Ready,
+            Why::Closed => In::Failed(c"closed"),
+            Why::Done => match self.res.take().or_else(|| engine::payload_as::<Res>(f.take_payload())) {
+                Some(r) => In::Job(r),
+                None => In::Failed(c"cancelled"),
+            },
+            Why::Timeout => In::Failed(c"timeout"),
+            Why::Cancelled => In::Failed(c"cancelled"),
+            Why::Failed(m) => In::Failed(m),
+        };
+        loop {
+            let out = match self.kind {
+                Kind::Read => read::step(f, w),
+                Kind::Write => write::write_step(f, w),
+                Kind::Seek => write::seek_step(f, w),
             };
-            loop {
-                let out = match self.kind {
-                    Kind::Read => read::step(f, w),
-                    Kind::Write => write::write_step(f, w),
-                    Kind::Seek => write::seek_step(f, w),
-                };
-                match out {
-                    Out::Done(n) => return Next::Done(n),
-                    Out::Wait => return Next::Wait(None),
-                    Out::Job(spec) => {
-                        let s = stream_of(f);
-                        match (*s).core.clone() {
-                            Some(core) if (*s).pipe => w = In::Job(run(f, &mut lock(&core), spec)),
-                            Some(_) => {
-                                self.spec = Some(spec);
-                                return Next::Job;
-                            }
-                            None => w = In::Failed(c"closed"),
-                        }
+            match out {
+                Out::Done(n) => return Next::Done(n),
+                Out::Wait => return Next::Wait(None),
+                Out::Job(spec) => match open_core(f) {
+                    // A pipe's job runs here, on the loop's thread.
+                    Some((core, true)) => w = In::Job(run(f, &mut lock(&core), spec)),
+                    Some((_, false)) => {
+                        self.spec = Some(spec);
+                        return Next::Job;
                     }
-                }
+                    None => w = In::Failed(c"closed"),
+                },
             }
         }
     }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
-        // SAFETY: as `step`; a pipe's lock is only held by Rust code, so
-        // `try_lock` finds it free.
-        unsafe {
-            let s = stream_of(f);
-            let fd = match (*s).core.as_ref().map(|c| c.try_lock().map(|g| g.fd)) {
-                Some(Ok(fd)) if (*s).pipe && fd >= 0 => fd,
-                _ => return,
-            };
-            let dir = if self.kind == Kind::Write { WRITE } else { READ };
-            each(&raw mut (*s).src, fd, dir);
-        }
+        let Some(s) = stream_of(f).filter(|s| s.pipe) else { return };
+        // A pipe's lock is only held by Rust code on this thread: free here.
+        let Some(core) = s.core() else { return };
+        let fd = match core.try_lock() {
+            Ok(g) if g.fd >= 0 => g.fd,
+            _ => return,
+        };
+        let dir = if self.kind == Kind::Write { WRITE } else { READ };
+        each((&raw const s.src).cast_mut(), fd, dir);
     }
 
     fn job(&mut self, f: &Frame) -> Job {
-        // SAFETY: as `step`; the job owns a reference to the stream's `Inner`
-        // and a copy of the data it writes.
-        unsafe {
-            let s = stream_of(f);
-            let core = (*s).core.clone();
-            let spec = self.spec.take().unwrap_or(Spec::Seek(libc::SEEK_CUR, 0));
-            let data = if let Spec::Write(off) = spec { write::data_of(f)[off..].to_vec() } else { Vec::new() };
-            Box::new(move || -> Payload {
-                let Some(core) = core else { return Box::new(Res::Err(libc::EBADF)) };
-                let mut inner = lock(&core);
-                let r: Res = match spec {
-                    Spec::Fill(fmt) => fill(&mut inner, fmt),
-                    Spec::Write(_) => write::write_file(&mut inner, &data),
-                    Spec::Seek(whence, off) => write::seek_file(&mut inner, whence, off),
-                };
-                Box::new(r)
-            })
-        }
+        // The job owns a reference to the stream's `Inner` and a copy of the
+        // data it writes.
+        let core = open_core(f).map(|(c, _)| c);
+        let spec = self.spec.take().unwrap_or(Spec::Seek(libc::SEEK_CUR, 0));
+        let data = if let Spec::Write(off) = spec { write::data_of(f)[off..].to_vec() } else { Vec::new() };
+        Box::new(move || -> Payload {
+            let Some(core) = core else { return Box::new(Res::Err(libc::EBADF)) };
+            let mut inner = lock(&core);
+            let r: Res = match spec {
+                Spec::Fill(fmt) => fill(&mut inner, fmt),
+                Spec::Write(_) => write::write_file(&mut inner, &data),
+                Spec::Seek(whence, off) => write::seek_file(&mut inner, whence, off),
+            };
+            Box::new(r)
+        })
     }
 
     fn block(&mut self, f: &mut Frame, next: Next) -> Why {
-        // SAFETY: as `step`; outside cothreads a file's job runs here, its
-        // result kept in `self` (plain data), not in a payload.
-        unsafe {
-            if next != Next::Job {
-                return engine::block_default(self, f, next);
-            }
-            let s = stream_of(f);
-            let spec = self.spec.take();
-            self.res = Some(match ((*s).core.clone(), spec) {
-                (Some(core), Some(spec)) => run(f, &mut lock(&core), spec),
-                _ => Err(libc::EBADF),
-            });
-            Why::Done
+        if next != Next::Job {
+            return engine::block_default(self, f, next);
         }
+        // Outside cothreads a file's job runs here, its result kept in `self`.
+        let spec = self.spec.take();
+        self.res = Some(match (open_core(f), spec) {
+            (Some((core, _)), Some(spec)) => run(f, &mut lock(&core), spec),
+            _ => Err(libc::EBADF),
+        });
+        Why::Done
     }
 }
 
 /// `[-0, +n, m]` The answer of a failed step: `nil, msg[, errno]` after the
 /// frame of `height` slots.
-unsafe fn failed(f: &Frame, height: c_int, w: In) -> Option<Out> {
-    // SAFETY: a step's slots.
-    unsafe {
-        match w {
-            In::Failed(m) => {
-                ffi::lua_settop(f.l(), f.at(height));
-                Some(Out::Done(raw::push_fail(f.l(), m)))
-            }
-            In::Job(Err(e)) => {
-                ffi::lua_settop(f.l(), f.at(height));
-                Some(Out::Done(raw::push_errno(f.l(), e, None)))
-            }
-            _ => None,
+fn failed(f: &mut Frame, height: c_int, w: In) -> Option<Out> {
+    let top = f.at(height);
+    match w {
+        In::Failed(m) => {
+            f.lua.set_top(top);
+            Some(Out::Done(f.lua.fail(m)))
         }
-    }
-}
-
-/// The stream of an operation's frame, or `None` if it was closed meanwhile.
-unsafe fn open_stream(f: &Frame) -> Option<*mut Stream> {
-    // SAFETY: slot 1 of an operation's frame holds a stream.
-    unsafe {
-        let s = stream_of(f);
-        (*s).core.is_some().then_some(s)
+        In::Job(Err(e)) => {
+            f.lua.set_top(top);
+            Some(Out::Done(f.lua.fail_errno(e, None)))
+        }
+        _ => None,
     }
 }
 
 // ===== the metatable =====
 
-const METHODS: &[raw::Reg] = &[
+const METHODS: &[Reg] = &[
     (c"read", read::stream_read),
     (c"write", write::stream_write),
     (c"seek", write::stream_seek),
@@ -410,26 +379,16 @@ const METHODS: &[raw::Reg] = &[
 ];
 
 /// `[-0, +0, m]` Makes the metatable of streams (once per Lua state).
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn register(l: L) {
-    // SAFETY: valid state; balanced pushes.
-    unsafe {
-        raw::check_stack(l, 4);
-        if ffi::luaL_newmetatable(l, STREAM.as_ptr()) == 0 {
-            ffi::lua_pop(l, 1);
-            return;
-        }
-        raw::push_functions(l, METHODS);
-        read::add_lines(l);
-        ffi::lua_setfield(l, -2, c"__index".as_ptr());
-        for (name, f) in
-            [(c"__gc", stream_gc as ffi::lua_CFunction), (c"__close", stream_gc), (c"__tostring", stream_tostring)]
-        {
-            ffi::lua_pushcfunction(l, f);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        ffi::lua_pop(l, 1);
+pub fn register(lua: &mut Lua) -> Result<(), Error> {
+    if lua.udata_metatable::<Stream>() {
+        lua.push_functions(METHODS);
+        read::add_lines(lua)?;
+        lua.set_field(-2, c"__index");
+        lua.push_fn(stream_close_meta);
+        lua.set_field(-2, c"__close");
+        lua.push_fn(stream_tostring);
+        lua.set_field(-2, c"__tostring");
     }
+    lua.pop(1);
+    Ok(())
 }
