@@ -141,28 +141,6 @@ pub unsafe fn push_false(l: L, msg: &CStr) -> c_int {
     2
 }
 
-/// `[-0, +3, m]` Pushes `nil, message, errno` (Lua's `luaL_fileresult`
-/// failure) for `errno`, the message prefixed by `prefix: ` if given;
-/// returns 3.
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_errno(l: L, errno: i32, prefix: Option<&CStr>) -> c_int {
-    // SAFETY: valid state; the stack is checked first. strerror's buffer is
-    // copied by the push before any other call.
-    unsafe {
-        check_stack(l, 3);
-        ffi::lua_pushnil(l);
-        let msg = CStr::from_ptr(libc::strerror(errno));
-        match prefix {
-            Some(p) => ffi::lua_pushfstring(l, c"%s: %s".as_ptr(), p.as_ptr(), msg.as_ptr()),
-            None => ffi::lua_pushstring(l, msg.as_ptr()),
-        };
-        ffi::lua_pushinteger(l, errno as ffi::lua_Integer);
-    }
-    3
-}
-
 /// What `coroutine.status` would say of `co`, seen from `l`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Status {

@@ -148,6 +148,22 @@ describe("cothread.process", function()
     p:wait()
   end)
 
+  it("refuses what the system would silently cut or misread", function()
+    local function err(...)
+      local ok, msg = pcall(process.spawn, ...)
+      assert.is_false(ok)
+      return msg
+    end
+    assert.matches("%(command contains a NUL byte%)", err({ "echo", "a\0rm -rf" }))
+    assert.matches("%(command contains a NUL byte%)", err("echo a\0b"))
+    assert.matches("%(option 'env': invalid variable 'A=B'%)", err({ "true" }, { env = { ["A=B"] = "c" } }))
+    assert.matches("%(option 'env': invalid variable ''%)", err({ "true" }, { env = { [""] = "c" } }))
+    assert.matches("%(option 'env': invalid variable 'A'%)", err({ "true" }, { env = { A = "x\0y" } }))
+    assert.matches("%(option 'cwd' contains a NUL byte%)", err({ "true" }, { cwd = "/\0tmp" }))
+    assert.matches("%(table or string expected, got number%)", err(42))
+    assert.matches("%(invalid option 'stdout'%)", err("ls", { stdout = "maybe" }))
+  end)
+
   it("leaves nothing dangling when unscheduled while waiting", function()
     local S = cothread.new()
     local p = assert(process.spawn({ "sleep", "0.1" }))

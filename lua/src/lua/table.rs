@@ -109,6 +109,31 @@ impl Lua {
         }
     }
 
+    /// `[-0, +0, -]` Calls `f` for each entry of the table at `t` (raw, in
+    /// `next`'s order) with the key at -2 and the value at -1, until it
+    /// answers false. `f` gets the handle shared: it cannot change the
+    /// stack under the traversal.
+    pub fn each(&mut self, t: c_int, mut f: impl FnMut(&Lua) -> bool) {
+        let t = self.abs(t);
+        if self.kind(t) != Type::Table {
+            return;
+        }
+        self.room(3);
+        // SAFETY: a table at `t` (checked) and room for the key and the
+        // value; the key `next` left is the one it gave (`f` cannot change
+        // it), so `lua_next` finds it and never raises.
+        unsafe {
+            ffi::lua_pushnil(self.l);
+            while ffi::lua_next(self.l, t) != 0 {
+                let go_on = f(self);
+                ffi::lua_settop(self.l, if go_on { -2 } else { -3 });
+                if !go_on {
+                    return;
+                }
+            }
+        }
+    }
+
     /// `[-0, +1, m]` Pushes a new table of `functions`.
     pub fn push_functions(&mut self, functions: &[Reg]) {
         self.new_table(0, functions.len() as c_int);

@@ -4,3 +4,4 @@
 //! here keeps state.
 
 pub mod fd;
+pub mod process;
