@@ -71,7 +71,8 @@ struct Sender {
     link: Rc<Link>,
 }
 
-impl Udata for Sender {
+// SAFETY: c"cothread.sender" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for Sender {
     const NAME: &'static CStr = c"cothread.sender";
 }
 
@@ -81,7 +82,8 @@ struct Receiver {
     timeout: Cell<f64>,
 }
 
-impl Udata for Receiver {
+// SAFETY: c"cothread.receiver" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for Receiver {
     const NAME: &'static CStr = c"cothread.receiver";
 }
 

@@ -21,15 +21,13 @@ use std::sync::{Arc, Mutex};
 
 use cothread::ffi::{cot_future, cot_promise};
 use cothread::future::{Future, Outcome, Payload, Promise, State};
-
 use cothread::reactor::Loop;
 
+use crate::cfn;
 use crate::engine::{self, Fire, Frame, Next, OnEnd, Operation, Why};
-use crate::park::drive_raw;
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, REGISTRY, Reg, Ret, Type, Udata, lua_Integer};
+use crate::park::drive;
 
-const PROMISE: &CStr = c"cothread.promise";
-const FUTURE: &CStr = c"cothread.future";
 /// Registry field holding this Lua state's anchor userdata.
 const ANCHOR: &CStr = c"cothread.future.anchor";
 /// The code of an error set by `promise:fail` when none is given (`COT_EIO`).
@@ -43,14 +41,29 @@ struct Anchor {
     dropped: Mutex<Vec<c_int>>,
 }
 
+/// The anchor's userdata: collected when the state closes.
+struct AnchorBox(Arc<Anchor>);
+
+// SAFETY: c"cothread.anchor" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for AnchorBox {
+    const NAME: &'static CStr = c"cothread.anchor";
+}
+
+impl Drop for AnchorBox {
+    /// The state closes: later drops release nothing.
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::Release);
+    }
+}
+
 /// Lua values in the core: a registry reference to `{n = count, ...}`, and
 /// what C readers see.
 struct LuaValues {
     anchor: Arc<Anchor>,
     reference: c_int,
-    /// A light userdata's pointer, or a string copy's address (NULL else).
+    /// A light userdata's pointer, or the string copy's address (NULL else).
     c_ptr: *mut c_void,
-    _c_string: Option<CString>,
+    c_string: Option<CString>,
 }
 
 // SAFETY: the pointer is only shown to readers (a light userdata's address,
@@ -79,344 +92,268 @@ impl Drop for LuaValues {
 
 /// `[-0, +0, m]` This state's anchor, made on first use; releases the
 /// references dropped since the last call.
-unsafe fn anchor(l: L) -> Arc<Anchor> {
-    // SAFETY: valid state; the registry field holds a userdata made here
-    // (an `Arc<Anchor>` with a `__gc` that drops it).
-    unsafe {
-        raw::check_stack(l, 3);
-        let a = if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, ANCHOR.as_ptr()) == ffi::LUA_TUSERDATA {
-            (*(ffi::lua_touserdata(l, -1) as *const Arc<Anchor>)).clone()
-        } else {
-            ffi::lua_pop(l, 1);
-            let a = Arc::new(Anchor { alive: AtomicBool::new(true), dropped: Mutex::new(Vec::new()) });
-            let u = ffi::lua_newuserdatauv(l, std::mem::size_of::<Arc<Anchor>>(), 0) as *mut Arc<Anchor>;
-            u.write(a.clone());
-            ffi::lua_createtable(l, 0, 1);
-            ffi::lua_pushcfunction(l, anchor_gc);
-            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-            ffi::lua_setmetatable(l, -2);
-            ffi::lua_pushvalue(l, -1);
-            ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, ANCHOR.as_ptr());
-            a
-        };
-        ffi::lua_pop(l, 1);
-        let dropped = std::mem::take(&mut *a.dropped.lock().unwrap_or_else(|e| e.into_inner()));
-        for r in dropped {
-            ffi::luaL_unref(l, ffi::LUA_REGISTRYINDEX, r);
-        }
+fn anchor(lua: &mut Lua) -> Arc<Anchor> {
+    let a = if lua.get_field(REGISTRY, ANCHOR) == Type::Userdata
+        && let Some(a) = lua.test_udata::<AnchorBox>(-1)
+    {
+        a.0.clone()
+    } else {
+        lua.pop(1);
+        let a = Arc::new(Anchor { alive: AtomicBool::new(true), dropped: Mutex::new(Vec::new()) });
+        lua.udata_metatable::<AnchorBox>(); // made or found: either serves
+        lua.pop(1);
+        lua.new_udata(AnchorBox(a.clone()), 0);
+        lua.push_value(-1);
+        lua.set_field(REGISTRY, ANCHOR);
         a
+    };
+    lua.pop(1);
+    let dropped = std::mem::take(&mut *a.dropped.lock().unwrap_or_else(|e| e.into_inner()));
+    for r in dropped {
+        lua.unreference(r);
     }
-}
-
-/// `__gc` of the anchor (the state closes): later drops release nothing.
-unsafe extern "C-unwind" fn anchor_gc(l: L) -> c_int {
-    // SAFETY: called by Lua on the anchor userdata, once.
-    unsafe {
-        let u = ffi::lua_touserdata(l, 1) as *mut Arc<Anchor>;
-        let a = &*u;
-        a.alive.store(false, Ordering::Release);
-        std::ptr::drop_in_place(u);
-    }
-    0
+    a
 }
 
 /// `[-0, +0, m]` Packs the values from `first` to the top into the registry.
-unsafe fn pack(l: L, first: c_int, anchor: Arc<Anchor>) -> LuaValues {
-    // SAFETY: valid state; indices from `first` to the top exist.
-    unsafe {
-        let top = ffi::lua_gettop(l);
-        let n = top - first + 1;
-        let (c_ptr, c_string) = match (n, ffi::lua_type(l, first)) {
-            (1, ffi::LUA_TLIGHTUSERDATA) => (ffi::lua_touserdata(l, first), None),
-            (1, ffi::LUA_TSTRING) => {
-                let mut len = 0;
-                let s = ffi::lua_tolstring(l, first, &mut len);
-                let bytes = std::slice::from_raw_parts(s as *const u8, len);
-                match CString::new(bytes) {
-                    Ok(c) => (c.as_ptr() as *mut c_void, Some(c)),
-                    Err(_) => (std::ptr::null_mut(), None), // a NUL inside: not a C string
-                }
-            }
-            _ => (std::ptr::null_mut(), None),
-        };
-        raw::check_stack(l, 2);
-        ffi::lua_createtable(l, n.max(0), 1);
-        for i in 0..n {
-            ffi::lua_pushvalue(l, first + i);
-            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer + 1);
-        }
-        ffi::lua_pushinteger(l, n as ffi::lua_Integer);
-        ffi::lua_setfield(l, -2, c"n".as_ptr());
-        let reference = ffi::luaL_ref(l, ffi::LUA_REGISTRYINDEX);
-        LuaValues { anchor, reference, c_ptr, _c_string: c_string }
+fn pack(lua: &mut Lua, first: c_int, anchor: Arc<Anchor>) -> LuaValues {
+    let n = lua.top() - first + 1;
+    let (c_ptr, c_string) = match (n, lua.kind(first)) {
+        (1, Type::LightUserdata) => (lua.to_pointer(first), None),
+        // A string with a NUL inside is no C string: C readers see NULL.
+        (1, Type::String) => match CString::new(lua.to_bytes(first).unwrap_or_default()) {
+            Ok(c) => (c.as_ptr() as *mut c_void, Some(c)),
+            Err(_) => (std::ptr::null_mut(), None),
+        },
+        _ => (std::ptr::null_mut(), None),
+    };
+    lua.new_table(n.max(0), 1);
+    for i in 0..n {
+        lua.push_value(first + i);
+        lua.set_index(-2, i as lua_Integer + 1);
     }
+    lua.push_int(n as lua_Integer);
+    lua.set_field(-2, c"n");
+    let reference = lua.reference();
+    LuaValues { anchor, reference, c_ptr, c_string }
 }
 
 /// `[-0, +n, m]` Pushes the values of `payload` as this state sees them:
 /// its own Lua values unpacked, or what a C reader sees. Returns how many.
-unsafe fn push_payload(l: L, payload: &dyn Payload, anchor: &Arc<Anchor>) -> c_int {
-    // SAFETY: valid state; a reference of this state's anchor is live (it is
-    // released only after the payload is dropped).
-    unsafe {
-        if let Some(v) = payload.as_any().downcast_ref::<LuaValues>().filter(|v| Arc::ptr_eq(&v.anchor, anchor)) {
-            raw::check_stack(l, 2);
-            ffi::lua_rawgeti(l, ffi::LUA_REGISTRYINDEX, v.reference as ffi::lua_Integer);
-            ffi::lua_getfield(l, -1, c"n".as_ptr());
-            let n = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int;
-            ffi::lua_pop(l, 1);
-            raw::check_stack(l, n);
-            for i in 1..=n {
-                ffi::lua_rawgeti(l, -i, i as ffi::lua_Integer);
-            }
-            ffi::lua_remove(l, -n - 1);
-            return n;
+fn push_payload(lua: &mut Lua, payload: &dyn Payload, anchor: &Arc<Anchor>) -> Result<c_int, Error> {
+    let values = payload.as_any().downcast_ref::<LuaValues>();
+    // A reference of this state's anchor is live: it is released only
+    // after the payload is dropped.
+    if let Some(v) = values.filter(|v| Arc::ptr_eq(&v.anchor, anchor)) {
+        lua.get_index(REGISTRY, v.reference as lua_Integer);
+        lua.get_field(-1, c"n");
+        let n = lua.to_int(-1).unwrap_or(0) as c_int;
+        lua.pop(1);
+        lua.check_stack(n + 1)?;
+        for i in 1..=n {
+            lua.get_index(-i, i as lua_Integer);
         }
-        if let Some(v) = payload.as_any().downcast_ref::<LuaValues>().filter(|v| v._c_string.is_some()) {
-            ffi::lua_pushstring(l, v.c_ptr as *const std::ffi::c_char); // another state's string
-            return 1;
-        }
-        let p = payload.as_ptr();
-        if p.is_null() {
-            ffi::lua_pushnil(l)
-        } else {
-            ffi::lua_pushlightuserdata(l, p)
-        }
-        1
+        lua.remove(-n - 1);
+        return Ok(n);
     }
+    match values.and_then(|v| v.c_string.as_deref()) {
+        Some(s) => lua.push_bytes(s.to_bytes()), // another state's string
+        None if payload.as_ptr().is_null() => lua.push_nil(),
+        None => lua.push_light(payload.as_ptr()),
+    }
+    Ok(1)
 }
 
 /// `[-0, +n, m]` Pushes a settled future's results, as `pcall` gives them:
 /// `true, values...`, or `false, error` (a Lua error value as it was given,
 /// or a C error's message and code), or `false, "dropped"`. Returns how many.
-unsafe fn push_outcome(l: L, f: &Future, anchor: &Arc<Anchor>) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        raw::check_stack(l, 3);
-        match f.outcome() {
-            None => {
-                ffi::lua_pushboolean(l, 0);
-                ffi::lua_pushstring(l, c"pending".as_ptr());
-                2
-            }
-            Some(Outcome::Value(v)) => {
-                ffi::lua_pushboolean(l, 1);
-                1 + push_payload(l, &**v, anchor)
-            }
-            Some(Outcome::Error { code, message, detail }) => {
-                ffi::lua_pushboolean(l, 0);
-                if let Some(d) = detail
-                    .as_deref()
-                    .filter(|d| d.as_any().downcast_ref::<LuaValues>().is_some_and(|v| Arc::ptr_eq(&v.anchor, anchor)))
-                {
-                    push_payload(l, d, anchor);
-                    return 2;
-                }
-                ffi::lua_pushstring(l, message.as_ptr());
-                ffi::lua_pushinteger(l, *code as ffi::lua_Integer);
-                3
-            }
-            Some(Outcome::Dropped) => {
-                ffi::lua_pushboolean(l, 0);
-                ffi::lua_pushstring(l, c"dropped".as_ptr());
-                2
-            }
+fn push_outcome(lua: &mut Lua, f: &Future, anchor: &Arc<Anchor>) -> Result<c_int, Error> {
+    match f.outcome() {
+        None => Ok(lua.fail_false(c"pending")),
+        Some(Outcome::Value(v)) => {
+            lua.push_bool(true);
+            Ok(1 + push_payload(lua, &**v, anchor)?)
         }
+        Some(Outcome::Error { code, message, detail }) => {
+            lua.push_bool(false);
+            let ours = |d: &dyn Payload| {
+                d.as_any().downcast_ref::<LuaValues>().is_some_and(|v| Arc::ptr_eq(&v.anchor, anchor))
+            };
+            if let Some(d) = detail.as_deref().filter(|d| ours(*d)) {
+                push_payload(lua, d, anchor)?;
+                return Ok(2);
+            }
+            lua.push_bytes(message.to_bytes());
+            lua.push_int(*code as lua_Integer);
+            Ok(3)
+        }
+        Some(Outcome::Dropped) => Ok(lua.fail_false(c"dropped")),
     }
 }
 
 // ===== userdata =====
 
-/// `[-0, +1, m]` Pushes a new userdata holding `v` with metatable `name`.
-unsafe fn push_ud<T>(l: L, v: T, name: &CStr) {
-    // SAFETY: valid state; the block is fresh, sized and aligned for `T` (Lua
-    // aligns userdata for any C type), written before the metatable makes
-    // `__gc` reach it.
-    unsafe {
-        let u = ffi::lua_newuserdatauv(l, std::mem::size_of::<Option<T>>(), 0) as *mut Option<T>;
-        u.write(Some(v));
-        ffi::luaL_setmetatable(l, name.as_ptr());
-    }
+/// A promise in Lua (userdata `cothread.promise`).
+struct LuaPromise(Promise);
+
+// SAFETY: c"cothread.promise" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for LuaPromise {
+    const NAME: &'static CStr = c"cothread.promise";
 }
 
-/// `[-0, +0, v]` The promise at `idx`, or raises.
-unsafe fn check_promise<'a>(l: L, idx: c_int) -> &'a Promise {
-    // SAFETY: valid state; a `cothread.promise` userdata holds an `Option<Promise>`.
-    unsafe {
-        let u = ffi::luaL_checkudata(l, idx, PROMISE.as_ptr()) as *mut Option<Promise>;
-        (*u).as_ref().unwrap_or_else(|| raw::error(l, c"promise already collected"))
-    }
+/// A future in Lua (userdata `cothread.future`).
+struct LuaFuture(Future);
+
+// SAFETY: c"cothread.future" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for LuaFuture {
+    const NAME: &'static CStr = c"cothread.future";
 }
 
-/// `[-0, +0, v]` The future at `idx`, or raises.
-unsafe fn check_future<'a>(l: L, idx: c_int) -> &'a Future {
-    // SAFETY: valid state; a `cothread.future` userdata holds an `Option<Future>`.
-    unsafe {
-        let u = ffi::luaL_checkudata(l, idx, FUTURE.as_ptr()) as *mut Option<Future>;
-        (*u).as_ref().unwrap_or_else(|| raw::error(l, c"future already collected"))
-    }
-}
-
-/// `__gc` of both: drops the handle (the last promise handle unsettled
-/// settles the future as dropped; C's handles are their own).
-unsafe extern "C-unwind" fn gc<T>(l: L) -> c_int {
-    // SAFETY: called by Lua on a userdata made by `push_ud::<T>`.
-    unsafe { drop((*(ffi::lua_touserdata(l, 1) as *mut Option<T>)).take()) };
-    0
-}
+cfn!(new = new_body);
 
 /// `promise, future = cothread.promise()`
-unsafe extern "C-unwind" fn new(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        anchor(l);
-        raw::check_stack(l, 2);
-        let (p, f) = Promise::new();
-        push_ud(l, p, PROMISE);
-        push_ud(l, f, FUTURE);
-        2
-    }
+fn new_body(lua: &mut Lua) -> Ret {
+    anchor(lua);
+    let (p, f) = Promise::new();
+    lua.new_udata(LuaPromise(p), 0);
+    lua.new_udata(LuaFuture(f), 0);
+    Ok(2)
 }
 
+cfn!(set = set_body);
+
 /// `settled = promise:set(...)`: true if this call settled the future.
-unsafe extern "C-unwind" fn set(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let p = check_promise(l, 1);
-        let a = anchor(l);
-        let ok = !p.is_settled() && p.set(Box::new(pack(l, 2, a))).is_ok();
-        ffi::lua_pushboolean(l, c_int::from(ok));
-        1
-    }
+fn set_body(lua: &mut Lua) -> Ret {
+    let settled = lua.udata::<LuaPromise>(1)?.0.is_settled();
+    let a = anchor(lua);
+    let ok = !settled && {
+        let values = Box::new(pack(lua, 2, a));
+        lua.udata::<LuaPromise>(1)?.0.set(values).is_ok()
+    };
+    lua.push_bool(ok);
+    Ok(1)
 }
+
+cfn!(fail = fail_body);
 
 /// `settled = promise:fail(err [, code])`: C readers see `code` (default
 /// `COT_EIO`) and `tostring(err)`; Lua readers of this state get `err`.
-unsafe extern "C-unwind" fn fail(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let p = check_promise(l, 1);
-        ffi::luaL_checkany(l, 2);
-        let code = ffi::luaL_optinteger(l, 3, LUA_ERROR_CODE as ffi::lua_Integer);
-        if !(i32::MIN as ffi::lua_Integer..0).contains(&code) {
-            raw::arg_error(l, 3, c"negative error code expected");
-        }
-        ffi::lua_settop(l, 2);
-        ffi::luaL_tolstring(l, 2, std::ptr::null_mut()); // may raise (a __tostring): nothing made yet
-        let message = CStr::from_ptr(ffi::lua_tolstring(l, 3, std::ptr::null_mut())).to_owned();
-        ffi::lua_settop(l, 2);
-        if p.is_settled() {
-            ffi::lua_pushboolean(l, 0);
-            return 1;
-        }
-        // Packed before the core's lock is taken: packing may raise.
-        let detail: Box<dyn Payload> = Box::new(pack(l, 2, anchor(l)));
-        let ok = p.fail_with(code as i32, &message, Some(detail)).is_ok();
-        ffi::lua_pushboolean(l, c_int::from(ok));
-        1
+fn fail_body(lua: &mut Lua) -> Ret {
+    lua.udata::<LuaPromise>(1)?;
+    lua.check_any(2)?;
+    let code = lua.opt_int(3, LUA_ERROR_CODE as lua_Integer)?;
+    if !(i32::MIN as lua_Integer..0).contains(&code) {
+        return Err(Error::arg(3, c"negative error code expected"));
     }
+    lua.set_top(2);
+    lua.push_tostring(2)?;
+    let message = CString::new(lua.to_bytes(3).unwrap_or_default()).unwrap_or_default();
+    lua.set_top(2);
+    if lua.udata::<LuaPromise>(1)?.0.is_settled() {
+        lua.push_bool(false);
+        return Ok(1);
+    }
+    // Packed before the core's lock is taken.
+    let a = anchor(lua);
+    let detail: Box<dyn Payload> = Box::new(pack(lua, 2, a));
+    let ok = lua.udata::<LuaPromise>(1)?.0.fail_with(code as i32, &message, Some(detail)).is_ok();
+    lua.push_bool(ok);
+    Ok(1)
 }
+
+cfn!(settled = settled_body);
 
 /// `settled = promise:settled()`
-unsafe extern "C-unwind" fn settled(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let p = check_promise(l, 1);
-        ffi::lua_pushboolean(l, c_int::from(p.is_settled()));
-        1
-    }
+fn settled_body(lua: &mut Lua) -> Ret {
+    let s = lua.udata::<LuaPromise>(1)?.0.is_settled();
+    lua.push_bool(s);
+    Ok(1)
 }
 
+cfn!(promise_future = promise_future_body);
+
 /// `future = promise:future()`: another future of the promise.
-unsafe extern "C-unwind" fn promise_future(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let f = check_promise(l, 1).future();
-        push_ud(l, f, FUTURE);
-        1
-    }
+fn promise_future_body(lua: &mut Lua) -> Ret {
+    let f = lua.udata::<LuaPromise>(1)?.0.future();
+    lua.new_udata(LuaFuture(f), 0);
+    Ok(1)
 }
+
+cfn!(promise_handle = promise_handle_body);
 
 /// `pointer = promise:handle()` / `future:handle()`: a new C handle (light
 /// userdata) that the C side frees with `cot_promise_free` / `cot_future_free`.
-unsafe extern "C-unwind" fn promise_handle(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let p = check_promise(l, 1).clone();
-        ffi::lua_pushlightuserdata(l, cot_promise::into_raw(p) as *mut c_void);
-        1
-    }
+fn promise_handle_body(lua: &mut Lua) -> Ret {
+    let p = lua.udata::<LuaPromise>(1)?.0.clone();
+    lua.push_light(cot_promise::into_raw(p) as *const c_void);
+    Ok(1)
 }
 
-unsafe extern "C-unwind" fn future_handle(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let f = check_future(l, 1).clone();
-        ffi::lua_pushlightuserdata(l, cot_future::into_raw(f) as *mut c_void);
-        1
-    }
+cfn!(future_handle = future_handle_body);
+
+fn future_handle_body(lua: &mut Lua) -> Ret {
+    let f = lua.udata::<LuaFuture>(1)?.0.clone();
+    lua.push_light(cot_future::into_raw(f) as *const c_void);
+    Ok(1)
 }
+
+cfn!(promise_of = promise_of_body);
 
 /// `promise = cothread.promise_of(pointer)`, `future = cothread.future_of(pointer)`:
 /// Lua objects of a `cot_promise*` / `cot_future*` handed in by C (their own
 /// handles: the C side keeps and frees its own).
-unsafe extern "C-unwind" fn promise_of(l: L) -> c_int {
-    // SAFETY: valid state; a light userdata passed here must be a live
-    // `cot_promise*` (the documented contract of `promise_of`).
-    unsafe {
-        ffi::luaL_checktype(l, 1, ffi::LUA_TLIGHTUSERDATA);
-        let Some(p) = cot_promise::get(ffi::lua_touserdata(l, 1) as *const cot_promise) else {
-            raw::arg_error(l, 1, c"NULL promise");
-        };
-        push_ud(l, p.clone(), PROMISE);
-        1
-    }
+fn promise_of_body(lua: &mut Lua) -> Ret {
+    lua.check_type(1, Type::LightUserdata)?;
+    // SAFETY: a light userdata passed here must be a live `cot_promise*`:
+    // the documented contract of `promise_of`, the one place where Lua code
+    // hands the module a C pointer (NULL is checked by `get`).
+    let p = unsafe { cot_promise::get(lua.to_pointer(1) as *const cot_promise) };
+    let p = p.ok_or(Error::arg(1, c"NULL promise"))?.clone();
+    lua.new_udata(LuaPromise(p), 0);
+    Ok(1)
 }
 
-unsafe extern "C-unwind" fn future_of(l: L) -> c_int {
-    // SAFETY: as `promise_of`, for a live `cot_future*`.
-    unsafe {
-        ffi::luaL_checktype(l, 1, ffi::LUA_TLIGHTUSERDATA);
-        let Some(f) = cot_future::get(ffi::lua_touserdata(l, 1) as *const cot_future) else {
-            raw::arg_error(l, 1, c"NULL future");
-        };
-        push_ud(l, f.clone(), FUTURE);
-        1
-    }
+cfn!(future_of = future_of_body);
+
+fn future_of_body(lua: &mut Lua) -> Ret {
+    lua.check_type(1, Type::LightUserdata)?;
+    // SAFETY: as in `promise_of`, for a live `cot_future*`.
+    let f = unsafe { cot_future::get(lua.to_pointer(1) as *const cot_future) };
+    let f = f.ok_or(Error::arg(1, c"NULL future"))?.clone();
+    lua.new_udata(LuaFuture(f), 0);
+    Ok(1)
 }
+
+cfn!(ready = ready_body);
 
 /// `ready = future:ready()`
-unsafe extern "C-unwind" fn ready(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let f = check_future(l, 1);
-        ffi::lua_pushboolean(l, c_int::from(f.outcome().is_some()));
-        1
-    }
+fn ready_body(lua: &mut Lua) -> Ret {
+    let r = lua.udata::<LuaFuture>(1)?.0.outcome().is_some();
+    lua.push_bool(r);
+    Ok(1)
 }
+
+cfn!(state = state_body);
 
 /// `state = future:state()`: "pending", "value", "error" or "dropped".
-unsafe extern "C-unwind" fn state(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let name = match check_future(l, 1).state() {
-            State::Pending => c"pending",
-            State::Value => c"value",
-            State::Error => c"error",
-            State::Dropped => c"dropped",
-        };
-        ffi::lua_pushstring(l, name.as_ptr());
-        1
-    }
+fn state_body(lua: &mut Lua) -> Ret {
+    let name: &[u8] = match lua.udata::<LuaFuture>(1)?.0.state() {
+        State::Pending => b"pending",
+        State::Value => b"value",
+        State::Error => b"error",
+        State::Dropped => b"dropped",
+    };
+    lua.push_bytes(name);
+    Ok(1)
 }
 
+cfn!(value = value_body);
+
 /// `ok, ... = future:value()`: the results without waiting.
-unsafe extern "C-unwind" fn value(l: L) -> c_int {
-    // SAFETY: valid state.
-    unsafe {
-        let f = check_future(l, 1);
-        let a = anchor(l);
-        push_outcome(l, f, &a)
-    }
+fn value_body(lua: &mut Lua) -> Ret {
+    let f = lua.udata::<LuaFuture>(1)?.0.clone();
+    let a = anchor(lua);
+    push_outcome(lua, &f, &a)
 }
 
 /// `future:await`. Frame: 1 the future.
@@ -425,117 +362,81 @@ struct Await {
     deadline: Option<u64>,
 }
 
+/// The future in slot 1 of an await's frame (checked by `await`).
+fn future_of_frame(f: &Frame) -> Option<Future> {
+    f.lua.test_udata::<LuaFuture>(f.at(1)).map(|u| u.0.clone())
+}
+
 impl Operation for Await {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the frame `await_` built (a checked future in slot 1, which
-        // keeps it alive).
-        unsafe {
-            let l = f.l();
-            let fut = check_future(l, f.at(1));
-            Next::Done(match why {
-                Why::Start | Why::Ready | Why::Closed if fut.outcome().is_none() => {
-                    return Next::Event(self.deadline);
-                }
-                Why::Start | Why::Ready | Why::Closed | Why::Done => {
-                    let a = anchor(l);
-                    let n = push_outcome(l, fut, &a);
-                    drop(a);
-                    n
-                }
-                Why::Timeout => raw::push_false(l, c"timeout"),
-                Why::Cancelled => raw::push_false(l, c"cancelled"),
-                Why::Failed(m) => raw::push_false(l, m),
-            })
-        }
+        let Some(fut) = future_of_frame(f) else { return Next::Done(f.lua.fail_false(c"collected")) };
+        let lua = &mut f.lua;
+        Next::Done(match why {
+            Why::Start | Why::Ready | Why::Closed if fut.outcome().is_none() => {
+                return Next::Event(self.deadline);
+            }
+            Why::Start | Why::Ready | Why::Closed | Why::Done => {
+                let a = anchor(lua);
+                push_outcome(lua, &fut, &a).unwrap_or_else(|_| lua.fail_false(c"too many values"))
+            }
+            Why::Timeout => lua.fail_false(c"timeout"),
+            Why::Cancelled => lua.fail_false(c"cancelled"),
+            Why::Failed(m) => lua.fail_false(m),
+        })
     }
 
     fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
-        // SAFETY: as `step`; the request holds its own reference to the
-        // future's state.
-        unsafe {
-            let fut = check_future(f.l(), f.at(1)).clone();
-            let req = lp.future_wait(&fut, Box::new(move |_, _, _| fire.fire()));
-            Ok(Box::new(move |lp| {
-                let _ = lp.request_cancel(req); // completed already: nothing to cancel
-            }))
-        }
+        // The request holds its own reference to the future's state.
+        let fut = future_of_frame(f).ok_or(c"collected")?;
+        let req = lp.future_wait(&fut, Box::new(move |_, _, _| fire.fire()));
+        Ok(Box::new(move |lp| {
+            let _ = lp.request_cancel(req); // completed already: nothing to cancel
+        }))
     }
 
     fn block(&mut self, f: &mut Frame, _next: Next) -> Why {
-        // SAFETY: as `step`; only the calling thread blocks.
-        unsafe {
-            let ns = self.deadline.filter(|&d| d != u64::MAX).map(|d| d.saturating_sub(cothread::time::monotonic_ns()));
-            match check_future(f.l(), f.at(1)).wait(ns) {
-                Ok(()) => Why::Done,
-                Err(_) => Why::Timeout,
-            }
+        let ns = self.deadline.filter(|&d| d != u64::MAX).map(|d| d.saturating_sub(cothread::time::monotonic_ns()));
+        match future_of_frame(f).map(|fut| fut.wait(ns)) {
+            Some(Err(_)) => Why::Timeout,
+            _ => Why::Done,
         }
     }
 }
+
+cfn!(await_ = await_body);
 
 /// `ok, ... = future:await([timeout])`
-unsafe extern "C-unwind" fn await_(l: L) -> c_int {
-    // SAFETY: `check_future` returns a live future or raises; the frame is
-    // the function's own stack.
-    unsafe {
-        check_future(l, 1);
-        let deadline = if raw::is_nil_or_nan(l, 2) {
-            None
-        } else {
-            Some(engine::deadline_in(engine::ns_of(ffi::luaL_checknumber(l, 2))))
-        };
-        ffi::lua_settop(l, 1);
-        drive_raw(l, Await { deadline })
-    }
+fn await_body(lua: &mut Lua) -> Ret {
+    lua.udata::<LuaFuture>(1)?;
+    let t = if lua.is_nil(2) { f64::NAN } else { lua.check_num(2)? };
+    let deadline = if t.is_nan() { None } else { Some(engine::deadline_in(engine::ns_of(t))) };
+    lua.set_top(1);
+    drive(lua, Await { deadline })
 }
 
-/// `[-0, +1, m]` Pushes the module's functions into the table at the top:
+const PROMISE_METHODS: &[Reg] =
+    &[(c"set", set), (c"fail", fail), (c"settled", settled), (c"future", promise_future), (c"handle", promise_handle)];
+
+const FUTURE_METHODS: &[Reg] =
+    &[(c"await", await_), (c"ready", ready), (c"state", state), (c"value", value), (c"handle", future_handle)];
+
+/// `[-0, +0, m]` Sets the module's functions in the table at the top:
 /// `promise`, `promise_of`, `future_of`; makes the metatables.
-///
-/// # Safety
-/// `l` is a valid state with a table at the top.
-pub unsafe fn add_functions(l: L) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 4);
-        let kinds: [(&CStr, ffi::lua_CFunction, &[raw::Reg]); 2] = [
-            (
-                PROMISE,
-                gc::<Promise>,
-                &[
-                    (c"set", set),
-                    (c"fail", fail),
-                    (c"settled", settled),
-                    (c"future", promise_future),
-                    (c"handle", promise_handle),
-                ],
-            ),
-            (
-                FUTURE,
-                gc::<Future>,
-                &[
-                    (c"await", await_),
-                    (c"ready", ready),
-                    (c"state", state),
-                    (c"value", value),
-                    (c"handle", future_handle),
-                ],
-            ),
-        ];
-        for (name, gc, methods) in kinds {
-            if ffi::luaL_newmetatable(l, name.as_ptr()) != 0 {
-                ffi::lua_pushcfunction(l, gc);
-                ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-                raw::push_functions(l, methods);
-                ffi::lua_setfield(l, -2, c"__index".as_ptr());
-            }
-            ffi::lua_pop(l, 1);
-        }
-        for (name, f) in
-            [(c"promise", new as ffi::lua_CFunction), (c"promise_of", promise_of), (c"future_of", future_of)]
-        {
-            ffi::lua_pushcfunction(l, f);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
+pub fn add_functions(lua: &mut Lua) {
+    if lua.udata_metatable::<LuaPromise>() {
+        lua.push_functions(PROMISE_METHODS);
+        lua.set_field(-2, c"__index");
+    }
+    lua.pop(1);
+    if lua.udata_metatable::<LuaFuture>() {
+        lua.push_functions(FUTURE_METHODS);
+        lua.set_field(-2, c"__index");
+    }
+    lua.pop(1);
+    for (name, f) in
+        [(c"promise", new as crate::lua::ffi::lua_CFunction), (c"promise_of", promise_of), (c"future_of", future_of)]
+    {
+        lua.push_fn(f);
+        lua.set_field(-2, name);
     }
 }

@@ -178,7 +178,7 @@ unsafe extern "C-unwind" fn new(l: L) -> c_int {
         }
         cosock::install(l, m, s);
         ffi::lua_pushvalue(l, m);
-        future::add_functions(l);
+        future::add_functions(&mut lua::Lua::from_raw(l));
         ffi::lua_pop(l, 1);
         for (name, v) in [
             (c"version_major", COT_VERSION_MAJOR),

@@ -43,7 +43,8 @@ struct Proc {
     exit: Rc<Cell<Option<Exit>>>,
 }
 
-impl Udata for Proc {
+// SAFETY: c"cothread.process" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for Proc {
     const NAME: &'static CStr = c"cothread.process";
 }
 

@@ -181,22 +181,6 @@ pub unsafe fn status(l: L, co: L) -> Status {
 /// A C function and the name it is set under.
 pub type Reg = (&'static CStr, ffi::lua_CFunction);
 
-/// `[-0, +1, m]` Pushes a new table holding `functions`.
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_functions(l: L, functions: &[Reg]) {
-    // SAFETY: valid state; each push is set into the table at once.
-    unsafe {
-        check_stack(l, 2);
-        ffi::lua_createtable(l, 0, functions.len() as c_int);
-        for (name, f) in functions {
-            ffi::lua_pushcfunction(l, *f);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-    }
-}
-
 /// `[-0, +1, e]` Pushes the Lua chunk `source` (text, shipped in the module),
 /// compiled under the chunk name `name`; raises the compiler's message if it
 /// does not compile.

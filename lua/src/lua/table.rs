@@ -134,6 +134,24 @@ impl Lua {
         }
     }
 
+    /// `[-1, +0, m]` Pops the top value into the registry and answers its
+    /// reference (`luaL_ref`).
+    pub fn reference(&mut self) -> c_int {
+        // SAFETY: a valid state with a value on the top (a missing one reads
+        // as nil, which `luaL_ref` answers with `LUA_REFNIL`); `&mut self`:
+        // the value leaves the stack.
+        unsafe { ffi::luaL_ref(self.l, REGISTRY) }
+    }
+
+    /// `[-0, +0, -]` Frees the registry reference `r` (`luaL_unref`), once:
+    /// freed twice, two later references could share a slot.
+    pub fn unreference(&self, r: c_int) {
+        // SAFETY: a valid state; `luaL_unref` only stores integers in the
+        // registry table (its free list), and ignores a negative `r`. A
+        // double free is a logic error there, not a memory error.
+        unsafe { ffi::luaL_unref(self.l, REGISTRY, r) }
+    }
+
     /// `[-0, +1, m]` Pushes a new table of `functions`.
     pub fn push_functions(&mut self, functions: &[Reg]) {
         self.new_table(0, functions.len() as c_int);
@@ -178,15 +196,19 @@ impl Lua {
     }
 
     /// `[-0, +0, m]` Sets the metatable registered under `name` on the value
-    /// at `idx`.
+    /// at `idx` (nothing if no table is registered there).
     pub fn set_metatable(&self, idx: c_int, name: &CStr) {
         self.room(1);
         let idx = self.abs(idx);
-        // SAFETY: a valid state with room; the metatable is pushed and
-        // popped again by `lua_setmetatable` (no value of ours leaves).
+        // SAFETY: a valid state with room; the registry's field is pushed
+        // and, if a table, popped again by `lua_setmetatable` (a value of
+        // another type is popped here: it must not become a metatable).
         unsafe {
-            ffi::lua_getfield(self.l, REGISTRY, name.as_ptr());
-            ffi::lua_setmetatable(self.l, idx);
+            if ffi::lua_getfield(self.l, REGISTRY, name.as_ptr()) == ffi::LUA_TTABLE {
+                ffi::lua_setmetatable(self.l, idx);
+            } else {
+                ffi::lua_settop(self.l, -2);
+            }
         }
     }
 

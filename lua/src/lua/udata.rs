@@ -15,7 +15,12 @@ use super::{Error, Lua, Type, ffi};
 /// A Rust type kept in Lua userdata. What changes after creation lives in
 /// `Cell`s: Lua code can hold the same userdata twice, so the layer hands
 /// out only shared references.
-pub trait Udata: Sized + 'static {
+///
+/// # Safety
+/// `NAME` is this type's alone: no other `Udata` type, and no other
+/// registry field of the Lua state, uses it. The layer trusts a userdata
+/// under that metatable to hold a `Self`.
+pub unsafe trait Udata: Sized + 'static {
     /// The metatable's registry name, also `__name` in error messages.
     const NAME: &'static CStr;
 }

@@ -64,7 +64,8 @@ pub struct Stream {
     src: Source,
 }
 
-impl Udata for Stream {
+// SAFETY: c"cothread.file" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for Stream {
     const NAME: &'static CStr = c"cothread.file";
 }
 
