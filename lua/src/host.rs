@@ -47,25 +47,22 @@ struct LoopWait {
 
 impl Operation for LoopWait {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: a step's slots on `f.l()`.
-        unsafe {
-            let l = f.l();
-            Next::Done(match why {
-                Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
-                Why::Done => {
-                    ffi::lua_pushboolean(l, 1);
-                    1
-                }
-                Why::Timeout => raw::push_false(l, c"timeout"),
-                Why::Cancelled => raw::push_false(l, c"cancelled"),
-                Why::Failed(m) => raw::push_false(l, m),
-            })
-        }
+        let lua = &f.lua;
+        Next::Done(match why {
+            Why::Start | Why::Ready | Why::Closed => return Next::Event(self.deadline),
+            Why::Done => {
+                lua.push_bool(true);
+                1
+            }
+            Why::Timeout => lua.fail_false(c"timeout"),
+            Why::Cancelled => lua.fail_false(c"cancelled"),
+            Why::Failed(m) => lua.fail_false(m),
+        })
     }
 
     fn start(&mut self, f: &Frame, lp: &mut Loop, fire: Fire) -> Result<OnEnd, &'static CStr> {
-        // SAFETY: slot 1 holds the key, a checked light userdata.
-        let key = unsafe { ffi::lua_touserdata(f.l(), f.at(1)) } as usize;
+        // Slot 1 holds the key, a checked light userdata.
+        let key = f.lua.to_pointer(f.at(1)) as usize;
         // A loop task waiting on the key stands in for the cothread.
         let h = lp.task_init(0, Box::new(move |_, _, _| fire.fire()));
         let close: OnEnd = Box::new(move |lp| {

@@ -126,21 +126,6 @@ pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
     2
 }
 
-/// `[-0, +2, m]` Pushes `false, msg` (the failure of a call that answers
-/// like `pcall`); returns 2.
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_false(l: L, msg: &CStr) -> c_int {
-    // SAFETY: valid state; the stack is checked first.
-    unsafe {
-        check_stack(l, 2);
-        ffi::lua_pushboolean(l, 0);
-        ffi::lua_pushstring(l, msg.as_ptr());
-    }
-    2
-}
-
 /// What `coroutine.status` would say of `co`, seen from `l`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Status {
