@@ -13,8 +13,10 @@ local function typename(v)
   return type(mt) == "table" and type(rawget(mt, "__name")) == "string" and mt.__name or type(v)
 end
 
-local function argerror(n, fname, msg)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3)
+-- Raises "bad argument" at the caller of the function `fname`, which is
+-- `depth` levels above argerror's caller (0: argerror's caller is `fname`).
+local function argerror(n, fname, msg, depth)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), 3 + (depth or 0))
 end
 
 -- ===== spawn and handles =====
@@ -29,7 +31,7 @@ Handle.__index = Handle
 
 local function check_handle(h, fname)
   local co = thread_of[h]
-  if not co then argerror(1, fname, "spawn handle expected, got " .. typename(h)) end
+  if not co then argerror(1, fname, "spawn handle expected, got " .. typename(h), 1) end
   return co
 end
 
@@ -118,6 +120,7 @@ end
 -- ===== asyncify =====
 
 local asyncified = {} -- name -> module
+local LOADING = {}     -- asyncified[name] while its loader runs
 local asyncify
 
 -- What `require` is inside an asyncified module.
@@ -155,6 +158,9 @@ local SOCKET = { socket = async_socket, ["cosock.socket"] = async_socket, ["coth
 function asyncify(name)
   if SOCKET[name] then return SOCKET[name] end
   local m = asyncified[name]
+  if m == LOADING then
+    error(("loop or previous error loading module '%s'"):format(name), 3)
+  end
   if m ~= nil then return m end
   local loader, extra
   local msg = {}
@@ -176,7 +182,11 @@ function asyncify(name)
         break
       end
     end
-    m = loader(name, extra)
+    asyncified[name] = LOADING
+    local ok, r = pcall(loader, name, extra)
+    asyncified[name] = nil
+    if not ok then error(r, 0) end
+    m = r
     if m == nil then m = true end
   end
   asyncified[name] = m

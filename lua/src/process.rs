@@ -174,8 +174,7 @@ fn env_of(lua: &mut Lua) -> Result<Vec<CString>, Error> {
             return false;
         };
         if k.is_empty() || k.contains(&b'=') || k.contains(&0) || v.contains(&0) {
-            let name = String::from_utf8_lossy(k);
-            bad = Some(Error::arg_owned(2, format!("option 'env': invalid variable '{name}'")));
+            bad = Some(Error::arg_owned(2, format!("option 'env': invalid variable '{}'", crate::lua::shown(k))));
             return false;
         }
         env.push(CString::new([k, b"=", v].concat()).unwrap_or_default());

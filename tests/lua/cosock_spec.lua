@@ -125,6 +125,18 @@ describe("spawn", function()
     assert.is_true(closed)
   end)
 
+  it("blames the caller's line for a bad handle", function()
+    local h = cosock.spawn(function() end)
+    for _, m in ipairs { "cancel", "is_alive" } do
+      local line = debug.getinfo(1, "l").currentline + 1
+      local ok, err = pcall(function() local r = h[m]({}) return r end)
+      assert.is_false(ok)
+      assert.matches("cosock_spec%.lua:%d+: bad argument #1 to '" .. m .. "' %(spawn handle expected, got table%)", err)
+      assert.matches(":" .. line .. ":", err, nil, true)
+    end
+    cosock.run()
+  end)
+
   it("raises when a cothread cancels itself", function()
     local S = cosock.new()
     local handle, ok, err
@@ -266,6 +278,8 @@ describe("asyncify", function()
     PROBE_GLOBAL = "set"
     return { socket = socket, nested = nested, wait = function(s) socket.sleep(s); return "slept" end }
   ]])
+  write("probe_self.lua", [[ return { me = require "probe_self" } ]])
+  write("probe_broken.lua", [[ error("broken module") ]])
   write("probe/nested.lua", [[
     local socket = require "socket"
     local string = require "string"
@@ -296,6 +310,20 @@ describe("asyncify", function()
     cosock.spawn(function() r = m.wait(0.01) end)
     cosock.run()
     assert.equal("slept", r)
+  end)
+
+  it("names a module that requires itself instead of overflowing the stack", function()
+    local ok, err = pcall(cosock.asyncify, "probe_self")
+    assert.is_false(ok)
+    assert.matches("loop or previous error loading module 'probe_self'", err)
+  end)
+
+  it("lets a module whose loading failed be tried again", function()
+    for _ = 1, 2 do
+      local ok, err = pcall(cosock.asyncify, "probe_broken")
+      assert.is_false(ok)
+      assert.matches("broken module", err)
+    end
   end)
 
   it("raises for a missing module or a bad name", function()

@@ -162,6 +162,8 @@ describe("cothread.process", function()
     assert.matches("%(option 'cwd' contains a NUL byte%)", err({ "true" }, { cwd = "/\0tmp" }))
     assert.matches("%(table or string expected, got number%)", err(42))
     assert.matches("%(invalid option 'stdout'%)", err("ls", { stdout = "maybe" }))
+    local long = err({ "true" }, { env = { [string.rep("=", 1 << 20)] = "x" } })
+    assert.is_true(#long < 200, "a 1 MiB name is not copied into the message")
   end)
 
   it("leaves nothing dangling when unscheduled while waiting", function()

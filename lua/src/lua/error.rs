@@ -133,6 +133,16 @@ unsafe fn type_name(l: L, arg: c_int) -> *const std::ffi::c_char {
     }
 }
 
+/// A user's value as an error message shows it: at most `SHOWN` bytes of
+/// it, then "...", so a huge argument is not copied whole into a message.
+pub fn shown(value: &[u8]) -> String {
+    const SHOWN: usize = 48;
+    match value.get(..SHOWN) {
+        Some(head) if value.len() > SHOWN => format!("{}...", String::from_utf8_lossy(head)),
+        _ => String::from_utf8_lossy(value).into_owned(),
+    }
+}
+
 /// `msg` as a C string, cut at its first NUL (Lua's `%s` would cut it too).
 fn c_string(msg: String) -> CString {
     let mut bytes = msg.into_bytes();
@@ -140,4 +150,24 @@ fn c_string(msg: String) -> CString {
         bytes.truncate(i);
     }
     CString::new(bytes).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_huge_value_is_shown_cut() {
+        assert_eq!(shown(b"short"), "short");
+        let huge = vec![b'x'; 1 << 20];
+        let s = shown(&huge);
+        assert_eq!(s.len(), 48 + 3);
+        assert!(s.ends_with("..."));
+    }
+
+    #[test]
+    fn a_message_ends_at_its_first_nul() {
+        assert_eq!(c_string("ab\0cd".to_string()).as_bytes(), b"ab");
+        assert_eq!(c_string("plain".to_string()).as_bytes(), b"plain");
+    }
 }

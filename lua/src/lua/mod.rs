@@ -40,7 +40,7 @@ mod udata;
 
 use std::ffi::c_int;
 
-pub use error::{Error, Ret, or_raise};
+pub use error::{Error, Ret, or_raise, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
 pub use udata::{Udata, value_at};

@@ -278,7 +278,7 @@ impl Lua {
         names
             .iter()
             .position(|n| n.to_bytes() == name)
-            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", String::from_utf8_lossy(name))))
+            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", super::shown(name))))
     }
 
     // ===== pushing =====
