@@ -408,8 +408,7 @@ cfn!(await_ = await_body);
 /// `ok, ... = future:await([timeout])`
 fn await_body(lua: &mut Lua) -> Ret {
     lua.udata::<LuaFuture>(1)?;
-    let t = if lua.is_nil(2) { f64::NAN } else { lua.check_num(2)? };
-    let deadline = if t.is_nan() { None } else { Some(engine::deadline_in(engine::ns_of(t))) };
+    let deadline = if lua.is_nil(2) { None } else { Some(engine::deadline_in(engine::ns_of(lua.check_time(2)?))) };
     lua.set_top(1);
     drive(lua, Await { deadline })
 }

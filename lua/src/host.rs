@@ -92,10 +92,10 @@ pub unsafe extern "C-unwind" fn loop_wait(l: L) -> c_int {
         if ffi::lua_touserdata(l, 1).is_null() {
             raw::arg_error(l, 1, c"NULL signal");
         }
-        let deadline = if raw::is_nil_or_nan(l, 2) {
+        let deadline = if ffi::lua_isnoneornil(l, 2) != 0 {
             None
         } else {
-            Some(engine::deadline_in(engine::ns_of(ffi::luaL_checknumber(l, 2))))
+            Some(engine::deadline_in(engine::ns_of(raw::check_time(l, 2, 2))))
         };
         ffi::lua_settop(l, 1);
         if cothread_of(l).is_none() {
