@@ -94,27 +94,30 @@ impl Drop for Receiver {
     }
 }
 
-/// The link of the end at `arg`, which must be `T` (or either end if
-/// `T` is `Sender` and `either`).
-fn link_of(lua: &Lua, arg: c_int, either: bool) -> Result<Rc<Link>, Error> {
+/// The link of the end at `arg`, a sender (or either end if `either`).
+/// Borrowed, not shared: a reference count held while Lua allocates would
+/// leak if a memory error longjmped past it.
+fn link_of(lua: &Lua, arg: c_int, either: bool) -> Result<&Link, Error> {
     if let Some(r) = lua.test_udata::<Receiver>(arg).filter(|_| either) {
-        return Ok(r.link.clone());
+        return Ok(&r.link);
     }
-    Ok(lua.udata::<Sender>(arg)?.link.clone())
+    Ok(&lua.udata::<Sender>(arg)?.link)
 }
 
 cfn!(new = new_body);
 
 /// `channel.new()`, also `channel()`: a sender and its receiver.
 fn new_body(lua: &mut Lua) -> Ret {
-    let link = Rc::new(Link {
+    let link = Link {
         head: Cell::new(1),
         tail: Cell::new(1),
         closed: Cell::new(false),
         src: Source::new(SourceKind::Channel),
-    });
+    };
     lua.new_table(0, 0); // queue
-    lua.new_udata(Sender { link: link.clone() }, 1);
+    // The link is Lua's (in the sender) before it is shared: no reference
+    // of ours is held while Lua allocates.
+    let link = lua.new_udata(Sender { link: Rc::new(link) }, 1).link.clone();
     lua.push_value(-2);
     lua.set_uservalue(-2, 1); // queue sender
     lua.new_udata(Receiver { link, timeout: Cell::new(-1.0) }, 1);
@@ -128,15 +131,16 @@ cfn!(send = send_body);
 /// `sender:send(value)`: queues `value` (nil too); `true`, or `false,
 /// "closed"` once the channel is closed.
 fn send_body(lua: &mut Lua) -> Ret {
-    let link = link_of(lua, 1, false)?;
+    let (closed, tail) = link_of(lua, 1, false).map(|k| (k.closed.get(), k.tail.get()))?;
     lua.set_top(2);
-    if link.closed.get() {
+    if closed {
         return Ok(lua.fail_false(c"closed"));
     }
     lua.get_uservalue(1, 1); // value queue
     lua.push_value(2);
-    lua.set_index(-2, link.tail.get());
-    link.tail.set(link.tail.get() + 1);
+    lua.set_index(-2, tail);
+    let link = link_of(lua, 1, false)?;
+    link.tail.set(tail + 1);
     link.wake();
     lua.push_bool(true);
     Ok(1)
@@ -158,7 +162,7 @@ cfn!(tostring = tostring_body);
 fn tostring_body(lua: &mut Lua) -> Ret {
     let name = if lua.test_udata::<Receiver>(1).is_some() { "receiver" } else { "sender" };
     link_of(lua, 1, true)?;
-    lua.push_bytes(format!("channel.{name}: {:p}", lua.to_pointer(1)).as_bytes());
+    lua.push_owned(format!("channel.{name}: {:p}", lua.to_pointer(1)));
     Ok(1)
 }
 
@@ -186,23 +190,27 @@ impl Operation for Receive {
             let m = if let Why::Failed(m) = why { m } else { c"cancelled" };
             return Next::Done(lua.fail(m));
         }
-        let Some(link) = lua.test_udata::<Receiver>(rx).map(|r| r.link.clone()) else {
+        // The link is read in its receiver, never shared here (see `link_of`).
+        let Some((empty, closed, head)) =
+            lua.test_udata::<Receiver>(rx).map(|r| (r.link.is_empty(), r.link.closed.get(), r.link.head.get()))
+        else {
             return Next::Done(lua.fail(c"closed")); // `receive` checked it: unreachable
         };
-        if !link.is_empty() {
-            let head = link.head.get();
+        if !empty {
             lua.get_uservalue(rx, 1); // queue
             lua.get_index(-1, head); // queue value
             lua.push_nil();
             lua.set_index(-3, head);
-            link.head.set(head + 1);
-            if link.is_empty() {
-                link.head.set(1);
-                link.tail.set(1);
+            if let Some(r) = lua.test_udata::<Receiver>(rx) {
+                r.link.head.set(head + 1);
+                if r.link.is_empty() {
+                    r.link.head.set(1);
+                    r.link.tail.set(1);
+                }
             }
             return Next::Done(1);
         }
-        if link.closed.get() {
+        if closed {
             return Next::Done(lua.fail(c"closed"));
         }
         match lua.to_int(deadline).map(|d| d as u64) {
@@ -274,15 +282,17 @@ pub unsafe fn push_module(l: crate::raw::L) {
 
 /// `[-0, +1, m]` Registers the metatables and pushes a new module table.
 fn make_module(lua: &mut Lua) -> Result<(), Error> {
-    if lua.udata_metatable::<Sender>() {
+    lua.udata_metatable::<Sender>(|lua| {
         add_methods(lua, &[(c"send", send), (c"close", close)]);
-    }
+        Ok(())
+    })?;
     lua.pop(1);
-    if lua.udata_metatable::<Receiver>() {
+    lua.udata_metatable::<Receiver>(|lua| {
         add_methods(lua, &[(c"receive", receive), (c"settimeout", settimeout), (c"close", close)]);
         lua.push_light((&raw const RECEIVER_SELECT).cast());
         lua.set_pointer_key(-2, (&raw const SELECTABLE).cast());
-    }
+        Ok(())
+    })?;
     lua.pop(1);
     lua.new_table(0, 1); // module
     lua.push_fn(new);

@@ -68,7 +68,7 @@ fn payload_of<'a, T: 'static>(r: Result<&'a mut Payload, &'static CStr>) -> Resu
 
 /// `[-0, +1, m]` Pushes the numeric host of `a`.
 fn push_ip(lua: &Lua, a: &Addr) {
-    lua.push_bytes(a.host_port().0.as_bytes());
+    lua.push_owned(a.host_port().0);
 }
 
 /// `[-0, +1, m]` Pushes LuaSocket's resolved table `{name, alias = {}, ip =
@@ -111,8 +111,7 @@ fn push_found(lua: &mut Lua, r: Result<&mut Payload, &'static CStr>, field: &CSt
         Err(m) => lua.fail(m),
     }
 }
-fn toip_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let lua = &mut f.lua;
+fn toip_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
     push_found(lua, r, c"ip")
 }
 
@@ -126,8 +125,7 @@ fn toip_body(lua: &mut Lua) -> Ret {
     work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), false), toip_done)
 }
 
-fn tohostname_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let lua = &mut f.lua;
+fn tohostname_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
     push_found(lua, r, c"name")
 }
 
@@ -141,8 +139,7 @@ fn tohostname_body(lua: &mut Lua) -> Ret {
     work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), true), tohostname_done)
 }
 
-fn getaddrinfo_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let lua = &mut f.lua;
+fn getaddrinfo_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
     let a = match payload_of::<Result<sys::Found, ResolveError>>(r) {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
@@ -180,9 +177,8 @@ fn getaddrinfo_body(lua: &mut Lua) -> Ret {
 /// What `getnameinfo` found: a host name per address, and the service.
 type NameInfo = Result<(Vec<CString>, CString), ResolveError>;
 
-fn getnameinfo_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let (at1, at2) = (f.at(1), f.at(2));
-    let lua = &mut f.lua;
+fn getnameinfo_done(lua: &mut Lua, base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let (at1, at2) = (base + 1, base + 2);
     let (hosts, serv) = match payload_of::<NameInfo>(r) {
         Ok(Ok(found)) => found,
         Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),

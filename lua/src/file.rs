@@ -83,9 +83,8 @@ fn open_body(lua: &mut Lua) -> Ret {
 }
 
 /// Pushes the stream an open made, or its failure.
-fn open_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let at1 = f.at(1);
-    let lua = &mut f.lua;
+fn open_done(lua: &mut Lua, base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let at1 = base + 1;
     // The descriptor leaves the payload (an `OwnedFd` that would close it)
     // for the stream, which owns it from then.
     match r.map(|p| p.downcast_mut::<Result<OwnedFd, i32>>().map(|r| std::mem::replace(r, Err(0)))) {
@@ -117,9 +116,8 @@ fn stat_body(lua: &mut Lua) -> Ret {
 }
 
 /// Pushes the attributes a stat found, or its failure.
-fn stat_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let at1 = f.at(1);
-    let lua = &mut f.lua;
+fn stat_done(lua: &mut Lua, base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    let at1 = base + 1;
     match r.map(|p| p.downcast_ref::<Result<Metadata, i32>>()) {
         Ok(Some(Ok(st))) => {
             push_stat(lua, st);

@@ -90,34 +90,59 @@ impl Drop for LuaValues {
     }
 }
 
+// A memory error of Lua's allocator longjmps past the Rust frames of a
+// body (rule 2 of the `lua` layer): here no reference count, string copy or
+// payload of ours is held while Lua allocates. Futures are read in their
+// userdata, the anchor is an identity until `pack` clones it at its end.
+
 /// `[-0, +0, m]` This state's anchor, made on first use; releases the
-/// references dropped since the last call.
-fn anchor(lua: &mut Lua) -> Arc<Anchor> {
-    let a = if lua.get_field(REGISTRY, ANCHOR) == Type::Userdata
-        && let Some(a) = lua.test_udata::<AnchorBox>(-1)
-    {
-        a.0.clone()
-    } else {
+/// references dropped since the last call. Answers its identity (the
+/// registry keeps it alive).
+fn anchor(lua: &mut Lua) -> *const Anchor {
+    if lua.get_field(REGISTRY, ANCHOR) != Type::Userdata || lua.test_udata::<AnchorBox>(-1).is_none() {
         lua.pop(1);
-        let a = Arc::new(Anchor { alive: AtomicBool::new(true), dropped: Mutex::new(Vec::new()) });
-        lua.udata_metatable::<AnchorBox>(); // made or found: either serves
+        if lua.udata_metatable::<AnchorBox>(|_| Ok(())).is_err() {
+            return std::ptr::null(); // cannot be: the filling never fails
+        }
         lua.pop(1);
-        lua.new_udata(AnchorBox(a.clone()), 0);
+        let a = Anchor { alive: AtomicBool::new(true), dropped: Mutex::new(Vec::new()) };
+        lua.new_udata(AnchorBox(Arc::new(a)), 0);
         lua.push_value(-1);
         lua.set_field(REGISTRY, ANCHOR);
-        a
-    };
-    lua.pop(1);
-    let dropped = std::mem::take(&mut *a.dropped.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+    let Some(a) = lua.test_udata::<AnchorBox>(-1) else { return std::ptr::null() };
+    let dropped = std::mem::take(&mut *a.0.dropped.lock().unwrap_or_else(|e| e.into_inner()));
+    let id = Arc::as_ptr(&a.0);
+    // Releasing a reference allocates nothing (a slot of the registry's
+    // array goes to its free list).
     for r in dropped {
         lua.unreference(r);
     }
+    lua.pop(1);
+    id
+}
+
+/// `[-0, +0, -]` The anchor itself, once `anchor` made it.
+fn anchor_owned(lua: &mut Lua) -> Option<Arc<Anchor>> {
+    lua.get_field(REGISTRY, ANCHOR);
+    let a = lua.test_udata::<AnchorBox>(-1).map(|a| a.0.clone());
+    lua.pop(1);
     a
 }
 
-/// `[-0, +0, m]` Packs the values from `first` to the top into the registry.
-fn pack(lua: &mut Lua, first: c_int, anchor: Arc<Anchor>) -> LuaValues {
+/// `[-0, +0, m]` Packs the values from `first` to the top into the registry
+/// (`anchor` made the anchor). None if there is no anchor.
+fn pack(lua: &mut Lua, first: c_int) -> Option<LuaValues> {
     let n = lua.top() - first + 1;
+    lua.new_table(n.max(0), 1);
+    for i in 0..n {
+        lua.push_value(first + i);
+        lua.set_index(-2, i as lua_Integer + 1);
+    }
+    lua.push_int(n as lua_Integer);
+    lua.set_field(-2, c"n");
+    let reference = lua.reference();
+    // Lua allocates nothing from here on.
     let (c_ptr, c_string) = match (n, lua.kind(first)) {
         (1, Type::LightUserdata) => (lua.to_pointer(first), None),
         // A string with a NUL inside is no C string: C readers see NULL.
@@ -127,60 +152,82 @@ fn pack(lua: &mut Lua, first: c_int, anchor: Arc<Anchor>) -> LuaValues {
         },
         _ => (std::ptr::null_mut(), None),
     };
-    lua.new_table(n.max(0), 1);
-    for i in 0..n {
-        lua.push_value(first + i);
-        lua.set_index(-2, i as lua_Integer + 1);
-    }
-    lua.push_int(n as lua_Integer);
-    lua.set_field(-2, c"n");
-    let reference = lua.reference();
-    LuaValues { anchor, reference, c_ptr, c_string }
+    let Some(anchor) = anchor_owned(lua) else {
+        lua.unreference(reference);
+        return None;
+    };
+    Some(LuaValues { anchor, reference, c_ptr, c_string })
 }
 
-/// `[-0, +n, m]` Pushes the values of `payload` as this state sees them:
-/// its own Lua values unpacked, or what a C reader sees. Returns how many.
-fn push_payload(lua: &mut Lua, payload: &dyn Payload, anchor: &Arc<Anchor>) -> Result<c_int, Error> {
+/// What a payload is to this state: its own Lua values (their registry
+/// reference), or what a C reader sees.
+enum Seen<'a> {
+    Ours(c_int),
+    Bytes(&'a [u8]),
+    Pointer(*mut c_void),
+}
+
+fn seen(payload: &dyn Payload, anchor: *const Anchor) -> Seen<'_> {
     let values = payload.as_any().downcast_ref::<LuaValues>();
     // A reference of this state's anchor is live: it is released only
     // after the payload is dropped.
-    if let Some(v) = values.filter(|v| Arc::ptr_eq(&v.anchor, anchor)) {
-        lua.get_index(REGISTRY, v.reference as lua_Integer);
-        lua.get_field(-1, c"n");
-        let n = lua.to_int(-1).unwrap_or(0) as c_int;
-        lua.pop(1);
-        lua.check_stack(n + 1)?;
-        for i in 1..=n {
-            lua.get_index(-i, i as lua_Integer);
-        }
-        lua.remove(-n - 1);
-        return Ok(n);
+    if let Some(v) = values.filter(|v| Arc::as_ptr(&v.anchor) == anchor) {
+        return Seen::Ours(v.reference);
     }
     match values.and_then(|v| v.c_string.as_deref()) {
-        Some(s) => lua.push_bytes(s.to_bytes()), // another state's string
-        None if payload.as_ptr().is_null() => lua.push_nil(),
-        None => lua.push_light(payload.as_ptr()),
+        Some(s) => Seen::Bytes(s.to_bytes()), // another state's string
+        None => Seen::Pointer(payload.as_ptr()),
     }
-    Ok(1)
 }
 
-/// `[-0, +n, m]` Pushes a settled future's results, as `pcall` gives them:
-/// `true, values...`, or `false, error` (a Lua error value as it was given,
-/// or a C error's message and code), or `false, "dropped"`. Returns how many.
-fn push_outcome(lua: &mut Lua, f: &Future, anchor: &Arc<Anchor>) -> Result<c_int, Error> {
-    match f.outcome() {
+/// `[-0, +n, m]` Pushes the values of the Lua values' table `reference`.
+/// Returns how many.
+fn push_ours(lua: &mut Lua, reference: c_int) -> Result<c_int, Error> {
+    lua.get_index(REGISTRY, reference as lua_Integer);
+    lua.get_field(-1, c"n");
+    let n = lua.to_int(-1).unwrap_or(0) as c_int;
+    lua.pop(1);
+    lua.check_stack(n + 1)?;
+    for i in 1..=n {
+        lua.get_index(-i, i as lua_Integer);
+    }
+    lua.remove(-n - 1);
+    Ok(n)
+}
+
+/// `[-0, +1, m]` Pushes what a C reader sees of a payload.
+fn push_seen(lua: &Lua, s: &Seen) {
+    match *s {
+        Seen::Ours(_) => lua.push_nil(),
+        Seen::Bytes(b) => lua.push_bytes(b),
+        Seen::Pointer(p) if p.is_null() => lua.push_nil(),
+        Seen::Pointer(p) => lua.push_light(p),
+    }
+}
+
+/// `[-0, +n, m]` Pushes the results of the future in slot `at` (settled),
+/// as `pcall` gives them: `true, values...`, or `false, error` (a Lua
+/// error value as it was given, or a C error's message and code), or
+/// `false, "dropped"`. Returns how many.
+fn push_outcome(lua: &mut Lua, at: c_int, anchor: *const Anchor) -> Result<c_int, Error> {
+    let Some(fut) = lua.test_udata::<LuaFuture>(at) else { return Ok(lua.fail_false(c"collected")) };
+    match fut.0.outcome() {
         None => Ok(lua.fail_false(c"pending")),
         Some(Outcome::Value(v)) => {
+            let s = seen(&**v, anchor);
             lua.push_bool(true);
-            Ok(1 + push_payload(lua, &**v, anchor)?)
+            match s {
+                Seen::Ours(r) => Ok(1 + push_ours(lua, r)?),
+                s => {
+                    push_seen(lua, &s);
+                    Ok(2)
+                }
+            }
         }
         Some(Outcome::Error { code, message, detail }) => {
             lua.push_bool(false);
-            let ours = |d: &dyn Payload| {
-                d.as_any().downcast_ref::<LuaValues>().is_some_and(|v| Arc::ptr_eq(&v.anchor, anchor))
-            };
-            if let Some(d) = detail.as_deref().filter(|d| ours(*d)) {
-                push_payload(lua, d, anchor)?;
+            if let Some(Seen::Ours(r)) = detail.as_deref().map(|d| seen(d, anchor)) {
+                push_ours(lua, r)?;
                 return Ok(2);
             }
             lua.push_bytes(message.to_bytes());
@@ -214,8 +261,12 @@ cfn!(new = new_body);
 /// `promise, future = cothread.promise()`
 fn new_body(lua: &mut Lua) -> Ret {
     anchor(lua);
+    // The future is made from the promise once that is Lua's (`new_udata`
+    // drops its value if it cannot allocate): neither is held meanwhile
+    // (nor by a temporary of this statement's, which the error would skip).
     let (p, f) = Promise::new();
-    lua.new_udata(LuaPromise(p), 0);
+    drop(f);
+    let f = lua.new_udata(LuaPromise(p), 0).0.future();
     lua.new_udata(LuaFuture(f), 0);
     Ok(2)
 }
@@ -225,11 +276,12 @@ cfn!(set = set_body);
 /// `settled = promise:set(...)`: true if this call settled the future.
 fn set_body(lua: &mut Lua) -> Ret {
     let settled = lua.udata::<LuaPromise>(1)?.0.is_settled();
-    let a = anchor(lua);
-    let ok = !settled && {
-        let values = Box::new(pack(lua, 2, a));
-        lua.udata::<LuaPromise>(1)?.0.set(values).is_ok()
-    };
+    anchor(lua);
+    let ok = !settled
+        && match pack(lua, 2) {
+            Some(values) => lua.udata::<LuaPromise>(1)?.0.set(Box::new(values)).is_ok(),
+            None => false,
+        };
     lua.push_bool(ok);
     Ok(1)
 }
@@ -246,16 +298,21 @@ fn fail_body(lua: &mut Lua) -> Ret {
         return Err(Error::arg(3, c"negative error code expected"));
     }
     lua.set_top(2);
-    lua.push_tostring(2)?;
-    let message = CString::new(lua.to_bytes(3).unwrap_or_default()).unwrap_or_default();
-    lua.set_top(2);
     if lua.udata::<LuaPromise>(1)?.0.is_settled() {
         lua.push_bool(false);
         return Ok(1);
     }
-    // Packed before the core's lock is taken.
-    let a = anchor(lua);
-    let detail: Box<dyn Payload> = Box::new(pack(lua, 2, a));
+    lua.push_tostring(2)?;
+    lua.insert(2); // promise message err
+    // Packed before the core's lock is taken, and before the message is
+    // copied (Lua allocates nothing after `pack`).
+    anchor(lua);
+    let Some(values) = pack(lua, 3) else {
+        lua.push_bool(false);
+        return Ok(1);
+    };
+    let detail: Box<dyn Payload> = Box::new(values);
+    let message = CString::new(lua.to_bytes(2).unwrap_or_default()).unwrap_or_default();
     let ok = lua.udata::<LuaPromise>(1)?.0.fail_with(code as i32, &message, Some(detail)).is_ok();
     lua.push_bool(ok);
     Ok(1)
@@ -351,9 +408,9 @@ cfn!(value = value_body);
 
 /// `ok, ... = future:value()`: the results without waiting.
 fn value_body(lua: &mut Lua) -> Ret {
-    let f = lua.udata::<LuaFuture>(1)?.0.clone();
+    lua.udata::<LuaFuture>(1)?;
     let a = anchor(lua);
-    push_outcome(lua, &f, &a)
+    push_outcome(lua, 1, a)
 }
 
 /// `future:await`. Frame: 1 the future.
@@ -369,15 +426,18 @@ fn future_of_frame(f: &Frame) -> Option<Future> {
 
 impl Operation for Await {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        let Some(fut) = future_of_frame(f) else { return Next::Done(f.lua.fail_false(c"collected")) };
+        let at = f.at(1);
+        let Some(settled) = f.lua.test_udata::<LuaFuture>(at).map(|u| u.0.outcome().is_some()) else {
+            return Next::Done(f.lua.fail_false(c"collected"));
+        };
         let lua = &mut f.lua;
         Next::Done(match why {
-            Why::Start | Why::Ready | Why::Closed if fut.outcome().is_none() => {
+            Why::Start | Why::Ready | Why::Closed if !settled => {
                 return Next::Event(self.deadline);
             }
             Why::Start | Why::Ready | Why::Closed | Why::Done => {
                 let a = anchor(lua);
-                push_outcome(lua, &fut, &a).unwrap_or_else(|_| lua.fail_false(c"too many values"))
+                push_outcome(lua, at, a).unwrap_or_else(|_| lua.fail_false(c"too many values"))
             }
             Why::Timeout => lua.fail_false(c"timeout"),
             Why::Cancelled => lua.fail_false(c"cancelled"),
@@ -419,19 +479,23 @@ const PROMISE_METHODS: &[Reg] =
 const FUTURE_METHODS: &[Reg] =
     &[(c"await", await_), (c"ready", ready), (c"state", state), (c"value", value), (c"handle", future_handle)];
 
+/// `[-0, +0, m]` Sets `__index`, a table of `methods`, in the table on the top.
+fn set_index(lua: &mut Lua, methods: &[Reg]) -> Result<(), Error> {
+    lua.push_functions(methods);
+    lua.set_field(-2, c"__index");
+    Ok(())
+}
+
 /// `[-0, +0, m]` Sets the module's functions in the table at the top:
 /// `promise`, `promise_of`, `future_of`; makes the metatables.
 pub fn add_functions(lua: &mut Lua) {
-    if lua.udata_metatable::<LuaPromise>() {
-        lua.push_functions(PROMISE_METHODS);
-        lua.set_field(-2, c"__index");
+    // The fillings never fail (a memory error raises): the tables are pushed.
+    if lua.udata_metatable::<LuaPromise>(|lua| set_index(lua, PROMISE_METHODS)).is_ok() {
+        lua.pop(1);
     }
-    lua.pop(1);
-    if lua.udata_metatable::<LuaFuture>() {
-        lua.push_functions(FUTURE_METHODS);
-        lua.set_field(-2, c"__index");
+    if lua.udata_metatable::<LuaFuture>(|lua| set_index(lua, FUTURE_METHODS)).is_ok() {
+        lua.pop(1);
     }
-    lua.pop(1);
     for (name, f) in
         [(c"promise", new as crate::lua::ffi::lua_CFunction), (c"promise_of", promise_of), (c"future_of", future_of)]
     {

@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use cothread::Task;
 
 use crate::engine::{self, Frame, Next, Operation, STEP_SLOTS, Why};
-use crate::lua::{Lua, Ret, YIELD};
+use crate::lua::{Error, Lua, Ret, YIELD};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, CURRENT, Quick, State};
 
@@ -41,7 +41,8 @@ pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O) -> Ret {
     let mut why = Why::Start;
     loop {
         f.lua.check_stack(STEP_SLOTS)?;
-        let next = op.step(&mut f, why);
+        // A step that raised holding a payload left its error on the top.
+        let next = engine::step_guarded(&mut op, &mut f, why).map_err(|()| Error::Value)?;
         if let Next::Done(n) = next {
             return Ok(n);
         }

@@ -136,36 +136,44 @@ struct Options {
     cwd: Option<CString>,
 }
 
-/// The options at argument 2 (nil: the defaults).
-fn check_options(lua: &mut Lua) -> Result<Options, Error> {
+/// Checks the options at argument 2 (nil: the defaults), leaving their
+/// `env` and `cwd` at slots 3 and 4 (nil if absent). Reading a field may
+/// allocate (its name): no value of ours is made here (a memory error
+/// would longjmp past it); `options` makes them.
+fn check_options(lua: &mut Lua) -> Result<[Stdio; 3], Error> {
     lua.set_top(2);
     if lua.is_nil(2) {
-        return Ok(Options { stdio: [Stdio::Inherit; 3], env: None, cwd: None });
+        lua.set_top(4);
+        return Ok([Stdio::Inherit; 3]);
     }
     lua.check_type(2, Type::Table)?;
     let stdio = [check_stdio(lua, c"stdin")?, check_stdio(lua, c"stdout")?, check_stdio(lua, c"stderr")?];
     if stdio[0] == Stdio::Stdout {
         return Err(Error::arg(2, c"invalid option 'stdin'"));
     }
-    let env = match lua.get_field(2, c"env") {
-        Type::Nil => None,
-        Type::Table => Some(env_of(lua)?),
-        _ => return Err(Error::arg(2, c"option 'env' must be a table")),
+    if !matches!(lua.get_field(2, c"env"), Type::Nil | Type::Table) {
+        return Err(Error::arg(2, c"option 'env' must be a table"));
+    }
+    if !matches!(lua.get_field(2, c"cwd"), Type::Nil | Type::String) {
+        return Err(Error::arg(2, c"option 'cwd' must be a string"));
+    }
+    Ok(stdio)
+}
+
+/// The options `check_options` checked (Lua allocates nothing here).
+fn options(lua: &mut Lua, stdio: [Stdio; 3]) -> Result<Options, Error> {
+    let env = if lua.is_nil(3) { None } else { Some(env_of(lua, 3)?) };
+    let cwd = if lua.is_nil(4) {
+        None
+    } else {
+        Some(c_string(lua, 4).ok_or(Error::arg(2, c"option 'cwd' contains a NUL byte"))?)
     };
-    lua.pop(1);
-    let cwd = match lua.get_field(2, c"cwd") {
-        Type::Nil => None,
-        Type::String => Some(c_string(lua, -1).ok_or(Error::arg(2, c"option 'cwd' contains a NUL byte"))?),
-        _ => return Err(Error::arg(2, c"option 'cwd' must be a string")),
-    };
-    lua.pop(1);
     Ok(Options { stdio, env, cwd })
 }
 
-/// The environment table on the top as "name=value" strings. A name must be
+/// The environment table at `t` as "name=value" strings. A name must be
 /// a non-empty string without `=`, and neither may hold a NUL byte.
-fn env_of(lua: &mut Lua) -> Result<Vec<CString>, Error> {
-    let t = lua.top();
+fn env_of(lua: &mut Lua, t: c_int) -> Result<Vec<CString>, Error> {
     let mut env = Vec::new();
     let mut bad = None;
     lua.each(t, |lua| {
@@ -191,26 +199,45 @@ cfn!(spawn = spawn_body);
 /// default), and for stderr "stdout"), `env` (a table name -> value: the whole
 /// environment), `cwd`. A process object, or `nil, message, errno`.
 fn spawn_body(lua: &mut Lua) -> Ret {
+    // The command's errors come first; it is made again once the options'
+    // fields are read (which may allocate), so that none of ours is alive
+    // then.
+    drop(check_command(lua)?);
+    let stdio = check_options(lua)?;
     let argv = check_command(lua)?;
-    let o = check_options(lua)?;
+    let o = options(lua, stdio)?;
     reap_orphans();
-    let sp = match os::spawn(&argv, o.env.as_deref(), o.cwd.as_deref(), o.stdio) {
-        Ok(sp) => sp,
+    let spawned = os::spawn(&argv, o.env.as_deref(), o.cwd.as_deref(), o.stdio);
+    // Nothing of ours is held while Lua allocates: a memory error would
+    // longjmp past this frame. The program's name is pushed protected.
+    let name = argv[0].as_bytes().to_vec();
+    drop((argv, o));
+    let sp = match spawned {
+        Ok(sp) => {
+            drop(name);
+            sp
+        }
         Err(e) => {
-            lua.push_bytes(argv[0].to_bytes());
+            lua.push_owned(name);
             let at = lua.top();
             return Ok(lua.fail_errno(e, lua.to_cstr(at)));
         }
     };
-    drop((argv, o));
-    lua.new_udata(Proc { pid: sp.pid, exit: Rc::default() }, 3);
-    for (i, fd) in sp.pipes.into_iter().enumerate() {
-        if let Some(fd) = fd {
-            debug_assert!(fd.as_raw_fd() >= 0);
-            stream::push_stream(lua, fd.into_raw_fd(), true);
-            lua.set_uservalue(-2, i as c_int + 1);
+    // The pipes stay in this frame until their streams own them: the
+    // objects are made protected, so on a memory error the pipes not yet
+    // handed over close here (and a process object made goes to the
+    // orphans when collected).
+    let (pid, mut pipes) = (sp.pid, sp.pipes);
+    lua.protected(&mut |lua| {
+        lua.new_udata(Proc { pid, exit: Rc::default() }, 3);
+        for (i, fd) in pipes.iter_mut().enumerate() {
+            if let Some(fd) = fd.take() {
+                debug_assert!(fd.as_raw_fd() >= 0);
+                stream::push_stream(lua, fd.into_raw_fd(), true);
+                lua.set_uservalue(-2, i as c_int + 1);
+            }
         }
-    }
+    })?;
     Ok(1)
 }
 
@@ -395,13 +422,14 @@ pub unsafe fn push_module(l: crate::raw::L) {
 /// `[-0, +0, m]` Registers the metatables of process objects and their pipes.
 fn register(lua: &mut Lua) -> Result<(), Error> {
     stream::register(lua)?;
-    if lua.udata_metatable::<Proc>() {
+    lua.udata_metatable::<Proc>(|lua| {
         lua.push_functions(METHODS);
         lua.push_closure(proc_index, 1);
         lua.set_field(-2, c"__index");
         lua.push_fn(proc_tostring);
         lua.set_field(-2, c"__tostring");
-    }
+        Ok(())
+    })?;
     lua.pop(1);
     Ok(())
 }

@@ -30,6 +30,34 @@ pub unsafe fn push_thread(l: L, co: L) {
     }
 }
 
+/// `[-0, +1, m]` Pushes the metatable registered under `name`; with none,
+/// first makes it: a table with `__name`, filled by `fill` (which finds it
+/// on the top and leaves it there), registered only once complete. A
+/// memory error in between registers nothing (the next call makes it
+/// again), where a table registered first would stay without its `__gc`
+/// (objects under it never finalized) or its methods. True if made now.
+///
+/// # Safety
+/// `l` is a valid state with three free slots; `fill` pushes and pops
+/// evenly.
+pub unsafe fn metatable_once(l: L, name: &CStr, fill: impl FnOnce(L)) -> bool {
+    // SAFETY: valid state with the slots (caller's contract); the table is
+    // set in the registry last.
+    unsafe {
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr()) != ffi::LUA_TNIL {
+            return false;
+        }
+        ffi::lua_pop(l, 1);
+        ffi::lua_createtable(l, 0, 4);
+        ffi::lua_pushstring(l, name.as_ptr());
+        ffi::lua_setfield(l, -2, c"__name".as_ptr());
+        fill(l);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, name.as_ptr());
+        true
+    }
+}
+
 /// `[-0, +0, -]` Is the value at `idx` nil, none or a float NaN?
 ///
 /// # Safety

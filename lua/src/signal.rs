@@ -83,10 +83,10 @@ unsafe fn combine(l: L, mode: Mode) -> c_int {
         ffi::lua_setiuservalue(l, -2, 2);
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_setiuservalue(l, -2, 1);
-        if ffi::luaL_newmetatable(l, c"cothread.combined".as_ptr()) != 0 {
+        raw::metatable_once(l, c"cothread.combined", |l| {
             ffi::lua_pushcfunction(l, handle_gc);
             ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-        }
+        });
         ffi::lua_setmetatable(l, -2);
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_insert(l, -2);

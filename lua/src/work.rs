@@ -7,7 +7,7 @@
 //! at once (the job is cancelled if it has not started, its late payload
 //! dropped) and, if scheduled again, its call returns `"cancelled"`.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, c_int};
 
 use crate::engine::{Frame, Job, Next, Operation, Payload, Why};
 use crate::lua::{Lua, Ret};
@@ -17,8 +17,9 @@ use crate::park::drive;
 pub type MakeJob = fn(&Frame) -> Job;
 
 /// Pushes a call's results for the job's payload (or the message of a wait
-/// that ended without one) above the frame; returns how many.
-pub type Finish = fn(&mut Frame, Result<&mut Payload, &'static CStr>) -> std::ffi::c_int;
+/// that ended without one) above the frame, whose slot `i` is `base + i`;
+/// returns how many. The payload stays the frame's while it pushes.
+pub type Finish = fn(&mut Lua, c_int, Result<&mut Payload, &'static CStr>) -> c_int;
 
 #[derive(Clone, Copy)]
 struct JobOp {
@@ -28,15 +29,16 @@ struct JobOp {
 
 impl Operation for JobOp {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        let mut payload = f.take_payload();
+        let base = f.base;
+        let (lua, payload) = f.parts();
         let r = match why {
             Why::Start => return Next::Job,
-            Why::Done => payload.as_mut().ok_or(c"cancelled"),
+            Why::Done => payload.ok_or(c"cancelled"),
             Why::Failed(m) => Err(m),
             Why::Timeout => Err(c"timeout"),
             Why::Ready | Why::Closed | Why::Cancelled => Err(c"cancelled"),
         };
-        Next::Done((self.finish)(f, r))
+        Next::Done((self.finish)(lua, base, r))
     }
 
     fn job(&mut self, f: &Frame) -> Job {

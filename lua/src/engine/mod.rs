@@ -72,6 +72,7 @@
 //! request or handle per task) nor `Object` (one waiter) models.
 
 mod block;
+mod guard;
 mod lp;
 mod op;
 mod source;
@@ -93,6 +94,7 @@ use rustc_hash::FxHashMap;
 use crate::raw::{L, ffi};
 
 pub use block::block as block_default;
+pub use guard::step as step_guarded;
 pub use lp::{Block, LoopRef};
 pub use op::{Frame, Job, Next, Operation, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
 use source::SourceRec;

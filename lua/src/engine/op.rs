@@ -96,8 +96,10 @@ pub struct Frame {
     pub lua: Lua,
     /// The slot below the frame's first (0 in the C function itself).
     pub base: c_int,
-    /// The payload of a `Why::Done`, until the step takes it. (A memory
-    /// error while the step pushes would skip its drop: a leak, no more.)
+    /// The payload of a `Why::Done`, until the step takes it. A step that
+    /// pushes while it reads the payload leaves it here (`parts`): the
+    /// step then runs protected (`guard`), and the payload is dropped with
+    /// the frame even if a push raises.
     payload: Option<Payload>,
 }
 
@@ -131,6 +133,17 @@ impl Frame {
     /// Takes the payload of a `Why::Done`, if any.
     pub fn take_payload(&mut self) -> Option<Payload> {
         self.payload.take()
+    }
+
+    /// Whether it holds a payload.
+    pub fn has_payload(&self) -> bool {
+        self.payload.is_some()
+    }
+
+    /// The thread and the payload (left in the frame), for a step that
+    /// pushes what it reads there.
+    pub fn parts(&mut self) -> (&mut Lua, Option<&mut Payload>) {
+        (&mut self.lua, self.payload.as_mut())
     }
 }
 

@@ -154,7 +154,12 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
         let mut f = Frame::new(l, base);
         f.set_payload((*r).payload.take());
         loop {
-            let mut next = (*(*r).op).step(&mut f, why);
+            let Ok(mut next) = super::guard::step(&mut *(*r).op, &mut f, why) else {
+                // The step raised (a memory error) holding a payload: it
+                // goes with the frame, and the error on.
+                drop(f);
+                ffi::lua_error(l);
+            };
             if matches!(why, Why::Cancelled | Why::Failed(_)) && !matches!(next, Next::Done(_)) {
                 next = Next::Done(0); // it must end: with no results then
             }

@@ -53,12 +53,12 @@ pub(super) unsafe fn make(l: L, e: *mut Engine, id: u64) {
         raw::check_stack(l, 3);
         let t = ffi::lua_newuserdatauv(l, std::mem::size_of::<Ticket>(), 0) as *mut Ticket;
         t.write(Ticket { op: None });
-        if ffi::luaL_newmetatable(l, TICKET.as_ptr()) != 0 {
+        raw::metatable_once(l, TICKET, |l| {
             ffi::lua_pushcfunction(l, ticket_gc);
             ffi::lua_setfield(l, -2, c"__gc".as_ptr());
             ffi::lua_pushboolean(l, 1);
             ffi::lua_rawsetp(l, -2, (&raw const MARK).cast());
-        }
+        });
         ffi::lua_setmetatable(l, -2);
         let Some(r) = (*e).ops.remove(&id) else {
             ffi::lua_pop(l, 1);

@@ -37,6 +37,27 @@ impl Lua {
         if status == ffi::LUA_OK { Ok(()) } else { Err(Error::Value) }
     }
 
+    /// `[-0, +n, m]` Runs `f` in a protected call, on a stack of its own;
+    /// the values it leaves come here (answered: how many). On an error (a
+    /// memory error while `f` pushed) its value is on the top and the
+    /// answer is `Error::Value`, so a caller that owns Rust values across
+    /// several allocations keeps them, and drops them as usual. `f` itself
+    /// must hold none across a push.
+    pub fn protected(&mut self, f: &mut dyn FnMut(&mut Lua)) -> Result<c_int, Error> {
+        self.check_stack(2)?;
+        let top = self.top();
+        let mut f = f;
+        // SAFETY: a valid state with room for the function and its argument,
+        // the address of `f`, alive for the call; `lua_pcall` catches every
+        // error raised inside (it returns instead of longjmping here).
+        let status = unsafe {
+            ffi::lua_pushcfunction(self.l, run_protected);
+            ffi::lua_pushlightuserdata(self.l, (&raw mut f).cast());
+            ffi::lua_pcall(self.l, 1, ffi::LUA_MULTRET, 0)
+        };
+        if status == ffi::LUA_OK { Ok(self.top() - top) } else { Err(Error::Value) }
+    }
+
     /// `[-0, +1, m]` Pushes `tostring` of the value at `idx` (its
     /// `__tostring` or `__name` honoured, as `luaL_tolstring`).
     pub fn push_tostring(&mut self, idx: c_int) -> Result<(), Error> {
@@ -44,6 +65,23 @@ impl Lua {
         self.push_fn(tostring);
         self.push_value(idx);
         self.call(1, 1)
+    }
+}
+
+/// `run(f)`, called protected by `protected`: runs `f` (a pointer to a
+/// `&mut dyn FnMut(&mut Lua)`) on this function's stack, and answers every
+/// value it leaves.
+unsafe extern "C-unwind" fn run_protected(l: L) -> c_int {
+    // SAFETY: `protected` calls this with the address of its closure as the
+    // one argument, alive for the call; this thread runs this C function
+    // (what `from_raw` asks); an error of the closure unwinds to the
+    // `lua_pcall` of `protected`, past its frames (which hold nothing with
+    // a destructor across a push: its contract) and this plain one.
+    unsafe {
+        let f = &mut *(ffi::lua_touserdata(l, 1) as *mut &mut dyn FnMut(&mut Lua));
+        ffi::lua_settop(l, 0);
+        f(&mut Lua::from_raw(l));
+        ffi::lua_gettop(l)
     }
 }
 

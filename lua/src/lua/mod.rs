@@ -13,10 +13,17 @@
 //! 2. **A body never raises.** Checks return [`Error`]; the trampoline
 //!    raises it after the body has returned, when no Rust frame with a
 //!    destructor is left between it and Lua. The one longjmp that can still
-//!    cross a body is a memory error of Lua's allocator inside a push; the
-//!    body then loses (leaks) what it owned, and never sees the value it
-//!    was pushing. Bodies keep owned values out of the way of pushes where
-//!    they can.
+//!    cross a body is a memory error of Lua's allocator inside a push (or a
+//!    field read, whose key Lua may intern); it skips the destructors of
+//!    the body's frames. So a body holds no value with a destructor (heap
+//!    memory, a descriptor, a reference count, a lock or `RefCell` guard)
+//!    while Lua may allocate: it reads what it needs from userdata instead
+//!    of cloning it, makes its Rust values after its pushes, and hands them
+//!    over with the layer's protected calls: [`Lua::new_udata`] drops its
+//!    value if the block cannot be allocated, [`Lua::push_owned`] frees its
+//!    bytes, [`Lua::protected`] runs several pushes and answers an error,
+//!    and [`Lua::push_held`] copies out of a `RefCell` without holding it.
+//!    `tests/oom` checks it under a failing allocator.
 //! 3. **References into the stack stay anchored.** A string or a userdata
 //!    lives while a stack slot holds it. Methods that read one return a
 //!    reference that borrows the `Lua`; every method that may take a value
@@ -43,7 +50,7 @@ use std::ffi::c_int;
 pub use error::{Error, Ret, or_raise, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use udata::{Udata, value_at};
+pub use udata::{Udata, alloc_block, value_at};
 
 pub use mlua::ffi::{self, lua_Integer, lua_State};
 

@@ -5,6 +5,7 @@
 //! the layer). Indices are any valid or acceptable index of the function's
 //! stack (1-based, negative from the top, or pseudo-indices).
 
+use std::cell::RefCell;
 use std::ffi::{CStr, c_int, c_void};
 
 use super::{Error, Lua, ffi, lua_Integer};
@@ -323,6 +324,27 @@ impl Lua {
         unsafe { ffi::lua_pushlstring(self.l, s.as_ptr().cast(), s.len()) };
     }
 
+    /// `[-0, +1, m]` Pushes the bytes `s` made for the push (a message, a
+    /// formatted name). Lua copies them in a protected call: should that
+    /// raise a memory error, `s` is freed before the error goes on.
+    pub fn push_owned(&self, s: impl Into<Vec<u8>>) {
+        let s: Vec<u8> = s.into();
+        self.room(3);
+        // SAFETY: a valid state with room for the function and its two
+        // arguments; `push_slice` reads the bytes of `s`, alive during the
+        // call. On an error its value is on the top, raised again once `s`
+        // is gone (the memory error that rule 2 of the layer allows).
+        unsafe {
+            ffi::lua_pushcfunction(self.l, push_slice);
+            ffi::lua_pushlightuserdata(self.l, s.as_ptr().cast_mut().cast());
+            ffi::lua_pushinteger(self.l, s.len() as lua_Integer);
+            if ffi::lua_pcall(self.l, 2, 1, 0) != ffi::LUA_OK {
+                drop(s);
+                ffi::lua_error(self.l);
+            }
+        }
+    }
+
     /// `[-0, +1, m]` Pushes a copy of the value at `idx`.
     #[inline]
     pub fn push_value(&self, idx: c_int) {
@@ -331,27 +353,46 @@ impl Lua {
         unsafe { ffi::lua_pushvalue(self.l, idx) }
     }
 
-    /// `[-0, +1, m]` Pushes the number the numeral `s` denotes (Lua's
-    /// syntax, as `tonumber`); false, and nothing pushed, if it is none.
-    pub fn push_numeral(&self, s: &[u8]) -> bool {
-        self.push_bytes(s);
-        // SAFETY: a valid state with the string on the top: a NUL-ended
-        // string Lua made, kept by its slot during the conversion, which
-        // pushes the number on success.
+    /// `[-0, +1, m]` Pushes a copy of the bytes `cell` holds, without
+    /// keeping it borrowed while Lua copies them: should the copy raise a
+    /// memory error, no skipped guard leaves the cell borrowed for good.
+    pub fn push_held(&self, cell: &RefCell<Vec<u8>>) {
+        let (p, n) = {
+            let v = cell.borrow();
+            (v.as_ptr(), v.len())
+        };
+        self.room(1);
+        // SAFETY: a valid state with room. The vector stays as it is until
+        // its bytes are copied: `cell` is borrowed for the whole call, no
+        // Rust code runs meanwhile, and `lua_pushlstring` copies them before
+        // it may run Lua code (its allocation may collect, but in emergency
+        // mode, which calls no finalizer; the collection step that may call
+        // one comes after the copy).
+        unsafe { ffi::lua_pushlstring(self.l, p.cast(), n) };
+    }
+
+    /// `[-1, +(0|1), -]` Replaces the string on the top by the number it
+    /// denotes as a numeral (Lua's syntax, as `tonumber`), or pops it and
+    /// answers false if it denotes none (or is not a string).
+    pub fn numeral_on_top(&mut self) -> bool {
+        let Some(len) = self.to_bytes(-1).map(<[u8]>::len) else {
+            self.pop(1);
+            return false;
+        };
+        self.room(1);
+        // SAFETY: a valid state with room for the number the conversion
+        // pushes on success; the top is a string (checked), which Lua ends
+        // with a NUL and its slot keeps during the conversion.
         let converted =
             unsafe { ffi::lua_stringtonumber(self.l, ffi::lua_tolstring(self.l, -1, std::ptr::null_mut())) };
-        // A NUL inside `s` would end the numeral early: no number then.
-        let whole = converted != 0 && converted == s.len() + 1;
-        // SAFETY: the string (and the number above it, if any) are values
-        // this method pushed; no reference to them was handed out.
-        unsafe {
-            if converted != 0 {
-                ffi::lua_rotate(self.l, -2, 1); // number string
-            }
-            ffi::lua_settop(self.l, -2);
-            if converted != 0 && !whole {
-                ffi::lua_settop(self.l, -2);
-            }
+        // A NUL inside the string would end the numeral early: no number then.
+        let whole = converted != 0 && converted == len + 1;
+        if converted != 0 {
+            self.insert(-2); // number string
+        }
+        self.pop(1);
+        if converted != 0 && !whole {
+            self.pop(1);
         }
         whole
     }
@@ -396,15 +437,29 @@ impl Lua {
     /// `[-0, +3, m]` Pushes `nil, message, errno` (`luaL_fileresult`'s
     /// failure) for `errno`, prefixed by `prefix: ` if given. Returns 3.
     pub fn fail_errno(&self, errno: i32, prefix: Option<&CStr>) -> c_int {
-        let msg = std::io::Error::from_raw_os_error(errno).to_string();
+        let mut msg = std::io::Error::from_raw_os_error(errno).to_string();
         // `std` adds " (os error N)"; Lua's `io` says `strerror` alone.
-        let msg = msg.split(" (os error").next().unwrap_or_default();
-        self.push_nil();
-        match prefix {
-            Some(p) => self.push_bytes(format!("{}: {msg}", p.to_string_lossy()).as_bytes()),
-            None => self.push_bytes(msg.as_bytes()),
+        msg.truncate(msg.find(" (os error").unwrap_or(msg.len()));
+        if let Some(p) = prefix {
+            msg = format!("{}: {msg}", p.to_string_lossy());
         }
+        self.push_nil();
+        self.push_owned(msg);
         self.push_int(errno as lua_Integer);
         3
     }
+}
+
+/// `push_slice(pointer, length)`, called protected by `push_owned`: the
+/// string of those bytes.
+unsafe extern "C-unwind" fn push_slice(l: super::L) -> c_int {
+    // SAFETY: `push_owned` calls this with the address and length of a
+    // live string; a memory error unwinds to its `lua_pcall`, past no Rust
+    // frame but this plain one.
+    unsafe {
+        let p = ffi::lua_touserdata(l, 1);
+        let n = ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as usize;
+        ffi::lua_pushlstring(l, p.cast(), n);
+    }
+    1
 }

@@ -30,8 +30,8 @@ impl Lua {
         unsafe { ffi::lua_createtable(self.l, narr, nrec) }
     }
 
-    /// `[-0, +1, -]` Pushes `t[k]` of the table at `t` (raw) and says its
-    /// type.
+    /// `[-0, +1, m]` Pushes `t[k]` of the table at `t` (raw) and says its
+    /// type. (The key is interned first: a memory error if it is new.)
     pub fn get_field(&self, t: c_int, k: &CStr) -> Type {
         self.room(1);
         let t = self.abs(t);
@@ -185,14 +185,6 @@ impl Lua {
             Ok(())
         });
         let Ok(()) = made;
-    }
-
-    /// `[-0, +1, m]` Pushes the metatable registered under `name`, making
-    /// it (with `__name`) if new; true if it was made now.
-    pub fn new_metatable(&self, name: &CStr) -> bool {
-        self.room(2);
-        // SAFETY: a valid state with room for the table and its `__name`.
-        unsafe { ffi::luaL_newmetatable(self.l, name.as_ptr()) != 0 }
     }
 
     /// `[-0, +0, m]` Sets the metatable registered under `name` on the value

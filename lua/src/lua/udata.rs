@@ -34,29 +34,62 @@ struct Block<T> {
 }
 
 impl Lua {
-    /// `[-0, +1, m]` Pushes the metatable of `T`, making it (with its
-    /// `__name` and a `__gc` that drops the value) if new; true if made now.
-    pub fn udata_metatable<T: Udata>(&mut self) -> bool {
-        if !self.new_metatable(T::NAME) {
-            return false;
+    /// `[-0, +1, m]` Pushes the metatable of `T`; with none registered,
+    /// first makes it: `__name`, a `__gc` that drops the value, and what
+    /// `fill` adds (it finds the table on the top). The table is registered
+    /// only once complete: a memory error in between registers nothing,
+    /// and the next call makes it again, where a table registered first
+    /// would stay without its `__gc` (objects never finalized) or methods.
+    /// On an error nothing is pushed (but an `Error::Value`'s value).
+    pub fn udata_metatable<T: Udata>(&mut self, fill: impl FnOnce(&mut Lua) -> Result<(), Error>) -> Result<(), Error> {
+        if self.get_field(super::REGISTRY, T::NAME) != Type::Nil {
+            return Ok(());
         }
+        self.pop(1);
+        let top = self.top();
+        self.new_table(0, 4);
+        self.push_bytes(T::NAME.to_bytes());
+        self.set_field(-2, c"__name");
         self.push_fn(gc::<T>);
         self.set_field(-2, c"__gc");
-        true
+        if let Err(e) = fill(self) {
+            if matches!(e, Error::Value) {
+                self.replace(top + 1);
+                self.set_top(top + 1);
+            } else {
+                self.set_top(top);
+            }
+            return Err(e);
+        }
+        self.push_value(-1);
+        self.set_field(super::REGISTRY, T::NAME);
+        Ok(())
     }
 
     /// `[-0, +1, m]` Pushes a new userdata holding `value`, with `nuv` user
     /// values (nil), under `T`'s metatable (`udata_metatable` made it).
+    ///
+    /// The block is allocated in a protected call: should Lua's allocator
+    /// refuse it, `value` is dropped (a descriptor it owns closes) before
+    /// the memory error is raised on.
     pub fn new_udata<T: Udata>(&self, value: T, nuv: c_int) -> &T {
         const { assert!(std::mem::align_of::<Block<u64>>() <= 8) };
         assert!(std::mem::align_of::<Block<T>>() <= 8, "Lua aligns userdata to 8 bytes");
-        self.room(2);
-        // SAFETY: a valid state with room; the fresh block is sized for a
-        // `Block<T>` and aligned for it (Lua aligns userdata to 8 bytes,
-        // checked above) and is written before anything reads it; the slot
-        // it is pushed in anchors it for the returned borrow (rule 3).
+        self.room(3);
+        // SAFETY: a valid state with room for the allocation's call. On a
+        // memory error, its value is on the top, raised again once `value`
+        // is gone (the memory error that rule 2 of the layer allows).
+        let b = unsafe { alloc_block(self.l, std::mem::size_of::<Block<T>>(), nuv) } as *mut Block<T>;
+        if b.is_null() {
+            drop(value);
+            // SAFETY: as above.
+            unsafe { ffi::lua_error(self.l) };
+        }
+        // SAFETY: the block on the top is fresh, sized for a `Block<T>` and
+        // aligned for it (Lua aligns userdata to 8 bytes, checked above),
+        // and is written before anything reads it; the slot it is in
+        // anchors it for the returned borrow (rule 3).
         unsafe {
-            let b = ffi::lua_newuserdatauv(self.l, std::mem::size_of::<Block<T>>(), nuv) as *mut Block<T>;
             b.write(Block { value: ManuallyDrop::new(value), live: Cell::new(true) });
             self.set_metatable(-1, T::NAME);
             &(*b).value
@@ -124,6 +157,39 @@ impl Lua {
 pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
     // SAFETY: the contract; `Block<T>` is `repr(C)` with the value first.
     unsafe { &(*(ud as *const Block<T>)).value }
+}
+
+/// `[-0, +1, -]` Pushes a new userdata block of `size` bytes with `nuv`
+/// user values, allocated in a protected call, and answers its address; on
+/// a memory error, answers null with the error's value pushed instead, for
+/// the caller to free what the block was to own before raising it.
+///
+/// # Safety
+/// `l` is a valid state, running a C function, with three free slots.
+pub unsafe fn alloc_block(l: super::L, size: usize, nuv: c_int) -> *mut std::ffi::c_void {
+    // SAFETY: the contract; `lua_pcall` catches the allocation's error.
+    unsafe {
+        ffi::lua_pushcfunction(l, new_block);
+        ffi::lua_pushinteger(l, size as ffi::lua_Integer);
+        ffi::lua_pushinteger(l, nuv as ffi::lua_Integer);
+        if ffi::lua_pcall(l, 2, 1, 0) != ffi::LUA_OK {
+            return std::ptr::null_mut();
+        }
+        ffi::lua_touserdata(l, -1)
+    }
+}
+
+/// `new_block(size, nuv)`, called protected by `alloc_block`: a userdata of
+/// `size` bytes with `nuv` user values.
+unsafe extern "C-unwind" fn new_block(l: super::L) -> c_int {
+    // SAFETY: `alloc_block` calls this with two integers; the allocation's
+    // error unwinds to its `lua_pcall`, past no Rust frame but this one.
+    unsafe {
+        let size = ffi::lua_tointegerx(l, 1, std::ptr::null_mut()) as usize;
+        let nuv = ffi::lua_tointegerx(l, 2, std::ptr::null_mut()) as c_int;
+        ffi::lua_newuserdatauv(l, size, nuv);
+    }
+    1
 }
 
 /// `__gc` of every `T`: drops the value once.

@@ -137,14 +137,23 @@ impl Tcp {
     }
 }
 
-/// `[-0, +1, m]` Pushes a new socket object.
+/// `[-0, +1, m]` Pushes a new socket object over `fd` (-1: none yet), which
+/// it owns from now on: should the allocation fail, `fd` is closed before
+/// the memory error goes on.
 unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *mut Tcp {
     // SAFETY: the block is fresh, sized for a `Tcp` and aligned for any C
     // type (Lua's userdata alignment; `Tcp` needs 8); it is written before
-    // the metatable makes `__gc` reach it.
+    // the metatable makes `__gc` reach it. A failed allocation left its
+    // error on the top, raised once the descriptor is closed.
     unsafe {
         raw::check_stack(l, 4);
-        let t = ffi::lua_newuserdatauv(l, std::mem::size_of::<Tcp>(), 0) as *mut Tcp;
+        let t = crate::lua::alloc_block(l, std::mem::size_of::<Tcp>(), 0) as *mut Tcp;
+        if t.is_null() {
+            if fd >= 0 {
+                sys::close(fd);
+            }
+            ffi::lua_error(l);
+        }
         t.write(Tcp {
             fd,
             family,
@@ -415,7 +424,7 @@ unsafe fn new_class(l: L, kind: Kind, methods: &[&[raw::Reg]]) {
     // as the comments show.
     unsafe {
         raw::check_stack(l, 4);
-        if ffi::luaL_newmetatable(l, kind.registry().as_ptr()) != 0 {
+        raw::metatable_once(l, kind.registry(), |l| {
             ffi::lua_pushboolean(l, 1);
             ffi::lua_rawsetp(l, -2, (&raw const MARK).cast()); // mt[MARK] = true
             for (name, f) in
@@ -434,7 +443,7 @@ unsafe fn new_class(l: L, kind: Kind, methods: &[&[raw::Reg]]) {
             ffi::lua_pushstring(l, kind.name().as_ptr());
             ffi::lua_setfield(l, -2, c"class".as_ptr());
             ffi::lua_setfield(l, -2, c"__index".as_ptr());
-        }
+        });
         ffi::lua_pop(l, 1);
     }
 }

@@ -112,7 +112,7 @@ fn lock(m: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
 
 /// `[-0, +1, m]` Pushes a new stream over `fd` (which it owns from now on).
 /// A pipe's descriptor must be non-blocking. (Should the allocation fail,
-/// `fd` leaks.)
+/// `fd` is closed before the memory error goes on.)
 pub fn push_stream(lua: &Lua, fd: RawFd, pipe: bool) {
     let inner = Inner { fd, rd: Reader::default() };
     lua.new_udata(
@@ -381,7 +381,7 @@ const METHODS: &[Reg] = &[
 
 /// `[-0, +0, m]` Makes the metatable of streams (once per Lua state).
 pub fn register(lua: &mut Lua) -> Result<(), Error> {
-    if lua.udata_metatable::<Stream>() {
+    lua.udata_metatable::<Stream>(|lua| {
         lua.push_functions(METHODS);
         read::add_lines(lua)?;
         lua.set_field(-2, c"__index");
@@ -389,7 +389,8 @@ pub fn register(lua: &mut Lua) -> Result<(), Error> {
         lua.set_field(-2, c"__close");
         lua.push_fn(stream_tostring);
         lua.set_field(-2, c"__tostring");
-    }
+        Ok(())
+    })?;
     lua.pop(1);
     Ok(())
 }

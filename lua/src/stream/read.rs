@@ -6,7 +6,7 @@
 use std::ffi::c_int;
 use std::sync::TryLockError;
 
-use super::{In, Kind, Out, Spec, Stream, StreamOp, check_open, failed, stream_of};
+use super::{In, Kind, Out, Spec, Stream, StreamOp, check_open, failed, open_core, stream_of};
 use crate::cfn;
 use crate::engine::{Frame, STEP_SLOTS};
 use crate::lua::{Error, Lua, Ret, Type, lua_Integer};
@@ -71,10 +71,10 @@ pub(super) fn step(f: &mut Frame, w: In) -> Out {
         return out;
     }
     let answers = f.at(k + 2);
-    let Some((core, pipe)) = super::open_core(f) else {
+    if !stream_of(f).is_some_and(Stream::is_open) {
         f.lua.set_top(answers);
         return Out::Done(f.lua.fail(c"closed"));
-    };
+    }
     // Room for the answers still to come (the step has `STEP_SLOTS`).
     let left = k - (f.lua.top() - answers);
     if left > STEP_SLOTS - 4 && f.lua.check_stack(left + 4).is_err() {
@@ -87,55 +87,69 @@ pub(super) fn step(f: &mut Frame, w: In) -> Out {
             return Out::Done(k);
         }
         let fmt = parse_format(&f.lua, f.at(3 + done)).unwrap_or(Format::Line { keep: false });
-        let mut g = match core.try_lock() {
-            Ok(g) => g,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            // A job holds it: this read waits its turn in a job.
-            Err(TryLockError::WouldBlock) => return Out::Job(Spec::Fill(fmt)),
-        };
-        if g.rd.ready(fmt) {
-            let Some(s) = stream_of(f) else { return Out::Done(f.lua.fail(c"closed")) };
-            let mut out = s.out.borrow_mut();
-            out.clear();
-            let ok = g.rd.take(fmt, &mut out);
-            drop(g);
-            if !push_answer(&f.lua, &out, fmt, ok) {
-                return Out::Done(done + 1);
-            }
-            continue;
-        }
-        if !pipe {
-            return Out::Job(Spec::Fill(fmt));
-        }
-        let fd = g.fd;
-        match g.rd.fill(fd) {
-            Ok(_) => {}
-            Err(libc::EAGAIN) => return Out::Wait,
-            Err(e) => {
-                drop(g);
+        // Nothing of the stream (its lock, a reference to it, a borrow) is
+        // held while a push may raise a memory error past this frame.
+        let ok = match take(f, fmt) {
+            Take::Answer(ok) => ok,
+            Take::Again => continue,
+            Take::Out(out) => return out,
+            Take::Failed(e) => {
                 f.lua.set_top(answers);
-                return Out::Done(f.lua.fail_errno(e, None));
+                return Out::Done(match e {
+                    Some(e) => f.lua.fail_errno(e, None),
+                    None => f.lua.fail(c"closed"),
+                });
             }
+        };
+        if !ok {
+            f.lua.push_nil();
+            return Out::Done(done + 1);
+        }
+        let Some(s) = stream_of(f) else { return Out::Done(f.lua.fail(c"closed")) };
+        f.lua.push_held(&s.out);
+        if fmt == Format::Number && !f.lua.numeral_on_top() {
+            f.lua.push_nil();
+            return Out::Done(done + 1);
         }
     }
 }
 
-/// `[-0, +1, m]` Pushes the answer `out` (`ok`: else fail); false if the
-/// read stops there (fail).
-fn push_answer(lua: &Lua, out: &[u8], f: Format, ok: bool) -> bool {
-    if !ok {
-        lua.push_nil();
-        return false;
+/// What `take` did for one format.
+enum Take {
+    /// The answer is in the stream's `out` (`false`: the format failed).
+    Answer(bool),
+    /// A pipe's buffer was filled: try again.
+    Again,
+    /// Wait (readiness or a job) first.
+    Out(Out),
+    /// The stream is closed (`None`) or a read failed.
+    Failed(Option<i32>),
+}
+
+/// Takes the answer to `fmt` from the buffer into the stream's `out`, or
+/// says what to do first.
+fn take(f: &Frame, fmt: Format) -> Take {
+    let (Some((core, pipe)), Some(s)) = (open_core(f), stream_of(f)) else { return Take::Failed(None) };
+    let mut g = match core.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(e)) => e.into_inner(),
+        // A job holds it: this read waits its turn in a job.
+        Err(TryLockError::WouldBlock) => return Take::Out(Out::Job(Spec::Fill(fmt))),
+    };
+    if g.rd.ready(fmt) {
+        let mut out = s.out.borrow_mut();
+        out.clear();
+        return Take::Answer(g.rd.take(fmt, &mut out));
     }
-    if f != Format::Number {
-        lua.push_bytes(out);
-        return true;
+    if !pipe {
+        return Take::Out(Out::Job(Spec::Fill(fmt)));
     }
-    if lua.push_numeral(out) {
-        return true;
+    let fd = g.fd;
+    match g.rd.fill(fd) {
+        Ok(_) => Take::Again,
+        Err(libc::EAGAIN) => Take::Out(Out::Wait),
+        Err(e) => Take::Failed(Some(e)),
     }
-    lua.push_nil();
-    false
 }
 
 /// The maker of the `lines` iterators seen by Lua: it wraps the C iterator

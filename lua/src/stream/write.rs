@@ -32,8 +32,7 @@ fn write_body(lua: &mut Lua) -> Ret {
         data.extend_from_slice(lua.to_bytes(i).unwrap_or_default());
     }
     lua.set_top(1);
-    lua.push_bytes(&data);
-    drop(data);
+    lua.push_owned(data);
     lua.push_int(0); // stream data offset
     drive(lua, StreamOp::new(Kind::Write))
 }
@@ -53,6 +52,7 @@ pub(super) fn write_step(f: &mut Frame, w: In) -> Out {
         return Out::Job(Spec::Write(off));
     }
     let fd = super::lock(&core).fd;
+    drop(core); // no reference of ours is held while Lua allocates
     let len = data_of(f).len();
     while off < len {
         match fd::write_pipe(fd, &data_of(f)[off..]) {
