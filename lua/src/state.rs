@@ -22,7 +22,7 @@
 //! `thread_of` and the resume loop mask it.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{c_int, c_void};
+use std::ffi::{CStr, c_int, c_void};
 use std::rc::Rc;
 
 use cothread::{Sched, Task};
@@ -165,18 +165,21 @@ impl State {
 /// # Safety
 /// `l` is a valid state.
 pub unsafe fn push_new(l: L) -> *mut State {
+    // The metatable is made first: once the state is written, its `__gc`
+    // must be set before Lua allocates again (a memory error would leak it).
     // SAFETY: valid state; the userdata block is fresh, sized and aligned for a
     // `State` (Lua aligns userdata for any C type; `State` needs 8).
     unsafe {
         raw::check_stack(l, 4);
-        let p = ffi::lua_newuserdatauv(l, std::mem::size_of::<State>(), NUV) as *mut State;
-        p.write(State::new());
-        if ffi::luaL_newmetatable(l, c"cothread.state".as_ptr()) != 0 {
+        raw::metatable_once(l, c"cothread.state", |l| {
             ffi::lua_pushcfunction(l, state_gc);
             ffi::lua_setfield(l, -2, c"__gc".as_ptr());
             ffi::lua_pushliteral(l, c"cothread.state");
             ffi::lua_setfield(l, -2, c"__metatable".as_ptr());
-        }
+        });
+        let p = ffi::lua_newuserdatauv(l, std::mem::size_of::<State>(), NUV) as *mut State;
+        p.write(State::new());
+        ffi::lua_rotate(l, -2, 1); // state metatable
         ffi::lua_setmetatable(l, -2);
         for uv in [UV_ALIVE, UV_HELD, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
             ffi::lua_newtable(l);
@@ -187,7 +190,64 @@ pub unsafe fn push_new(l: L) -> *mut State {
             push_weak_table(l);
             ffi::lua_setiuservalue(l, -2, uv);
         }
+        new_sentinel(l);
         p
+    }
+}
+
+/// Registry field of the closing sentinel: a userdata (a `bool`, set by
+/// its `__gc`) made anew after each state, so that Lua, which calls the
+/// finalizers in the reverse order of their objects' making when it
+/// closes, finalizes it before every state. Held by the registry, it is
+/// finalized only then (a replaced one is not the field's any more).
+const SENTINEL: &CStr = c"cothread.closing";
+
+/// `[-0, +0, m]` Makes a new closing sentinel and registers it.
+///
+/// # Safety
+/// `l` is a valid state with three free slots.
+unsafe fn new_sentinel(l: L) {
+    // SAFETY: valid state (contract); the block is written before the
+    // metatable makes its `__gc` reach it.
+    unsafe {
+        let flag = ffi::lua_newuserdatauv(l, 1, 0) as *mut bool;
+        flag.write(false);
+        raw::metatable_once(l, c"cothread.sentinel", |l| {
+            ffi::lua_pushcfunction(l, sentinel_gc);
+            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
+        });
+        ffi::lua_setmetatable(l, -2);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, SENTINEL.as_ptr());
+    }
+}
+
+/// `__gc` of a closing sentinel: Lua is closing if it is still the
+/// registry's.
+unsafe extern "C-unwind" fn sentinel_gc(l: L) -> c_int {
+    // SAFETY: called by Lua with the sentinel (a one-byte block) at index 1;
+    // a finalizer has a free slot for the registry's field (LUA_MINSTACK).
+    unsafe {
+        ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, SENTINEL.as_ptr());
+        if ffi::lua_rawequal(l, -1, 1) != 0 {
+            (ffi::lua_touserdata(l, 1) as *mut bool).write(true);
+        }
+    }
+    0
+}
+
+/// `[-0, +0, -]` Is Lua closing (`lua_close`)? Objects made from then on
+/// are never finalized: Lua marks none any more.
+///
+/// # Safety
+/// `l` is a valid state with a free slot.
+unsafe fn closing(l: L) -> bool {
+    // SAFETY: valid state (contract); the registry's field is pushed and
+    // popped; a userdata there is a sentinel (only `new_sentinel` sets it).
+    unsafe {
+        let t = ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, SENTINEL.as_ptr());
+        let closing = t == ffi::LUA_TUSERDATA && *(ffi::lua_touserdata(l, -1) as *const bool);
+        ffi::lua_pop(l, 1);
+        closing
     }
 }
 
@@ -271,8 +331,10 @@ unsafe extern "C-unwind" fn state_gc(l: L) -> c_int {
     unsafe {
         let p = ffi::lua_touserdata(l, 1) as *mut State;
         if !p.is_null() && !(*p).closed {
-            if !(*p).engine.is_null() {
-                // Its parked cothreads keep their calls, in tickets.
+            // Its parked cothreads keep their calls, in tickets; not when
+            // Lua closes: no ticket made then would be finalized (its
+            // operation would leak), and no cothread runs again.
+            if !(*p).engine.is_null() && !closing(l) {
                 ffi::lua_pushcfunction(l, engine::abandon);
                 ffi::lua_pushlightuserdata(l, (*p).engine.cast());
                 if ffi::lua_pcall(l, 1, 0, 0) != ffi::LUA_OK {
