@@ -244,11 +244,16 @@ local function cancel()
   if got ~= nil or err ~= "cancelled" then wrong("a cancelled receive", err) end
 end
 
+-- Numeric addresses only: nothing leaves the machine.
 local function dns()
-  local ip
-  go(function() ip = check("dns.toip", cothread.dns.toip("127.0.0.1")) end)
+  local ip, list
+  go(function()
+    ip = check("dns.toip", cothread.dns.toip("127.0.0.1"))
+    list = check("dns.getaddrinfo", cothread.dns.getaddrinfo("127.0.0.1"))
+  end)
   cothread.run()
   if ip ~= "127.0.0.1" then wrong("dns.toip's address", ip) end
+  if list[1].addr ~= "127.0.0.1" or list[1].family ~= "inet" then wrong("getaddrinfo", list[1].addr) end
 end
 
 local function tcp()
@@ -336,6 +341,19 @@ local function process()
   cothread.run()
   if line ~= "hi" then wrong("the child's output", line) end
   if has_pidfd and (how ~= "exit" or code ~= 3) then wrong("the child's exit", how) end
+
+  go(function()
+    local p = check("spawn", cothread.process.spawn({ "sleep", "5" }))
+    check("kill", p:kill())
+    if has_pidfd then
+      local ok
+      ok, how, code = p:wait(5)
+      if how == MEM then error(MEM, 0) end
+      if ok ~= nil then wrong("wait after kill", ok) end
+    end
+  end)
+  cothread.run()
+  if has_pidfd and (how ~= "signal" or code ~= 15) then wrong("the killed child's end", how) end
 end
 
 local function os_signals()
