@@ -12,20 +12,27 @@ use crate::sys;
 /// caller's thread.
 pub fn block<O: Operation + ?Sized>(op: &mut O, f: &mut Frame, next: Next) -> Why {
     match next {
-        Next::Wait(deadline) => poll(op, f, deadline),
+        Next::Wait(deadline) => poll(&mut descriptors(op, f), deadline),
+        Next::Sleep(until) => poll(&mut Vec::new(), Some(until)),
         Next::Job => run_job(op, f),
         Next::Event(_) | Next::Done(_) => cannot_block(),
     }
 }
 
-/// Blocks until a descriptor of `op` is ready or `deadline` (monotonic ns).
-fn poll<O: Operation + ?Sized>(op: &mut O, f: &Frame, deadline: Option<u64>) -> Why {
+/// The descriptors of `op`'s sources, for `poll(2)`.
+fn descriptors<O: Operation + ?Sized>(op: &mut O, f: &Frame) -> Vec<libc::pollfd> {
     let mut fds: Vec<libc::pollfd> = Vec::new();
     op.sources(f, &mut |_, fd, dir| {
         if fd >= 0 {
             fds.push(sys::pollfd(fd, if dir == super::READ { sys::POLL_IN } else { sys::POLL_OUT }));
         }
     });
+    fds
+}
+
+/// Blocks until one of `fds` is ready (none: a sleep) or `deadline`
+/// (monotonic ns).
+fn poll(fds: &mut [libc::pollfd], deadline: Option<u64>) -> Why {
     loop {
         let ms = match deadline {
             None => -1,
@@ -37,7 +44,7 @@ fn poll<O: Operation + ?Sized>(op: &mut O, f: &Frame, deadline: Option<u64>) -> 
                 (d - now).div_ceil(1_000_000).min(c_int::MAX as u64) as c_int
             }
         };
-        match sys::poll(&mut fds, ms) {
+        match sys::poll(fds, ms) {
             Ok(0) => continue,
             Ok(_) => return Why::Ready,
             Err(e) => return Why::Failed(sys::strerror(e)),

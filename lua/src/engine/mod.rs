@@ -35,6 +35,10 @@
 //! | Stepping | `stepping`; its frame on the runner          | at the ready head, being resumed      |
 //! | (ended)  | gone from `ops`                              | resumed with its results              |
 //!
+//! A Waiting operation whose step answered `Next::Sleep` (an accept out of
+//! descriptors) is `asleep`: listed on none of its sources, it waits for its
+//! timer only; its next `Wait` lists it on them again (`follow_sources`).
+//!
 //! Who moves it:
 //! - `park` (the C function): Waiting.
 //! - `mark`, from `poll` (readiness of a source, its deadline, its job or
@@ -167,6 +171,8 @@ struct Record {
     height: c_int,
     /// Sources waited on, with their directions.
     sources: Vec<(u64, u32)>,
+    /// It sleeps (`Next::Sleep`): listed on none of its operation's sources.
+    asleep: bool,
     deadline: Option<u64>,
     timer: Option<Handle>,
     /// Counted in `Engine::armed`: it can end by itself.
@@ -313,6 +319,7 @@ impl Engine {
             co,
             height,
             sources: Vec::new(),
+            asleep: false,
             deadline: None,
             timer: None,
             armed: false,
@@ -338,6 +345,7 @@ impl Engine {
             }
             (*r).op = std::ptr::null_mut::<op::Spent>();
             (*r).sources.clear();
+            (*r).asleep = false;
             (*r).queued = false;
             (*r).why = None;
             (*r).stepping = false;
@@ -382,6 +390,53 @@ impl Engine {
                 }
             }
             Ok(real)
+        }
+    }
+
+    /// Lists record `r` (id `id`) on the sources its operation names now
+    /// (its frame is `f`): whether one has a descriptor. On a failure the
+    /// record is on none.
+    unsafe fn list(&mut self, r: *mut Record, id: u64, f: &Frame) -> Result<bool, &'static CStr> {
+        // SAFETY: `r` is live and `f` its operation's frame (caller's
+        // contract); `sources` does not raise.
+        unsafe {
+            let mut sources = std::mem::take(&mut self.sources_scratch);
+            sources.clear();
+            (*(*r).op).sources(f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
+            let listed = self.enlist(r, id, &sources);
+            self.sources_scratch = sources;
+            listed
+        }
+    }
+
+    /// Takes record `r` (id `id`) off its sources.
+    unsafe fn unlist(&mut self, r: *mut Record, id: u64) {
+        // SAFETY: `r` is a live record; Rust only.
+        unsafe {
+            for (s, _) in std::mem::take(&mut (*r).sources) {
+                self.unlisten(s, id);
+            }
+        }
+    }
+
+    /// After a step of record `r` (id `id`, frame `f`) answered `next`, a
+    /// wait: a sleep leaves its sources, the first wait after a sleep lists
+    /// it on them again.
+    unsafe fn follow_sources(&mut self, r: *mut Record, id: u64, f: &Frame, next: Next) -> Result<(), &'static CStr> {
+        // SAFETY: as `list`.
+        unsafe {
+            match next {
+                Next::Sleep(_) => {
+                    self.unlist(r, id);
+                    (*r).asleep = true;
+                }
+                _ if (*r).asleep => {
+                    self.list(r, id, f)?;
+                    (*r).asleep = false;
+                }
+                _ => {}
+            }
+            Ok(())
         }
     }
 
@@ -498,9 +553,7 @@ impl Engine {
     unsafe fn disarm(&mut self, r: *mut Record, id: u64) {
         // SAFETY: `r` is a live record; Rust only (the cleanup closes handles).
         unsafe {
-            for (s, _) in std::mem::take(&mut (*r).sources) {
-                self.unlisten(s, id);
-            }
+            self.unlist(r, id);
             if let Some(t) = (*r).timer.take() {
                 self.stop_timer(t);
             }

@@ -88,6 +88,10 @@ pub enum Next {
     Job,
     /// Wait for its outside event (`Operation::start`), or the deadline.
     Event(Option<u64>),
+    /// Wait for nothing but this time (monotonic ns), its sources unwatched
+    /// (an accept out of descriptors, whose listener stays readable); it
+    /// steps then with `Why::Timeout`. A later wait watches them again.
+    Sleep(u64),
 }
 
 /// Where a step finds its frame and pushes its results.

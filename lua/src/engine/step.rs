@@ -37,12 +37,13 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
         let id = new_id();
         let r = (*e).new_record(op, task, l, ffi::lua_gettop(l));
         let f = Frame::new(l, 0);
-        let mut sources = std::mem::take(&mut (*e).sources_scratch);
-        sources.clear();
-        (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
-        let enlisted = (*e).enlist(r, id, &sources);
-        (*e).sources_scratch = sources;
-        (*e).ops.insert(id, r);
+        let enlisted = match next {
+            Next::Sleep(_) => {
+                (*r).asleep = true;
+                Ok(false)
+            }
+            _ => (*e).list(r, id, &f),
+        };        (*e).ops.insert(id, r);
         let real = match enlisted {
             Ok(real) => real,
             Err(m) => {
@@ -52,6 +53,7 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
         };
         match next {
             Next::Wait(d) => (*e).set_deadline(r, id, d),
+            Next::Sleep(until) => (*e).set_deadline(r, id, Some(until)),
             Next::Event(d) => {
                 (*e).set_deadline(r, id, d);
                 let fire = Fire { events: (*e).events.clone(), id };
@@ -167,6 +169,10 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
                 why = d;
                 continue;
             }
+            if let Err(m) = (*e).follow_sources(r, id, &f, next) {
+                why = Why::Failed(m);
+                continue;
+            }
             (*r).stepping = false;
             (*e).stepping.retain(|&x| x != id);
             match next {
@@ -177,6 +183,7 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
                 }
                 // An outside event starts only when the operation parks.
                 Next::Wait(d) | Next::Event(d) => (*e).set_deadline(r, id, d),
+                Next::Sleep(until) => (*e).set_deadline(r, id, Some(until)),
                 Next::Done(_) => unreachable!("delivered above"),
             }
             let real = (*e).has_real_source(r);

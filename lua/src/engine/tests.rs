@@ -151,6 +151,60 @@ fn a_deadline_makes_it_due_with_timeout_and_loses_to_readiness_in_the_same_turn(
     close(&[a, b]);
 }
 
+/// An operation that names one source (never stepped here).
+struct OnSource(*mut Source, RawFd);
+
+impl Operation for OnSource {
+    fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
+        Next::Done(0)
+    }
+
+    fn sources(&self, _f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+        each(self.0, self.1, READ);
+    }
+
+    fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+        Why::Timeout
+    }
+}
+
+#[test]
+fn a_sleep_leaves_the_sources_until_the_next_wait() {
+    let (mut core, mut e) = engine();
+    let task = core.task_new(0);
+    let (a, b) = socketpair();
+    write(b); // readable all along, as a listener with its queue full
+    let mut src = Box::new(Source::new(SourceKind::Socket));
+    let id = new_id();
+    let r = e.new_record(Box::new(OnSource(&raw mut *src, a)), task, std::ptr::null_mut(), 0);
+    // SAFETY: nothing reaches the frame's thread: `OnSource` never looks at it.
+    let f = unsafe { Frame::new(std::ptr::null_mut(), 0) };
+    let t0 = cothread::time::monotonic_ns();
+    // SAFETY: the record is fresh, then in `ops`; the source is the test's box.
+    unsafe {
+        let real = e.list(r, id, &f).unwrap();
+        e.ops.insert(id, r);
+        e.rearm(r, real);
+        // A step answered a sleep: off the source, only its time.
+        e.follow_sources(r, id, &f, Next::Sleep(t0 + 30_000_000)).unwrap();
+        e.set_deadline(r, id, Some(t0 + 30_000_000));
+        assert!((*r).sources.is_empty());
+    }
+    assert_eq!(poll_some(&mut e), vec![(id, Why::Timeout)], "the readable source did not wake it");
+    assert!(cothread::time::monotonic_ns() - t0 >= 30_000_000);
+    // SAFETY: as above.
+    unsafe {
+        // Then a wait: on the source again.
+        e.follow_sources(r, id, &f, Next::Wait(None)).unwrap();
+        e.set_deadline(r, id, None);
+        assert_eq!((*r).sources.len(), 1);
+    }
+    assert_eq!(poll_some(&mut e), vec![(id, Why::Ready)]);
+    end(&mut e, id);
+    drop(e);
+    close(&[a, b]);
+}
+
 #[test]
 fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
     let (mut core, mut e) = engine();

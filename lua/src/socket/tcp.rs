@@ -6,6 +6,8 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
+use cothread::net::{self, AcceptError};
+
 use super::methods::{bind_to, check_host_port, resolve};
 use super::{
     Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, push_deadline, push_tcp, set_kind,
@@ -347,38 +349,70 @@ unsafe fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
 
 // ----- accept -----
 
-/// `server:accept`. Frame: 1 socket, 2 deadline.
+/// `server:accept`. Frame: 1 socket, 2 deadline. Out of descriptors it
+/// sleeps between tries, without watching the listener (the rule is the
+/// core's: `cothread::net::accept_error`).
 #[derive(Clone, Copy)]
-struct Accept;
+struct Accept {
+    /// It is out of descriptors, retrying until `until`: the deadline of the
+    /// wait that began with the first failure.
+    retrying: bool,
+    until: Option<u64>,
+}
 
 impl Operation for Accept {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_accept` built.
-        unsafe {
-            let t = sock(f);
-            if let Some(m) = failure(why) {
-                return Next::Done(raw::push_fail(f.l(), m));
-            }
-            if (*t).fd < 0 {
-                return Next::Done(raw::push_fail(f.l(), c"closed"));
-            }
-            match sys::accept((*t).fd) {
-                Ok(fd) => {
-                    push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
-                    Next::Done(1)
-                }
-                Err(libc::EAGAIN) => match wait_deadline(f.l(), t, f.at(2)) {
-                    Ok(d) => Next::Wait(d),
-                    Err(()) => Next::Done(raw::push_fail(f.l(), c"timeout")),
-                },
-                Err(e) => Next::Done(raw::push_fail(f.l(), sys::strerror(e))),
-            }
-        }
-    }
+        unsafe { accept_step(f, why, self) }    }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
         unsafe { one_source(f.l(), f.base, READ, each) }
+    }
+}
+
+unsafe fn accept_step(f: &mut Frame, why: Why, op: &mut Accept) -> Next {
+    // SAFETY: the frame of `Accept`; `t` stays a live `Tcp` (slot 1).
+    unsafe {
+        let t = sock(f);
+        // While retrying, a timeout is the next try (at the deadline, the last).
+        let retry = op.retrying && why == Why::Timeout;
+        if let Some(m) = failure(why).filter(|_| !retry) {
+            return Next::Done(raw::push_fail(f.l(), m));
+        }
+        if (*t).fd < 0 {
+            return Next::Done(raw::push_fail(f.l(), c"closed"));
+        }
+        let e = match sys::accept((*t).fd) {
+            Ok(fd) => {
+                push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
+                return Next::Done(1);
+            }
+            Err(e) => e,
+        };
+        let rule = net::accept_error(e);
+        if rule == AcceptError::Fail {
+            return Next::Done(raw::push_fail(f.l(), sys::strerror(e)));
+        }
+        let deadline = if op.retrying { still_ahead(op.until) } else { wait_deadline(f.l(), t, f.at(2)) };
+        let Ok(deadline) = deadline else {
+            return Next::Done(raw::push_fail(f.l(), c"timeout"));
+        };
+        op.retrying = rule == AcceptError::Retry;
+        if !op.retrying {
+            return Next::Wait(deadline);
+        }
+        op.until = deadline;
+        let now = cothread::time::monotonic_ns();
+        Next::Sleep(now + net::retry_wait(now, deadline))
+    }
+}
+
+/// `deadline` if it has not passed yet.
+fn still_ahead(deadline: Option<u64>) -> Result<Option<u64>, ()> {
+    match deadline {
+        Some(d) if d <= cothread::time::monotonic_ns() => Err(()),
+        d => Ok(d),
     }
 }
 
@@ -389,8 +423,7 @@ unsafe extern "C-unwind" fn tcp_accept(l: L) -> c_int {
         let t = check_tcp(l, 1, &[Kind::Server]);
         ffi::lua_settop(l, 1);
         push_deadline(l, (*t).total);
-        drive_raw(l, Accept)
-    }
+        drive_raw(l, Accept { retrying: false, until: None })    }
 }
 
 // ----- connect -----
