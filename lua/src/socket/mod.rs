@@ -110,6 +110,9 @@ struct Tcp {
     total: f64,
     /// Read buffer.
     rb: Buffer,
+    /// The longest line `receive("*l")` takes, in bytes (0: no limit; the
+    /// `maxline` option).
+    maxline: usize,
     /// The last `recv` came back short: the socket is most likely empty, so
     /// a read that needs more data waits for readiness before trying again
     /// (as libuv reads only on readiness). Cleared when a wait or `select`
@@ -154,6 +157,7 @@ unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *m
             block: -1.0,
             total: -1.0,
             rb: Buffer::default(),
+            maxline: 0,
             drained: false,
             pending: Vec::new(),
             src: Source::new(SourceKind::Socket),

@@ -51,7 +51,9 @@ impl Operation for Receive {
 }
 
 /// `client:receive([pattern [, prefix]])`: "*l"/"l" (a line, without its end
-/// of line and any CR), "*a"/"a" (up to the end of the stream), or a count.
+/// of line and any CR; longer than the object's `maxline`, if set, it fails
+/// with "line too long"), "*a"/"a" (up to the end of the stream), or a
+/// count.
 unsafe extern "C-unwind" fn tcp_receive(l: L) -> c_int {
     // SAFETY: `check_tcp` returns a live client or raises; the frame is built
     // in the function's own stack (LUA_MINSTACK slots) before `drive`.
@@ -146,9 +148,11 @@ unsafe fn recv_step(f: &Frame, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: u
         (*scratch).reserve(CHUNK); // room for CHUNK: recv reads straight into it
         let n = sys::recv((*t).fd, &mut *scratch, CHUNK)?;
         let data: &mut [u8] = std::slice::from_raw_parts_mut((*scratch).as_mut_ptr(), n);
+        let max = (*t).maxline;
         let taken = match pattern {
             _ if n == 0 => None,
-            LINE => data.iter().position(|&b| b == b'\n').map(|i| (i, i + 1)),
+            // A line over the limit goes to the buffer: `receive_step` fails it.
+            LINE => data.iter().position(|&b| b == b'\n').filter(|&i| max == 0 || i <= max).map(|i| (i, i + 1)),
             ALL => None,
             _ => (n >= wanted).then_some((wanted, wanted)),
         };
@@ -173,6 +177,21 @@ unsafe fn receive_failed(f: &Frame, t: *mut Tcp, msg: &CStr) -> Next {
         let n = (*t).unread().len();
         let line = ffi::lua_tointegerx(f.l(), f.at(2), std::ptr::null_mut()) == LINE;
         push_taken(f, t, n, n, line);
+        Next::Done(3)
+    }
+}
+
+/// `[-0, +3, m]` A line over the limit: `nil, "line too long", partial`, the
+/// partial its first `maxline` bytes (consumed: the next receive goes on
+/// with the rest of the line).
+unsafe fn line_too_long(f: &Frame, t: *mut Tcp) -> Next {
+    // SAFETY: a step's frame and slots; `t` is live and holds more than
+    // `maxline` unread bytes (`net::line_too_long` said so).
+    unsafe {
+        ffi::lua_pushnil(f.l());
+        ffi::lua_pushliteral(f.l(), c"line too long");
+        let max = (*t).maxline;
+        push_taken(f, t, max, max, true);
         Next::Done(3)
     }
 }
@@ -206,6 +225,9 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
             let unread = (*t).unread().len();
             match pattern {
                 LINE => {
+                    if (*t).maxline > 0 && net::line_too_long(&mut (*t).rb, (*t).maxline) {
+                        return line_too_long(f, t);
+                    }
                     if let Some(i) = (*t).rb.newline() {
                         push_taken(f, t, i, i + 1, true);
                         return received(f);
@@ -385,8 +407,8 @@ unsafe fn accept_step(f: &mut Frame, why: Why, op: &mut Accept) -> Next {
         }
         let e = match sys::accept((*t).fd) {
             Ok(fd) => {
-                push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
-                return Next::Done(1);
+                let c = push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
+                (*c).maxline = (*t).maxline;                return Next::Done(1);
             }
             Err(e) => e,
         };

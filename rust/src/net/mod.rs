@@ -88,7 +88,7 @@ use std::ffi::{CStr, c_int};
 
 pub use accept::{ACCEPT_RETRY_NS, AcceptError, accept_error, retry_wait};
 pub use ops::{Done, WriteDone};
-pub use pattern::Pattern;
+pub use pattern::{Pattern, line_too_long};
 pub use socket::Socket;
 pub use sys::{Addr, ResolveError, SysResult};
 
