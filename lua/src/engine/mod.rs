@@ -423,7 +423,8 @@ impl Engine {
     /// wait: a sleep leaves its sources, the first wait after a sleep lists
     /// it on them again.
     unsafe fn follow_sources(&mut self, r: *mut Record, id: u64, f: &Frame, next: Next) -> Result<(), &'static CStr> {
-        // SAFETY: as `list`.
+        // SAFETY: `r` is a live record and `f` its frame (this function's
+        // contract, which is also what `list` and `unlist` ask).
         unsafe {
             match next {
                 Next::Sleep(_) => {
