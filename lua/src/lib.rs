@@ -31,6 +31,7 @@ use std::ffi::{CStr, c_int};
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
 mod buffer;
+mod builtin;
 mod channel;
 mod cosock;
 mod dns;
@@ -47,6 +48,7 @@ mod park;
 mod process;
 mod raw;
 mod reader;
+mod registry;
 mod sched;
 mod signal;
 mod socket;
@@ -56,7 +58,7 @@ mod sys;
 mod time;
 mod work;
 
-use ops::Builtin;
+use builtin::Builtin;
 use raw::{L, ffi};
 use state::{State, UV_MODULE, UV_NAMES, UV_WHENS, UV_YIELDOPS};
 
@@ -221,7 +223,7 @@ unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
                 }
             }
             if b.is_yield() {
-                ops::push_yield_op(l, -1, b.function());
+                ops::push_yield_op(l, -1, ops::builtin_function(b));
                 ffi::lua_setfield(l, m, b.name().as_ptr());
             }
             ffi::lua_pop(l, 1);
