@@ -332,4 +332,3 @@ pub unsafe fn thread_of(p: *mut State, task: Task) -> Option<L> {
     // SAFETY: live state (contract).
     unsafe { (*p).core.data(task).ok().map(|d| (d & !OPERATION_BIT) as L) }
 }
-

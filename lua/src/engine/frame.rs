@@ -15,7 +15,6 @@
 //! So one step function serves every context. Its results are the top `n`
 //! values when it answers `Done(n)`.
 
-
 use std::any::Any;
 use std::ffi::{CStr, c_int};
 

@@ -12,7 +12,6 @@ use super::event::{Fire, OnEnd};
 use super::frame::{Frame, Job, Next, Why, cannot_block};
 use super::source::Source;
 
-
 /// One kind of operation. Implementations are plain data (the driver keeps
 /// one on the Rust stack while a step may raise, which skips destructors);
 /// the engine boxes it while its cothread is parked.

@@ -241,9 +241,9 @@ impl Engine {
         unsafe {
             let mut real = false;
             for &(src, fd, dir) in sources {
-                let listed = self
-                    .attach(src, fd)
-                    .and_then(|s| self.sources.listen(&mut self.lp, s, dir, id).map(|x| (s, x)).map_err(|e| e.c_message()));
+                let listed = self.attach(src, fd).and_then(|s| {
+                    self.sources.listen(&mut self.lp, s, dir, id).map(|x| (s, x)).map_err(|e| e.c_message())
+                });
                 match listed {
                     Ok((s, x)) => {
                         real |= x;

@@ -112,7 +112,6 @@ pub unsafe fn selectable_at(l: L, idx: c_int) -> Option<(&'static Selectable, *m
     }
 }
 
-
 /// Detaches `src` from its engine, if any, before its object closes (or
 /// goes): the operations waiting on it become due with `Closed`.
 ///

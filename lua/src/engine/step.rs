@@ -221,7 +221,6 @@ unsafe fn deliver(l: L, e: *mut Engine, id: u64, base: c_int, n: c_int) -> c_int
     }
 }
 
-
 /// Runs the loop of `e` once, blocking as `block` says; the cothreads whose
 /// operations its events concern become ready (their steps run when they
 /// are resumed: `finish`). Whether any did.
@@ -284,7 +283,6 @@ pub unsafe extern "C-unwind" fn abandon(l: L) -> c_int {
     }
     0
 }
-
 
 /// Does `co` hold an operation's results (a cothread unregistered after its
 /// operation ended, scheduled again)? See also `ticket::settle`.

@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
 use super::methods::{bind_to, check_host_port, resolve};
-use super::{
+use super::object::{
     Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, push_deadline, push_tcp, set_kind,
     wait_deadline,
 };
