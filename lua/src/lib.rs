@@ -8,21 +8,23 @@
 //! object crosses `step`/`run` unchanged; misuse raises `bad argument`), which
 //! a conversion into Rust errors would not.
 //!
-//! Files, by layer (each uses only those before it): `raw` (helpers over the
-//! C API); `buffer`, `reader` (read buffers and io's formats) and `sys` (the
-//! socket system calls); `engine` (the waiting engine: every call that may
-//! wait is an operation it drives to its end); the scheduler face: `state`
-//! (an instance and the mapping of threads and signal values onto the core),
-//! `sched` (the scheduler functions and the resume loop), `ops` (yield
-//! operations, `when`s, plugins), `signal` (combined signals), `time`
-//! (`time`, `idle`) and `park` (driving an operation from a C function); the
-//! libraries: `socket` (`cothread.socket`), `dns` (`cothread.dns`), `work`
-//! (jobs on the thread pool), `file` (`cothread.file`), `stream` (file
-//! objects and pipes), `process` (`cothread.process`), `ossignal`
-//! (`cothread.signal`: OS signals), `channel` (`cothread.channel`), `cosock`
-//! (cosock's `spawn`, `get_thread_metadata`, `asyncify`), `future`
-//! (`cothread.promise`: the core's futures, shared with C and C++) and
-//! `host` (`attach`, `loop_wait`: for hosts that embed Lua).
+//! Files, by layer (each names only files before it: no import circle, as
+//! `tests/layers` checks): `raw` (helpers over the C API); `buffer`, `reader`
+//! (read buffers and io's formats), `sys` (the socket system calls) and
+//! `builtin` (the built-in operation names); `engine` (the waiting engine:
+//! every call that may wait is an operation it drives to its end); the
+//! scheduler face: `state` (an instance), `signal` (signal values and
+//! combined signals), `time` (`time`, `idle`), `registry` (registered
+//! cothreads, and how one ends), `park` (driving an operation from a C
+//! function), `ops` (yield operations, `when`s, plugins) and `sched` (the
+//! scheduler functions and the resume loop); the libraries: `work` (jobs on
+//! the thread pool), `dns` (`cothread.dns`), `socket` (`cothread.socket`),
+//! `stream` (file objects and pipes), `file` (`cothread.file`), `ossignal`
+//! (`cothread.signal`: OS signals), `process` (`cothread.process`),
+//! `channel` (`cothread.channel`), `future` (`cothread.promise`: the core's
+//! futures, shared with C and C++), `cosock` (cosock's `spawn`,
+//! `get_thread_metadata`, `asyncify`) and `host` (`attach`, `loop_wait`: for
+//! hosts that embed Lua). This file only assembles the module table.
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
