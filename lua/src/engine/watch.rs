@@ -13,6 +13,7 @@ use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, WRITABLE};
 use rustc_hash::FxHashMap;
 
 use super::event::{Event, Events, new_id};
+use super::lp::LoopRef;
 use super::source::{Owner, READ, Source, WRITE};
 
 /// An attached source, in its engine.
@@ -48,9 +49,10 @@ impl Sources {
     ///
     /// # Safety
     /// `src` is a live object's `Source`; its owner, if any, is a live engine.
+    #[inline]
     pub(super) unsafe fn attach(
         &mut self,
-        lp: &mut Loop,
+        lp: &mut LoopRef,
         me: NonNull<dyn Owner>,
         src: *mut Source,
         fd: RawFd,
@@ -81,11 +83,13 @@ impl Sources {
     }
 
     /// Does an operation wait on source `id`?
+    #[inline]
     pub(super) fn busy(&self, id: u64) -> bool {
         self.recs.get(&id).is_some_and(|s| !s.readers.is_empty() || !s.writers.is_empty())
     }
 
     /// Does source `id` have a descriptor (a poll handle)?
+    #[inline]
     pub(super) fn has_poll(&self, id: u64) -> bool {
         self.recs.get(&id).is_some_and(|s| s.poll.is_some())
     }
@@ -97,7 +101,7 @@ impl Sources {
 
     /// Removes source `id`, which nothing waits on, and closes its poll
     /// handle.
-    pub(super) fn forget(&mut self, lp: &mut Loop, id: u64) {
+    pub(super) fn forget(&mut self, lp: &mut LoopRef, id: u64) {
         if let Some(s) = self.recs.remove(&id) {
             // SAFETY: the record's object is live while attached (it detaches
             // itself before it goes).
@@ -110,7 +114,8 @@ impl Sources {
 
     /// Lists operation `op` as waiting on source `s` in direction `dir`, and
     /// makes the poll handle watch it. Whether the source has a descriptor.
-    pub(super) fn listen(&mut self, lp: &mut Loop, s: u64, dir: u32, op: u64) -> cothread::error::Result<bool> {
+    #[inline]
+    pub(super) fn listen(&mut self, lp: &mut LoopRef, s: u64, dir: u32, op: u64) -> cothread::error::Result<bool> {
         let rec = self.recs.get_mut(&s).ok_or(cothread::Error::Inval)?;
         if dir == READ {
             rec.readers.push(op)
@@ -129,6 +134,7 @@ impl Sources {
     }
 
     /// Takes operation `op` off source `s`.
+    #[inline]
     pub(super) fn unlisten(&mut self, s: u64, op: u64) {
         if let Some(rec) = self.recs.get_mut(&s) {
             rec.readers.retain(|&w| w != op);
@@ -139,7 +145,8 @@ impl Sources {
     /// Readiness `bits` of source `s`: fills `woken` with the operations
     /// waiting in those directions (the engine makes them due). A direction
     /// that fired with nobody waiting is no longer watched.
-    pub(super) fn ready(&mut self, lp: &mut Loop, s: u64, bits: u32, woken: &mut Vec<u64>) {
+    #[inline]
+    pub(super) fn ready(&mut self, lp: &mut LoopRef, s: u64, bits: u32, woken: &mut Vec<u64>) {
         woken.clear();
         let Some(rec) = self.recs.get_mut(&s) else { return };
         let mut stale = 0;
@@ -175,7 +182,7 @@ impl Sources {
         }
     }
 
-    fn start_poll(&mut self, lp: &mut Loop, s: u64, events: u32) -> cothread::error::Result<()> {
+    fn start_poll(&mut self, lp: &mut LoopRef, s: u64, events: u32) -> cothread::error::Result<()> {
         let rec = self.recs.get_mut(&s).ok_or(cothread::Error::Inval)?;
         let poll = rec.poll.ok_or(cothread::Error::Inval)?;
         let q = self.events.clone();
