@@ -9,10 +9,11 @@
 //! a conversion into Rust errors would not.
 //!
 //! Files, by layer (each names only files before it: no import circle, as
-//! `tests/layers` checks): `raw` (helpers over the C API); `buffer`, `reader`
-//! (read buffers and io's formats), `sys` (the socket system calls) and
-//! `builtin` (the built-in operation names); `engine` (the waiting engine:
-//! every call that may wait is an operation it drives to its end); the
+//! `tests/layers` checks): `lua` (a safe handle over the C API) and `raw`
+//! (helpers over it); `buffer`, `reader` (read buffers and io's formats),
+//! `sys` (the socket system calls) and `builtin` (the built-in operation
+//! names); `engine` (the waiting engine: every call that may wait is an
+//! operation it drives to its end); the
 //! scheduler face: `state` (an instance), `signal` (signal values and
 //! combined signals), `time` (`time`, `idle`), `registry` (registered
 //! cothreads, and how one ends), `park` (driving an operation from a C
