@@ -10,73 +10,12 @@ use std::ffi::{CStr, c_int};
 
 use cothread::{Task, When};
 
+use crate::builtin::Builtin;
 use crate::raw::{self, L, ffi};
+use crate::registry;
+use crate::signal;
 use crate::state::{self, Quick, State, this};
 use crate::time;
-
-/// The built-in operations. `Wait`, `Postpone` and `Delay` are both yield
-/// operations and `when`s.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Builtin {
-    Halt,
-    Yield,
-    Suspend,
-    Wait,
-    Postpone,
-    Delay,
-    Next,
-    Later,
-}
-
-impl Builtin {
-    pub const COUNT: usize = 8;
-    pub const ALL: [Builtin; Builtin::COUNT] = [
-        Builtin::Halt,
-        Builtin::Yield,
-        Builtin::Suspend,
-        Builtin::Wait,
-        Builtin::Postpone,
-        Builtin::Delay,
-        Builtin::Next,
-        Builtin::Later,
-    ];
-
-    pub fn name(self) -> &'static CStr {
-        match self {
-            Builtin::Halt => c"halt",
-            Builtin::Yield => c"yield",
-            Builtin::Suspend => c"suspend",
-            Builtin::Wait => c"wait",
-            Builtin::Postpone => c"postpone",
-            Builtin::Delay => c"delay",
-            Builtin::Next => c"next",
-            Builtin::Later => c"later",
-        }
-    }
-
-    pub fn nfixed(self) -> c_int {
-        matches!(self, Builtin::Wait | Builtin::Postpone | Builtin::Delay) as c_int
-    }
-
-    pub fn is_yield(self) -> bool {
-        !matches!(self, Builtin::Next | Builtin::Later)
-    }
-
-    pub fn is_when(self) -> bool {
-        matches!(self, Builtin::Next | Builtin::Later | Builtin::Wait | Builtin::Postpone | Builtin::Delay)
-    }
-
-    /// The C function of a built-in yield operation (upvalue: its name).
-    pub fn function(self) -> ffi::lua_CFunction {
-        match self {
-            Builtin::Wait => op_wait,
-            Builtin::Postpone | Builtin::Delay => op_time,
-            Builtin::Yield => op_yield,
-            Builtin::Halt => op_halt,
-            _ => op_plain,
-        }
-    }
-}
 
 /// `[-0, +0, -]` The built-in whose name is the string at `idx`, if any.
 ///
@@ -191,6 +130,17 @@ unsafe extern "C-unwind" fn op_time(l: L) -> c_int {
     }
 }
 
+/// The C function of built-in yield operation `b` (upvalue: its name).
+pub fn builtin_function(b: Builtin) -> ffi::lua_CFunction {
+    match b {
+        Builtin::Wait => op_wait,
+        Builtin::Postpone | Builtin::Delay => op_time,
+        Builtin::Yield => op_yield,
+        Builtin::Halt => op_halt,
+        _ => op_plain,
+    }
+}
+
 /// `[-0, +1, m]` Pushes a yield operation function named `name` (the string
 /// at `name_idx`).
 ///
@@ -234,7 +184,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
             Builtin::Yield => When::Later,
             Builtin::Halt => When::Next,
             Builtin::Suspend => {
-                state::unregister(l, co, task);
+                registry::unregister(l, co, task);
                 drop_fixed(l, name, 0);
                 return Turn::Continue;
             }
@@ -242,7 +192,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
                 if n < 2 || raw::is_nil_or_nan(l, name + 1) {
                     return invalid(l, base, co, task, c"bad argument #1 to 'wait' (signal expected)");
                 }
-                When::Wait(state::signal_key(l, name + 1, true).expect("made"))
+                When::Wait(signal::signal_key(l, name + 1, true).expect("made"))
             }
             Builtin::Postpone | Builtin::Delay => {
                 if n < 2 || ffi::lua_type(l, name + 1) != ffi::LUA_TNUMBER || raw::is_nan(l, name + 1) {
@@ -263,7 +213,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
         // Taken out of every queue, then placed by the operation.
         let _ = (*p).core.reschedule(task, when);
         if let When::Wait(k) = when {
-            state::hold(l, name + 1, k);
+            signal::hold(l, name + 1, k);
         }
         drop_fixed(l, name, op.nfixed());
         if op == Builtin::Halt { Turn::Halt } else { Turn::Continue }
@@ -320,7 +270,7 @@ unsafe fn custom_yield(l: L, base: c_int, co: L, task: Task) -> Turn {
                 ffi::lua_pushnil(l);
             }
         }
-        state::unregister(l, co, task);
+        registry::unregister(l, co, task);
         ffi::lua_call(l, 1 + k, 0);
         drop_fixed(l, name, k.min(n - 1));
         Turn::Continue
@@ -344,7 +294,7 @@ unsafe fn invalid_top(l: L, base: c_int, co: L, task: Task) -> Turn {
         ffi::lua_insert(l, base + 1);
         ffi::lua_settop(l, base + 1); // only the message
 
-        crate::sched::finish(l, base, co, Some(task), false);
+        registry::finish(l, base, co, Some(task), false);
         Turn::Continue
     }
 }
@@ -381,7 +331,7 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
                     if raw::is_nil_or_nan(l, arg) {
                         raw::arg_error(l, arg, c"signal expected");
                     }
-                    When::Wait(state::signal_key(l, arg, true).expect("made"))
+                    When::Wait(signal::signal_key(l, arg, true).expect("made"))
                 }
                 Builtin::Postpone => When::Postpone(time::to_core(raw::check_time(l, arg, arg))),
                 _ => {

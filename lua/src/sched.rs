@@ -9,7 +9,7 @@ use crate::engine::{self, Block, Finish, OPERATION_BIT};
 use crate::ops::{self, Place, Turn};
 use crate::raw::{self, L, Status, ffi};
 use crate::state::{self, CURRENT, Quick, State, this};
-use crate::time;
+use crate::{registry, signal, time};
 
 /// `[-0, +0, e]` The thread argument `arg`, which must be schedulable: a
 /// suspended coroutine, or this scheduler's running cothread.
@@ -35,7 +35,7 @@ pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
     unsafe {
         let p = this(l);
         let co = check_schedulable(l, 1);
-        let registered = state::task_of(l, 1);
+        let registered = registry::task_of(l, 1);
         if registered.is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true)) {
             ffi::lua_pushboolean(l, 0);
             return 1;
@@ -45,11 +45,11 @@ pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
                 // The running cothread keeps its task even while it is out of every queue.
                 let task = match registered {
                     Some(t) => t,
-                    None => state::register(l, 1, co),
+                    None => registry::register(l, 1, co),
                 };
                 let _ = (*p).core.schedule(task, when);
                 if let When::Wait(k) = when {
-                    state::hold(l, 3, k);
+                    signal::hold(l, 3, k);
                 }
             }
             Place::Custom(k) => {
@@ -69,16 +69,16 @@ pub unsafe extern "C-unwind" fn unschedule(l: L) -> c_int {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
         let co = ffi::lua_tothread(l, 1);
-        let done = match state::task_of(l, 1) {
+        let done = match registry::task_of(l, 1) {
             None => false,
             // The running cothread stays known: its yield operation places it.
             Some(t) if co == (*p).running => (*p).core.unschedule(t) == Ok(true),
             Some(t) => {
-                state::unregister(l, co, t);
+                registry::unregister(l, co, t);
                 true
             }
         };
-        state::settle_signals(l);
+        signal::settle_signals(l);
         ffi::lua_pushboolean(l, done as c_int);
         1
     }
@@ -90,7 +90,7 @@ pub unsafe extern "C-unwind" fn scheduled(l: L) -> c_int {
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
-        let yes = state::task_of(l, 1).is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
+        let yes = registry::task_of(l, 1).is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
         ffi::lua_pushboolean(l, yes as c_int);
         1
     }
@@ -146,7 +146,7 @@ unsafe extern "C-unwind" fn iready_next(l: L) -> c_int {
     unsafe {
         let p = this(l);
         let next = if ffi::lua_type(l, 2) == ffi::LUA_TTHREAD {
-            state::task_of(l, 2).and_then(|t| (*p).core.next(t).ok().flatten())
+            registry::task_of(l, 2).and_then(|t| (*p).core.next(t).ok().flatten())
         } else {
             (*p).core.ready_head()
         };
@@ -164,19 +164,19 @@ pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
             raw::arg_error(l, 1, c"signal expected");
         }
         let place = ops::resolve_when(l, 2);
-        let key = state::signal_key(l, 1, false);
+        let key = signal::signal_key(l, 1, false);
         let done = match (place, key) {
             (Place::Core(when), Some(key)) => {
                 let done = (*p).core.notify(key, when) == Ok(true);
                 if let When::Wait(target) = when {
-                    state::hold(l, 3, target);
+                    signal::hold(l, 3, target);
                 }
                 done
             }
             (Place::Custom(k), Some(key)) => notify_custom(l, key, k),
             (_, None) => false, // nobody ever waited on it
         };
-        state::settle_signals(l);
+        signal::settle_signals(l);
         ffi::lua_pushboolean(l, done as c_int);
         1
     }
@@ -200,7 +200,7 @@ unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
             let co = state::thread_of(p, task).expect("a registered thread");
             raw::check_stack(l, 2);
             raw::push_thread(l, co);
-            state::unregister(l, co, task);
+            registry::unregister(l, co, task);
             if ops::call_when(l, handler, keep + 1, 3, k, true) != ffi::LUA_OK && !failed {
                 failed = true;
                 ffi::lua_replace(l, keep + 1); // the first error takes the thread's slot
@@ -230,7 +230,7 @@ pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
     // SAFETY: a closure of the module.
     unsafe {
         check_outside(l);
-        state::settle_signals(l);
+        signal::settle_signals(l);
         let p = this(l);
         if state::io_armed(p) > 0 {
             state::poll_io(p, Block::No);
@@ -254,7 +254,7 @@ pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
     // SAFETY: a closure of the module; the state is reached in short expressions.
     unsafe {
         check_outside(l);
-        state::settle_signals(l);
+        signal::settle_signals(l);
         let p = this(l);
         loop {
             time::take_due(l, p);
@@ -382,48 +382,9 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
             (ffi::LUA_YIELD, Some(task)) => ops::dispatch(l, p, base, co, task),
             (ffi::LUA_YIELD, None) => Turn::Continue, // forgotten while running
             _ => {
-                finish(l, base, co, task, status == ffi::LUA_OK);
+                registry::finish(l, base, co, task, status == ffi::LUA_OK);
                 Turn::Continue
             }
         })
-    }
-}
-
-/// `[-?, +?, e]` A cothread ended (`ok`) or failed: forgets it, then its values
-/// above `base` (results, or the error object) go through `trap[co]` or, for an
-/// error without a trap, through `error`. What they return is what it produced.
-pub unsafe fn finish(l: L, base: c_int, co: L, task: Option<Task>, ok: bool) {
-    // SAFETY: a closure of the module. The scheduler is consistent before any
-    // Lua function is called, so an error raised there leaves it usable.
-    unsafe {
-        if let Some(task) = task {
-            state::unregister(l, co, task);
-        }
-        raw::check_stack(l, 4);
-        state::push_field(l, c"trap");
-        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-            raw::push_thread(l, co);
-            ffi::lua_gettable(l, -2);
-            ffi::lua_remove(l, -2);
-        } else {
-            ffi::lua_pop(l, 1);
-            ffi::lua_pushnil(l);
-        }
-        let n = ffi::lua_gettop(l) - 1 - base;
-        if ffi::lua_isnoneornil(l, -1) == 0 {
-            ffi::lua_insert(l, base + 1); // trap values...
-            raw::push_thread(l, co);
-            ffi::lua_insert(l, base + 2);
-            ffi::lua_pushboolean(l, ok as c_int);
-            ffi::lua_insert(l, base + 3); // trap co ok values...
-            ffi::lua_call(l, n + 2, ffi::LUA_MULTRET);
-        } else if ok {
-            ffi::lua_pop(l, 1);
-        } else {
-            ffi::lua_pop(l, 1);
-            state::push_field(l, c"error");
-            ffi::lua_insert(l, base + 1); // error err
-            ffi::lua_call(l, n, ffi::LUA_MULTRET);
-        }
     }
 }

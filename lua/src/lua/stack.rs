@@ -7,7 +7,10 @@
 
 use std::ffi::{CStr, c_int, c_void};
 
-use super::{Error, Lua, ffi, lua_Integer};
+use mlua::ffi::{self, lua_Integer};
+
+use super::error::{Error, shown};
+use super::thread::Lua;
 
 /// The type of a value (`lua_type`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -278,7 +281,7 @@ impl Lua {
         names
             .iter()
             .position(|n| n.to_bytes() == name)
-            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", super::shown(name))))
+            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", shown(name))))
     }
 
     // ===== pushing =====

@@ -7,7 +7,10 @@
 
 use std::ffi::{CStr, c_int};
 
-use super::{Lua, Type, ffi, lua_Integer};
+use mlua::ffi::{self, lua_Integer};
+
+use super::stack::Type;
+use super::thread::Lua;
 
 /// The registry's pseudo-index.
 pub const REGISTRY: c_int = ffi::LUA_REGISTRYINDEX;

@@ -10,7 +10,11 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_int};
 use std::mem::ManuallyDrop;
 
-use super::{Error, Lua, Type, ffi};
+use mlua::ffi;
+
+use super::error::Error;
+use super::stack::Type;
+use super::thread::{L, Lua};
 
 /// A Rust type kept in Lua userdata. What changes after creation lives in
 /// `Cell`s: Lua code can hold the same userdata twice, so the layer hands
@@ -127,7 +131,7 @@ pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
 }
 
 /// `__gc` of every `T`: drops the value once.
-unsafe extern "C-unwind" fn gc<T: Udata>(l: super::L) -> c_int {
+unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     // SAFETY: Lua calls a metatable's `__gc` with its object; the metatable
     // is `T`'s, so the block is a `Block<T>`; `live` makes the drop happen
     // once, and the value is not read after it (`udata` refuses a dead one).

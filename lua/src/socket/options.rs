@@ -8,12 +8,9 @@ use std::ffi::{CStr, c_int};
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{PendingOpt, Tcp, ok};
+use super::object::{MAX_VALUE, PendingOpt, Tcp, ok};
 use crate::raw::{self, L, ffi};
 use crate::sys;
-
-/// Bytes of the largest option value (an `ipv6_mreq`).
-pub(super) const MAX_VALUE: usize = 20;
 
 /// What an option's value is.
 #[derive(Clone, Copy, PartialEq, Eq)]

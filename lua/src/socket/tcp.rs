@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 use cothread::net::{self, AcceptError};
 
 use super::methods::{bind_to, check_host_port, resolve};
-use super::{
+use super::object::{
     Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, push_deadline, push_tcp, set_kind,
     wait_deadline,
 };
@@ -385,7 +385,8 @@ struct Accept {
 impl Operation for Accept {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_accept` built.
-        unsafe { accept_step(f, why, self) }    }
+        unsafe { accept_step(f, why, self) }
+    }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
@@ -408,7 +409,8 @@ unsafe fn accept_step(f: &mut Frame, why: Why, op: &mut Accept) -> Next {
         let e = match sys::accept((*t).fd) {
             Ok(fd) => {
                 let c = push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
-                (*c).maxline = (*t).maxline;                return Next::Done(1);
+                (*c).maxline = (*t).maxline;
+                return Next::Done(1);
             }
             Err(e) => e,
         };
@@ -445,7 +447,8 @@ unsafe extern "C-unwind" fn tcp_accept(l: L) -> c_int {
         let t = check_tcp(l, 1, &[Kind::Server]);
         ffi::lua_settop(l, 1);
         push_deadline(l, (*t).total);
-        drive_raw(l, Accept { retrying: false, until: None })    }
+        drive_raw(l, Accept { retrying: false, until: None })
+    }
 }
 
 // ----- connect -----
