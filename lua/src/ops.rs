@@ -250,11 +250,9 @@ unsafe fn custom_yield(l: L, base: c_int, co: L, task: Task) -> Turn {
         ffi::lua_remove(l, -2);
         if ffi::lua_type(l, -1) != ffi::LUA_TTABLE || ffi::lua_rawgeti(l, -1, 2) != ffi::LUA_TFUNCTION {
             ffi::lua_settop(l, base + n);
-            ffi::lua_pushfstring(
-                l,
-                c"invalid yield operation '%s'".as_ptr(),
-                ffi::lua_tolstring(l, name, std::ptr::null_mut()),
-            );
+            let shown = raw::push_shown(l, name);
+            ffi::lua_pushfstring(l, c"invalid yield operation '%s'".as_ptr(), shown);
+            ffi::lua_remove(l, -2);
             return invalid_top(l, base, co, task);
         }
         ffi::lua_rawgeti(l, -2, 1);
@@ -357,8 +355,8 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
             }
             ffi::lua_pop(l, 1);
         }
-        let msg =
-            ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), ffi::luaL_tolstring(l, idx, std::ptr::null_mut()));
+        ffi::luaL_tolstring(l, idx, std::ptr::null_mut());
+        let msg = ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), raw::push_shown(l, -1));
         ffi::luaL_argerror(l, idx, msg);
         unreachable!()
     }
@@ -463,12 +461,7 @@ unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
         state::push_uv(l, uv);
         ffi::lua_pushvalue(l, 1);
         if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
-            ffi::luaL_error(
-                l,
-                c"%s '%s' already exists".as_ptr(),
-                what.as_ptr(),
-                ffi::lua_tolstring(l, 1, std::ptr::null_mut()),
-            );
+            ffi::luaL_error(l, c"%s '%s' already exists".as_ptr(), what.as_ptr(), raw::push_shown(l, 1));
         }
         ffi::lua_pop(l, 1);
         ffi::lua_pushvalue(l, 1);
@@ -491,7 +484,7 @@ unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
         ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
         ffi::lua_pushvalue(l, 1);
         if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
-            ffi::luaL_error(l, c"cothread.%s already exists".as_ptr(), ffi::lua_tolstring(l, 1, std::ptr::null_mut()));
+            ffi::luaL_error(l, c"cothread.%s already exists".as_ptr(), raw::push_shown(l, 1));
         }
         ffi::lua_pop(l, 2);
         define_op(l, state::UV_YIELDOPS, c"yield operation");

@@ -126,6 +126,25 @@ pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
     2
 }
 
+/// `[-0, +1, m]` Pushes the string at `idx` as a message shows a user's
+/// value (`lua::shown`: at most 48 bytes, then "...") and returns Lua's
+/// copy, anchored in the pushed slot, for a `%s`.
+///
+/// # Safety
+/// `l` is a valid state with a free slot; `idx` holds a string.
+pub unsafe fn push_shown(l: L, idx: c_int) -> *const c_char {
+    // SAFETY: the string at `idx` is read while it sits there; the Rust copy
+    // is pushed (Lua copies it) and dropped before anything can raise.
+    unsafe {
+        let mut len = 0;
+        let p = ffi::lua_tolstring(l, idx, &mut len);
+        let text = crate::lua::shown(std::slice::from_raw_parts(p.cast(), len));
+        ffi::lua_pushlstring(l, text.as_ptr().cast(), text.len());
+        drop(text);
+        ffi::lua_tolstring(l, -1, std::ptr::null_mut())
+    }
+}
+
 /// What `coroutine.status` would say of `co`, seen from `l`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Status {
