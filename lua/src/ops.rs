@@ -309,7 +309,7 @@ pub enum Place {
 
 /// `[-0, +(0|1), e]` Resolves the `when` at `idx` (default `"later"`) and its
 /// fixed arguments after it, raising argument errors. For `wait` the target's
-/// key is made (the caller holds the value with `state::hold` once waited on).
+/// key is made (the caller holds the value with `signal::hold` once waited on).
 ///
 /// # Safety
 /// In a closure of the module.
