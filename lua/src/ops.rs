@@ -205,7 +205,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
                 }
                 let t = ffi::lua_tonumber(l, name + 1);
                 // Read the clock before touching the queues: a user's `time` may raise.
-                let at = if op == Builtin::Delay { time::now(l) + t } else { t };
+                let at = if op == Builtin::Delay { time::after(time::now(l), t) } else { t };
                 When::Postpone(time::to_core(at))
             }
             Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
@@ -334,7 +334,7 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
                 Builtin::Postpone => When::Postpone(time::to_core(raw::check_time(l, arg, arg))),
                 _ => {
                     let s = raw::check_time(l, arg, arg);
-                    When::Postpone(time::to_core(time::now(l) + s))
+                    When::Postpone(time::to_core(time::after(time::now(l), s)))
                 }
             });
         }

@@ -40,6 +40,9 @@ pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
             ffi::lua_pushboolean(l, 0);
             return 1;
         }
+        if registered.is_none() && registry::held_elsewhere(l, 1) {
+            raw::arg_error(l, 1, c"coroutine scheduled by another scheduler");
+        }
         match ops::resolve_when(l, 2) {
             Place::Core(when) => {
                 // The running cothread keeps its task even while it is out of every queue.
@@ -84,13 +87,20 @@ pub unsafe extern "C-unwind" fn unschedule(l: L) -> c_int {
     }
 }
 
-/// `scheduled(thread)`: is `thread` in a queue?
+/// `scheduled(thread)`: is `thread` in a queue? (A cothread closed with
+/// `coroutine.close` is forgotten here, and is not.)
 pub unsafe extern "C-unwind" fn scheduled(l: L) -> c_int {
     // SAFETY: a closure of the module.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
-        let yes = registry::task_of(l, 1).is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
+        let co = ffi::lua_tothread(l, 1);
+        let mut task = registry::task_of(l, 1);
+        if let Some(t) = task.filter(|_| registry::is_dead(co)) {
+            registry::unregister_dead(l, co, t);
+            task = None;
+        }
+        let yes = task.is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
         ffi::lua_pushboolean(l, yes as c_int);
         1
     }
@@ -282,7 +292,7 @@ pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
                 state::poll_io(p, Block::No);
             } else if let Some(wake) = (*p).core.next_wake() {
                 call_idle(l, p, wake);
-            } else {
+            } else if registry::forget_dead(l) == 0 {
                 state::poll_io(p, Block::Forever);
             }
         }
@@ -341,6 +351,13 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
             }
             nargs
         };
+        if registry::is_dead(co) {
+            // Closed by `coroutine.close` (or ended under `coroutine.resume`)
+            // while registered: it ended.
+            ffi::lua_settop(l, base);
+            registry::unregister_dead(l, co, task);
+            return Some(Turn::Continue);
+        }
         (*p).running = co;
         (*p).running_task = Some(task);
         let mut nres: c_int = 0;

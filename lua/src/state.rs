@@ -181,7 +181,35 @@ pub unsafe fn push_new(l: L) -> *mut State {
             push_weak_table(l);
             ffi::lua_setiuservalue(l, -2, uv);
         }
+        push_schedulers(l);
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_pushboolean(l, 1);
+        ffi::lua_rawset(l, -3); // schedulers[state] = true
+        ffi::lua_pop(l, 1);
         p
+    }
+}
+
+/// Registry field: the set of this Lua state's schedulers (their state
+/// userdata, as weak keys), so that one can tell whether another holds a
+/// coroutine (`registry::held_elsewhere`).
+const SCHEDULERS: &std::ffi::CStr = c"cothread.schedulers";
+
+/// `[-0, +1, m]` Pushes the set of schedulers, made on first use.
+///
+/// # Safety
+/// `l` is a valid state with 3 free slots.
+pub unsafe fn push_schedulers(l: L) {
+    // SAFETY: valid state (contract); the registry field holds a table made
+    // here.
+    unsafe {
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, SCHEDULERS.as_ptr()) == ffi::LUA_TTABLE {
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        push_weak_table(l);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, SCHEDULERS.as_ptr());
     }
 }
 

@@ -21,6 +21,14 @@ pub fn from_core(u: u64) -> f64 {
     if u >> 63 == 1 { f64::from_bits(u & !(1 << 63)) } else { f64::from_bits(!u) }
 }
 
+/// The wake time `d` after `now`. A positive `d` too small to change `now`
+/// (a clock past 2^53, integer or not, has gaps between its floats) wakes
+/// at the next float after `now`, never at once.
+pub fn after(now: f64, d: f64) -> f64 {
+    let at = now + d;
+    if d > 0.0 && at <= now { now.next_up() } else { at }
+}
+
 /// `[-0, +1, -]` Pushes core time `u` as a Lua number: an integer if the
 /// clock gives integers and the time is one.
 ///
@@ -159,5 +167,15 @@ mod tests {
         for &t in &ts {
             assert_eq!(from_core(to_core(t)).to_bits(), t.to_bits());
         }
+    }
+
+    #[test]
+    fn a_delay_never_wakes_at_once_near_the_top_of_an_integer_clock() {
+        let now = (i64::MAX - 1) as f64;
+        assert!(after(now, 1.0) > now, "delay(1) near maxinteger wakes later, not now");
+        assert_eq!(after(now, 0.0), now);
+        assert_eq!(after(now, -1.0), now - 1.0);
+        assert_eq!(after(1.5, 2.0), 3.5);
+        assert!(to_core(after(now, 1.0)) > to_core(now), "and the core sees it later");
     }
 }

@@ -110,5 +110,5 @@ pub use lp::{Block, LoopRef};
 pub use op::{Operation, block_default};
 pub use records::{Engine, OPERATION_BIT};
 pub use source::{READ, SELECTABLE, Selectable, Source, SourceKind, WRITE, detach, fire, selectable_at};
-pub use step::{Finish, abandon, cancel, finish, is_delivered, park, poll};
+pub use step::{Finish, abandon, cancel, drop_parked, finish, is_delivered, park, poll};
 pub use ticket::settle;

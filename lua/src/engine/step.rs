@@ -274,6 +274,23 @@ pub unsafe fn cancel(l: L, e: *mut Engine, co: L) {
     }
 }
 
+/// Drops the operation parked by `co`, a thread that died behind the
+/// scheduler's back (`coroutine.close` took its stack, and with it the
+/// token `cancel` looks for): the record is found by its thread.
+///
+/// # Safety
+/// `e` is live.
+pub unsafe fn drop_parked(e: *mut Engine, co: L) {
+    // SAFETY: `e` is live; records in `ops` are live; a record being stepped
+    // is left to `cancel`'s path.
+    unsafe {
+        let found = (*e).ops.iter().find(|&(_, &r)| (*r).co == co && !(*r).stepping).map(|(&id, _)| id);
+        if let Some(id) = found {
+            drop_op(e, id);
+        }
+    }
+}
+
 /// `abandon(e)`, a C function called protected by a scheduler's `__gc`:
 /// every operation parked in engine `e` (a light userdata) moves into a
 /// ticket, so that a cothread scheduled again elsewhere ends its call.
