@@ -26,7 +26,17 @@ pub fn from_core(u: u64) -> f64 {
 /// at the next float after `now`, never at once.
 pub fn after(now: f64, d: f64) -> f64 {
     let at = now + d;
-    if d > 0.0 && at <= now { now.next_up() } else { at }
+    if d > 0.0 && at <= now { next_up(now) } else { at }
+}
+
+/// The least float above `t` (`f64::next_up`, which needs Rust 1.86; the
+/// crate's minimum is 1.85). `t` is finite: a clock's time.
+fn next_up(t: f64) -> f64 {
+    match t {
+        0.0 => f64::from_bits(1),
+        t if t > 0.0 => f64::from_bits(t.to_bits() + 1),
+        t => f64::from_bits(t.to_bits() - 1),
+    }
 }
 
 /// `[-0, +1, -]` Pushes core time `u` as a Lua number: an integer if the
@@ -177,5 +187,20 @@ mod tests {
         assert_eq!(after(now, -1.0), now - 1.0);
         assert_eq!(after(1.5, 2.0), 3.5);
         assert!(to_core(after(now, 1.0)) > to_core(now), "and the core sees it later");
+        for t in [-1e300, -1.0, -0.0, 0.0, 1e-300, 1.0, 9.3e18] {
+            assert!(next_up(t) > t && next_up(t) == next_float(t), "{t}");
+        }
+    }
+
+    /// The least float above `t`, the slow way, for the test.
+    fn next_float(t: f64) -> f64 {
+        let mut d = t.abs().max(f64::MIN_POSITIVE) * f64::EPSILON;
+        while t + d / 2.0 > t {
+            d /= 2.0;
+        }
+        while t + d <= t {
+            d *= 2.0;
+        }
+        t + d
     }
 }
