@@ -86,6 +86,7 @@ impl Lua {
     /// `[-0, +1, -]` Pushes user value `n` of the userdata at `idx` and says
     /// its type (`None` if it has no such value).
     pub fn get_uservalue(&self, idx: c_int, n: c_int) -> Type {
+        let idx = self.readable(idx);
         self.room(1);
         // SAFETY: a valid state with room; a non-userdata or a missing value
         // pushes nil and answers LUA_TNONE.
@@ -107,6 +108,7 @@ impl Lua {
 
     /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`).
     fn block<T: Udata>(&self, idx: c_int) -> Option<&Block<T>> {
+        let idx = self.readable(idx);
         self.room(2);
         // SAFETY: a valid state with room for the two metatables compared
         // and popped; a userdata under `T::NAME`'s metatable was made by
