@@ -105,7 +105,8 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: `require` calls this as a C function with its running thread,
+    // which is what `new` (a C function of ours too) expects.
     unsafe { new(l) }
 }
 
@@ -117,7 +118,8 @@ pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: `require` runs this C function on its thread: a valid state in
+    // a C function, what `push_module` asks; it leaves the one table.
     unsafe { socket::push_module(l) };
     1
 }
@@ -129,7 +131,7 @@ pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_dns(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: as `luaopen_cothread_socket`, for the dns table.
     unsafe { dns::push_module(l) };
     1
 }
@@ -141,7 +143,7 @@ pub unsafe extern "C-unwind" fn luaopen_cothread_dns(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_channel(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: as `luaopen_cothread_socket`, for the channel table.
     unsafe { channel::push_module(l) };
     1
 }

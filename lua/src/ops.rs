@@ -147,7 +147,8 @@ pub fn builtin_function(b: Builtin) -> ffi::lua_CFunction {
 /// # Safety
 /// `l` is valid.
 pub unsafe fn push_yield_op(l: L, name_idx: c_int, f: ffi::lua_CFunction) {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state (caller's contract); the name is copied up, then
+    // taken by the closure (a net push of one).
     unsafe {
         ffi::lua_pushvalue(l, name_idx);
         ffi::lua_pushcclosure(l, f, 1);
@@ -396,7 +397,9 @@ pub unsafe fn call_when(l: L, handler: c_int, thread_idx: c_int, first: c_int, k
 
 /// `cothread.plugin(f)`: calls `f(cothread, ops)` once and remembers its results.
 pub unsafe extern "C-unwind" fn plugin(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); the argument is
+    // checked to be a function before it is called (unprotected: its error
+    // is the caller's).
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
         ffi::lua_settop(l, 1);
@@ -449,7 +452,9 @@ unsafe fn unpack(l: L, idx: c_int) -> c_int {
 /// `[-0, +0, e]` Checks `(name, nfixed, handler)` and records them in the
 /// operation table `uv` unless the name is taken. Leaves the stack as it was.
 unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
-    // SAFETY: a closure of the module.
+    // SAFETY: called by `yieldop` and `scheduleop`, closures over the state;
+    // the checks raise before the table is touched, and the pushes are
+    // popped before returning.
     unsafe {
         ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
         let nfixed = ffi::luaL_checkinteger(l, 2);
@@ -478,7 +483,8 @@ unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
 /// `ops.yieldop(name, nfixed, handler)`: defines the yield operation
 /// `cothread[name]`.
 unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (made by `plugin` over the state);
+    // the name is checked to be a string before it is used as a key.
     unsafe {
         state::push_uv(l, state::UV_MODULE);
         ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
@@ -499,7 +505,7 @@ unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
 /// `ops.scheduleop(name, nfixed, handler)`: defines a new `when` for
 /// `schedule` and `notify`.
 unsafe extern "C-unwind" fn scheduleop(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: as `yieldop`, for the table of whens.
     unsafe {
         define_op(l, state::UV_WHENS, c"scheduling operation");
         0

@@ -54,7 +54,8 @@ pub unsafe fn is_nan(l: L, idx: c_int) -> bool {
 /// # Safety
 /// `l` is a valid state, in a C function (for the error message).
 pub unsafe fn check_time(l: L, idx: c_int, arg: c_int) -> f64 {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state in a C function (caller's contract), which
+    // `luaL_argerror` needs to name the function; reads before raising.
     unsafe {
         if ffi::lua_type(l, idx) != ffi::LUA_TNUMBER {
             let msg = ffi::lua_pushfstring(l, c"number expected, got %s".as_ptr(), ffi::luaL_typename(l, idx));
@@ -107,7 +108,8 @@ pub unsafe fn to_str(l: L, idx: c_int) -> Option<*const c_char> {
 /// # Safety
 /// `l` is a valid state.
 pub unsafe fn check_stack(l: L, n: c_int) {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state (caller's contract); a stack that cannot grow
+    // raises "too many values" from the caller's C function.
     unsafe { ffi::luaL_checkstack(l, n, c"too many values".as_ptr()) }
 }
 

@@ -143,7 +143,8 @@ pub unsafe fn held_elsewhere(l: L, idx: c_int) -> bool {
 pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
     // SAFETY: a closure of the module (caller's contract).
     let p = unsafe { this(l) };
-    // SAFETY: as `this`; no reference into the state outlives its expression.
+    // SAFETY: as `this`; the counters change after the table writes, which
+    // may only fail for memory.
     unsafe {
         let idx = ffi::lua_absindex(l, idx);
         // A thread unregistered after its operation ended still holds the
@@ -169,7 +170,8 @@ pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
 pub unsafe fn unregister(l: L, co: L, task: Task) {
     // SAFETY: a closure of the module (caller's contract).
     let p = unsafe { this(l) };
-    // SAFETY: as `this`; no reference into the state outlives its expression.
+    // SAFETY: as `this`; the engine, if any, is live while its state is,
+    // and the task is freed before its table entry goes.
     unsafe {
         if (*p).running_task == Some(task) {
             (*p).running_task = None;

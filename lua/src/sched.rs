@@ -14,7 +14,8 @@ use crate::{registry, signal, time};
 /// `[-0, +0, e]` The thread argument `arg`, which must be schedulable: a
 /// suspended coroutine, or this scheduler's running cothread.
 unsafe fn check_schedulable(l: L, arg: c_int) -> L {
-    // SAFETY: a closure of the module.
+    // SAFETY: called by `schedule`, a closure whose upvalue 1 is its state
+    // (`this`); the thread is checked before it is read.
     unsafe {
         ffi::luaL_checktype(l, arg, ffi::LUA_TTHREAD);
         let co = ffi::lua_tothread(l, arg);
@@ -31,7 +32,8 @@ unsafe fn check_schedulable(l: L, arg: c_int) -> L {
 
 /// `schedule(thread [, when, ...])`: registers `thread` unless it is already.
 pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); the state is
+    // read in short expressions, none across `resolve_when` or a handler.
     unsafe {
         let p = this(l);
         let co = check_schedulable(l, 1);
@@ -67,7 +69,9 @@ pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
 
 /// `unschedule(thread)`: takes `thread` out of its queue and forgets it.
 pub unsafe extern "C-unwind" fn unschedule(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state) with its
+    // arguments; the thread argument is checked first, and the running
+    // cothread keeps its task while its yield places it.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
@@ -90,7 +94,8 @@ pub unsafe extern "C-unwind" fn unschedule(l: L) -> c_int {
 /// `scheduled(thread)`: is `thread` in a queue? (A cothread closed with
 /// `coroutine.close` is forgotten here, and is not.)
 pub unsafe extern "C-unwind" fn scheduled(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); the argument is
+    // checked to be a thread before `lua_tothread` reads it.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
@@ -119,7 +124,8 @@ unsafe fn push_task(l: L, task: Option<Task>) {
 
 /// `current()`: the head of the ready queue, or nil.
 pub unsafe extern "C-unwind" fn current(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); `push_task`
+    // pushes into the slot a C function always has.
     unsafe {
         push_task(l, (*this(l)).core.ready_head());
         1
@@ -128,7 +134,8 @@ pub unsafe extern "C-unwind" fn current(l: L) -> c_int {
 
 /// `running()`: the cothread this scheduler is resuming, or nil.
 pub unsafe extern "C-unwind" fn running(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure; `running` is null or the live thread
+    // being resumed (set and cleared around `lua_resume`).
     unsafe {
         let co = (*this(l)).running;
         if co.is_null() {
@@ -142,7 +149,8 @@ pub unsafe extern "C-unwind" fn running(l: L) -> c_int {
 
 /// `iready()`: an iterator over the ready queue, head first.
 pub unsafe extern "C-unwind" fn iready(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure; its upvalue 1 (the state) becomes the
+    // iterator's, as `this` needs.
     unsafe {
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_pushcclosure(l, iready_next, 1);
@@ -152,7 +160,8 @@ pub unsafe extern "C-unwind" fn iready(l: L) -> c_int {
 
 /// The `iready` iterator: the thread after the control value (the head first).
 unsafe extern "C-unwind" fn iready_next(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: the iterator closure made by `iready` (upvalue 1: the state);
+    // the control value is read only if it is a thread.
     unsafe {
         let p = this(l);
         let next = if ffi::lua_type(l, 2) == ffi::LUA_TTHREAD {
@@ -167,7 +176,8 @@ unsafe extern "C-unwind" fn iready_next(l: L) -> c_int {
 
 /// `notify(signal [, when, ...])`: moves every waiter of `signal` as `when` says.
 pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: Lua calls this closure; the core moves the waiters before any
+    // Lua code (a plugin handler) runs.
     unsafe {
         let p = this(l);
         if raw::is_nil_or_nan(l, 1) {
@@ -197,7 +207,9 @@ pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
 /// `handler(thread, fixed...)`. Every waiter is handed over even if a handler
 /// raises; the first error is raised afterwards.
 unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: called by `notify` (a closure over the state); each waiter is
+    // unregistered before its handler runs, so a handler that raises leaves
+    // the core consistent.
     unsafe {
         let p = this(l);
         let handler = ffi::lua_gettop(l);
@@ -227,7 +239,8 @@ unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
 
 /// `[-0, +0, e]` Raises unless called from outside this scheduler's cothreads.
 unsafe fn check_outside(l: L) {
-    // SAFETY: a closure of the module.
+    // SAFETY: called by `step` and `run`, closures whose upvalue 1 is their
+    // state (`this`).
     unsafe {
         if !(*this(l)).running.is_null() {
             raw::error(l, c"cannot step or run a scheduler from inside one of its own cothreads");
@@ -237,7 +250,9 @@ unsafe fn check_outside(l: L) {
 
 /// `step(...)`: resumes the ready head with `...`; returns what it produced.
 pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state), from outside
+    // the scheduler's cothreads (checked first); the state is reached in
+    // short expressions, never across a resume.
     unsafe {
         check_outside(l);
         signal::settle_signals(l);
@@ -261,7 +276,8 @@ pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
 /// earliest wake time if something is postponed; else blocking until an
 /// event).
 pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: Lua calls this closure (upvalue 1: its state), from outside
+    // its cothreads (checked); nothing of the state is held across a resume.
     unsafe {
         check_outside(l);
         signal::settle_signals(l);

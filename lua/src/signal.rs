@@ -28,7 +28,8 @@ use crate::state::{SHRINK_AFTER, State, UV_HELD, UV_KEYOF, push_uv, push_weak_ta
 /// # Safety
 /// As `this`; the value at `idx` is not nil or NaN.
 pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
-    // SAFETY: as `this`; no reference into the state outlives its expression.
+    // SAFETY: as `this`; the key maps are read and written in short
+    // expressions, none across a Lua call.
     unsafe {
         let p = this(l);
         let idx = ffi::lua_absindex(l, idx);
@@ -59,7 +60,8 @@ pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
 /// # Safety
 /// As `this`.
 pub unsafe fn hold(l: L, idx: c_int, k: usize) {
-    // SAFETY: as `this`; no reference into the state outlives its expression.
+    // SAFETY: as `this`; the hold count changes before the table write
+    // (which may only fail for memory).
     unsafe {
         let p = this(l);
         if (*p).core.waiting(k) != Ok(true) {
@@ -81,7 +83,8 @@ pub unsafe fn hold(l: L, idx: c_int, k: usize) {
 /// # Safety
 /// As `this`.
 unsafe fn release(l: L, k: usize) {
-    // SAFETY: as `this`; no reference into the state outlives its expression.
+    // SAFETY: as `this`; the count is read and written with no Lua call in
+    // between.
     unsafe {
         let p = this(l);
         if (*p).core.waiting(k) != Ok(false) {
@@ -218,13 +221,14 @@ unsafe fn combine(l: L, mode: Mode) -> c_int {
 
 /// `onall(...)`: a signal that fires once all of `...` were notified.
 pub unsafe extern "C-unwind" fn onall(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state), which `combine`
+    // needs.
     unsafe { combine(l, Mode::All) }
 }
 
 /// `onany(...)`: a signal that fires once any of `...` was notified.
 pub unsafe extern "C-unwind" fn onany(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: as `onall`, with the other mode.
     unsafe { combine(l, Mode::Any) }
 }
 

@@ -276,7 +276,8 @@ pub unsafe fn io_armed(p: *mut State) -> usize {
 /// # Safety
 /// `l` is a valid state with two free slots.
 pub unsafe fn push_weak_table(l: L) {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state with the two slots the table and its metatable
+    // take (caller's contract); the metatable is consumed by its table.
     unsafe {
         ffi::lua_newtable(l);
         ffi::lua_createtable(l, 0, 1);

@@ -46,7 +46,8 @@ fn next_up(t: f64) -> f64 {
 /// In a closure of the module whose state is `p`.
 pub unsafe fn push(l: L, p: *mut State, u: u64) {
     let t = from_core(u);
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: `p` is the live state of the running closure and `l` has the
+    // slot a C function always has (caller's contract).
     unsafe {
         if (*p).integer_clock && t.fract() == 0.0 && t.abs() < 9.0e15 {
             ffi::lua_pushinteger(l, t as ffi::lua_Integer);
@@ -63,7 +64,8 @@ fn monotonic() -> f64 {
 
 /// `cothread.time()`: the default clock, monotonic seconds (float).
 pub unsafe extern "C-unwind" fn time_default(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: Lua calls this C function on its thread; a number takes the
+    // slot every C function has.
     unsafe { ffi::lua_pushnumber(l, monotonic()) };
     1
 }

@@ -201,7 +201,7 @@ fn a_sleep_leaves_the_sources_until_the_next_wait() {
     }
     assert_eq!(poll_some(&mut e), vec![(id, Why::Timeout)], "the readable source did not wake it");
     assert!(cothread::time::monotonic_ns() - t0 >= 30_000_000);
-    // SAFETY: as above.
+    // SAFETY: `r` is still the live record of `id`.
     unsafe {
         // Then a wait: on the source again.
         e.follow_sources(r, id, &f, Next::Wait(None)).unwrap();
@@ -222,11 +222,11 @@ fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
     let r = e.ops[&id];
     // SAFETY: a live record.
     unsafe { e.submit(r, id, Box::new(|| Box::new(42u32))) };
-    // SAFETY: as above.
+    // SAFETY: `r` is live; nothing else rearms it.
     unsafe { e.rearm(r, false) };
     assert_eq!(e.armed(), 1, "a job keeps run going");
     assert_eq!(poll_some(&mut e), vec![(id, Why::Done)]);
-    // SAFETY: as above.
+    // SAFETY: `r` stays live: its operation is due, not ended.
     let got = unsafe { (*r).payload.take().and_then(|p| p.downcast::<u32>().ok()) };
     assert_eq!(got.map(|b| *b), Some(42));
     end(&mut e, id);
@@ -299,7 +299,7 @@ fn a_source_moves_between_engines_only_when_idle() {
     assert_eq!(e1.sources.waiters(ch.id.get(), true), vec![id]);
     let first = ch.id.get();
     end(&mut e1, id);
-    // SAFETY: as above.
+    // SAFETY: `ch` is live, owned by this test.
     let moved = unsafe { e2.attach(&raw mut *ch, -1) }.unwrap();
     assert!(ch.owner.get().is_some_and(|o| std::ptr::addr_eq(o.as_ptr(), &raw const *e2)));
     assert_eq!(ch.id.get(), moved);
