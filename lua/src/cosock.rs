@@ -10,7 +10,8 @@
 use std::ffi::{CStr, c_int};
 
 use crate::raw::{self, L, ffi};
-use crate::state::{self, this};
+use crate::registry;
+use crate::state::this;
 
 /// The Lua side.
 const SOURCE: &str = include_str!("cosock.lua");
@@ -48,7 +49,7 @@ unsafe extern "C-unwind" fn waitinfo(l: L) -> c_int {
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
-        let task = state::task_of(l, 1);
+        let task = registry::task_of(l, 1);
         let co = ffi::lua_tothread(l, 1);
         let e = (*p).engine;
         let info = task.and_then(|t| (!e.is_null()).then(|| (*e).wait_info(co, t)).flatten());

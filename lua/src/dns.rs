@@ -256,7 +256,8 @@ const FUNCTIONS: &[Reg] = &[
 /// # Safety
 /// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract.
+    // SAFETY: the caller's contract (a valid state, in a C function); the
+    // table is made with pushes that fail only for memory.
     let mut lua = unsafe { Lua::from_raw(l) };
     lua.push_functions_once(MODULE, FUNCTIONS);
 }

@@ -8,21 +8,24 @@
 //! object crosses `step`/`run` unchanged; misuse raises `bad argument`), which
 //! a conversion into Rust errors would not.
 //!
-//! Files, by layer (each uses only those before it): `raw` (helpers over the
-//! C API); `buffer`, `reader` (read buffers and io's formats) and `sys` (the
-//! socket system calls); `engine` (the waiting engine: every call that may
-//! wait is an operation it drives to its end); the scheduler face: `state`
-//! (an instance and the mapping of threads and signal values onto the core),
-//! `sched` (the scheduler functions and the resume loop), `ops` (yield
-//! operations, `when`s, plugins), `signal` (combined signals), `time`
-//! (`time`, `idle`) and `park` (driving an operation from a C function); the
-//! libraries: `socket` (`cothread.socket`), `dns` (`cothread.dns`), `work`
-//! (jobs on the thread pool), `file` (`cothread.file`), `stream` (file
-//! objects and pipes), `process` (`cothread.process`), `ossignal`
-//! (`cothread.signal`: OS signals), `channel` (`cothread.channel`), `cosock`
-//! (cosock's `spawn`, `get_thread_metadata`, `asyncify`), `future`
-//! (`cothread.promise`: the core's futures, shared with C and C++) and
-//! `host` (`attach`, `loop_wait`: for hosts that embed Lua).
+//! Files, by layer (each names only files before it: no import circle, as
+//! `tests/layers` checks): `lua` (a safe handle over the C API) and `raw`
+//! (helpers over it); `buffer`, `reader` (read buffers and io's formats),
+//! `sys` (the socket system calls) and `builtin` (the built-in operation
+//! names); `engine` (the waiting engine: every call that may wait is an
+//! operation it drives to its end); the
+//! scheduler face: `state` (an instance), `signal` (signal values and
+//! combined signals), `time` (`time`, `idle`), `registry` (registered
+//! cothreads, and how one ends), `park` (driving an operation from a C
+//! function), `ops` (yield operations, `when`s, plugins) and `sched` (the
+//! scheduler functions and the resume loop); the libraries: `work` (jobs on
+//! the thread pool), `dns` (`cothread.dns`), `socket` (`cothread.socket`),
+//! `stream` (file objects and pipes), `file` (`cothread.file`), `ossignal`
+//! (`cothread.signal`: OS signals), `process` (`cothread.process`),
+//! `channel` (`cothread.channel`), `future` (`cothread.promise`: the core's
+//! futures, shared with C and C++), `cosock` (cosock's `spawn`,
+//! `get_thread_metadata`, `asyncify`) and `host` (`attach`, `loop_wait`: for
+//! hosts that embed Lua). This file only assembles the module table.
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
@@ -31,6 +34,7 @@ use std::ffi::{CStr, c_int};
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
 mod buffer;
+mod builtin;
 mod channel;
 mod cosock;
 mod dns;
@@ -47,6 +51,7 @@ mod park;
 mod process;
 mod raw;
 mod reader;
+mod registry;
 mod sched;
 mod signal;
 mod socket;
@@ -56,7 +61,7 @@ mod sys;
 mod time;
 mod work;
 
-use ops::Builtin;
+use builtin::Builtin;
 use raw::{L, ffi};
 use state::{State, UV_MODULE, UV_NAMES, UV_WHENS, UV_YIELDOPS};
 
@@ -100,7 +105,8 @@ const FUNCTIONS: &[(&CStr, ffi::lua_CFunction)] = &[
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: `require` calls this as a C function with its running thread,
+    // which is what `new` (a C function of ours too) expects.
     unsafe { new(l) }
 }
 
@@ -112,7 +118,8 @@ pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: `require` runs this C function on its thread: a valid state in
+    // a C function, what `push_module` asks; it leaves the one table.
     unsafe { socket::push_module(l) };
     1
 }
@@ -124,7 +131,7 @@ pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_dns(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: as `luaopen_cothread_socket`, for the dns table.
     unsafe { dns::push_module(l) };
     1
 }
@@ -136,7 +143,7 @@ pub unsafe extern "C-unwind" fn luaopen_cothread_dns(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_channel(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: as `luaopen_cothread_socket`, for the channel table.
     unsafe { channel::push_module(l) };
     1
 }
@@ -221,7 +228,7 @@ unsafe fn add_builtins(l: L, m: c_int, s: c_int, p: *mut State) {
                 }
             }
             if b.is_yield() {
-                ops::push_yield_op(l, -1, b.function());
+                ops::push_yield_op(l, -1, ops::builtin_function(b));
                 ffi::lua_setfield(l, m, b.name().as_ptr());
             }
             ffi::lua_pop(l, 1);

@@ -10,73 +10,12 @@ use std::ffi::{CStr, c_int};
 
 use cothread::{Task, When};
 
+use crate::builtin::Builtin;
 use crate::raw::{self, L, ffi};
+use crate::registry;
+use crate::signal;
 use crate::state::{self, Quick, State, this};
 use crate::time;
-
-/// The built-in operations. `Wait`, `Postpone` and `Delay` are both yield
-/// operations and `when`s.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Builtin {
-    Halt,
-    Yield,
-    Suspend,
-    Wait,
-    Postpone,
-    Delay,
-    Next,
-    Later,
-}
-
-impl Builtin {
-    pub const COUNT: usize = 8;
-    pub const ALL: [Builtin; Builtin::COUNT] = [
-        Builtin::Halt,
-        Builtin::Yield,
-        Builtin::Suspend,
-        Builtin::Wait,
-        Builtin::Postpone,
-        Builtin::Delay,
-        Builtin::Next,
-        Builtin::Later,
-    ];
-
-    pub fn name(self) -> &'static CStr {
-        match self {
-            Builtin::Halt => c"halt",
-            Builtin::Yield => c"yield",
-            Builtin::Suspend => c"suspend",
-            Builtin::Wait => c"wait",
-            Builtin::Postpone => c"postpone",
-            Builtin::Delay => c"delay",
-            Builtin::Next => c"next",
-            Builtin::Later => c"later",
-        }
-    }
-
-    pub fn nfixed(self) -> c_int {
-        matches!(self, Builtin::Wait | Builtin::Postpone | Builtin::Delay) as c_int
-    }
-
-    pub fn is_yield(self) -> bool {
-        !matches!(self, Builtin::Next | Builtin::Later)
-    }
-
-    pub fn is_when(self) -> bool {
-        matches!(self, Builtin::Next | Builtin::Later | Builtin::Wait | Builtin::Postpone | Builtin::Delay)
-    }
-
-    /// The C function of a built-in yield operation (upvalue: its name).
-    pub fn function(self) -> ffi::lua_CFunction {
-        match self {
-            Builtin::Wait => op_wait,
-            Builtin::Postpone | Builtin::Delay => op_time,
-            Builtin::Yield => op_yield,
-            Builtin::Halt => op_halt,
-            _ => op_plain,
-        }
-    }
-}
 
 /// `[-0, +0, -]` The built-in whose name is the string at `idx`, if any.
 ///
@@ -191,13 +130,25 @@ unsafe extern "C-unwind" fn op_time(l: L) -> c_int {
     }
 }
 
+/// The C function of built-in yield operation `b` (upvalue: its name).
+pub fn builtin_function(b: Builtin) -> ffi::lua_CFunction {
+    match b {
+        Builtin::Wait => op_wait,
+        Builtin::Postpone | Builtin::Delay => op_time,
+        Builtin::Yield => op_yield,
+        Builtin::Halt => op_halt,
+        _ => op_plain,
+    }
+}
+
 /// `[-0, +1, m]` Pushes a yield operation function named `name` (the string
 /// at `name_idx`).
 ///
 /// # Safety
 /// `l` is valid.
 pub unsafe fn push_yield_op(l: L, name_idx: c_int, f: ffi::lua_CFunction) {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state (caller's contract); the name is copied up, then
+    // taken by the closure (a net push of one).
     unsafe {
         ffi::lua_pushvalue(l, name_idx);
         ffi::lua_pushcclosure(l, f, 1);
@@ -234,7 +185,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
             Builtin::Yield => When::Later,
             Builtin::Halt => When::Next,
             Builtin::Suspend => {
-                state::unregister(l, co, task);
+                registry::unregister(l, co, task);
                 drop_fixed(l, name, 0);
                 return Turn::Continue;
             }
@@ -242,7 +193,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
                 if n < 2 || raw::is_nil_or_nan(l, name + 1) {
                     return invalid(l, base, co, task, c"bad argument #1 to 'wait' (signal expected)");
                 }
-                When::Wait(state::signal_key(l, name + 1, true).expect("made"))
+                When::Wait(signal::signal_key(l, name + 1, true).expect("made"))
             }
             Builtin::Postpone | Builtin::Delay => {
                 if n < 2 || ffi::lua_type(l, name + 1) != ffi::LUA_TNUMBER || raw::is_nan(l, name + 1) {
@@ -255,7 +206,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
                 }
                 let t = ffi::lua_tonumber(l, name + 1);
                 // Read the clock before touching the queues: a user's `time` may raise.
-                let at = if op == Builtin::Delay { time::now(l) + t } else { t };
+                let at = if op == Builtin::Delay { time::after(time::now(l), t) } else { t };
                 When::Postpone(time::to_core(at))
             }
             Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
@@ -263,7 +214,7 @@ pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> T
         // Taken out of every queue, then placed by the operation.
         let _ = (*p).core.reschedule(task, when);
         if let When::Wait(k) = when {
-            state::hold(l, name + 1, k);
+            signal::hold(l, name + 1, k);
         }
         drop_fixed(l, name, op.nfixed());
         if op == Builtin::Halt { Turn::Halt } else { Turn::Continue }
@@ -300,11 +251,9 @@ unsafe fn custom_yield(l: L, base: c_int, co: L, task: Task) -> Turn {
         ffi::lua_remove(l, -2);
         if ffi::lua_type(l, -1) != ffi::LUA_TTABLE || ffi::lua_rawgeti(l, -1, 2) != ffi::LUA_TFUNCTION {
             ffi::lua_settop(l, base + n);
-            ffi::lua_pushfstring(
-                l,
-                c"invalid yield operation '%s'".as_ptr(),
-                ffi::lua_tolstring(l, name, std::ptr::null_mut()),
-            );
+            let shown = raw::push_shown(l, name);
+            ffi::lua_pushfstring(l, c"invalid yield operation '%s'".as_ptr(), shown);
+            ffi::lua_remove(l, -2);
             return invalid_top(l, base, co, task);
         }
         ffi::lua_rawgeti(l, -2, 1);
@@ -320,7 +269,7 @@ unsafe fn custom_yield(l: L, base: c_int, co: L, task: Task) -> Turn {
                 ffi::lua_pushnil(l);
             }
         }
-        state::unregister(l, co, task);
+        registry::unregister(l, co, task);
         ffi::lua_call(l, 1 + k, 0);
         drop_fixed(l, name, k.min(n - 1));
         Turn::Continue
@@ -344,7 +293,7 @@ unsafe fn invalid_top(l: L, base: c_int, co: L, task: Task) -> Turn {
         ffi::lua_insert(l, base + 1);
         ffi::lua_settop(l, base + 1); // only the message
 
-        crate::sched::finish(l, base, co, Some(task), false);
+        registry::finish(l, base, co, Some(task), false);
         Turn::Continue
     }
 }
@@ -361,7 +310,7 @@ pub enum Place {
 
 /// `[-0, +(0|1), e]` Resolves the `when` at `idx` (default `"later"`) and its
 /// fixed arguments after it, raising argument errors. For `wait` the target's
-/// key is made (the caller holds the value with `state::hold` once waited on).
+/// key is made (the caller holds the value with `signal::hold` once waited on).
 ///
 /// # Safety
 /// In a closure of the module.
@@ -381,12 +330,12 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
                     if raw::is_nil_or_nan(l, arg) {
                         raw::arg_error(l, arg, c"signal expected");
                     }
-                    When::Wait(state::signal_key(l, arg, true).expect("made"))
+                    When::Wait(signal::signal_key(l, arg, true).expect("made"))
                 }
                 Builtin::Postpone => When::Postpone(time::to_core(raw::check_time(l, arg, arg))),
                 _ => {
                     let s = raw::check_time(l, arg, arg);
-                    When::Postpone(time::to_core(time::now(l) + s))
+                    When::Postpone(time::to_core(time::after(time::now(l), s)))
                 }
             });
         }
@@ -407,8 +356,8 @@ pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
             }
             ffi::lua_pop(l, 1);
         }
-        let msg =
-            ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), ffi::luaL_tolstring(l, idx, std::ptr::null_mut()));
+        ffi::luaL_tolstring(l, idx, std::ptr::null_mut());
+        let msg = ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), raw::push_shown(l, -1));
         ffi::luaL_argerror(l, idx, msg);
         unreachable!()
     }
@@ -448,7 +397,9 @@ pub unsafe fn call_when(l: L, handler: c_int, thread_idx: c_int, first: c_int, k
 
 /// `cothread.plugin(f)`: calls `f(cothread, ops)` once and remembers its results.
 pub unsafe extern "C-unwind" fn plugin(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); the argument is
+    // checked to be a function before it is called (unprotected: its error
+    // is the caller's).
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
         ffi::lua_settop(l, 1);
@@ -501,7 +452,9 @@ unsafe fn unpack(l: L, idx: c_int) -> c_int {
 /// `[-0, +0, e]` Checks `(name, nfixed, handler)` and records them in the
 /// operation table `uv` unless the name is taken. Leaves the stack as it was.
 unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
-    // SAFETY: a closure of the module.
+    // SAFETY: called by `yieldop` and `scheduleop`, closures over the state;
+    // the checks raise before the table is touched, and the pushes are
+    // popped before returning.
     unsafe {
         ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
         let nfixed = ffi::luaL_checkinteger(l, 2);
@@ -513,12 +466,7 @@ unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
         state::push_uv(l, uv);
         ffi::lua_pushvalue(l, 1);
         if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
-            ffi::luaL_error(
-                l,
-                c"%s '%s' already exists".as_ptr(),
-                what.as_ptr(),
-                ffi::lua_tolstring(l, 1, std::ptr::null_mut()),
-            );
+            ffi::luaL_error(l, c"%s '%s' already exists".as_ptr(), what.as_ptr(), raw::push_shown(l, 1));
         }
         ffi::lua_pop(l, 1);
         ffi::lua_pushvalue(l, 1);
@@ -535,13 +483,14 @@ unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
 /// `ops.yieldop(name, nfixed, handler)`: defines the yield operation
 /// `cothread[name]`.
 unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (made by `plugin` over the state);
+    // the name is checked to be a string before it is used as a key.
     unsafe {
         state::push_uv(l, state::UV_MODULE);
         ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
         ffi::lua_pushvalue(l, 1);
         if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
-            ffi::luaL_error(l, c"cothread.%s already exists".as_ptr(), ffi::lua_tolstring(l, 1, std::ptr::null_mut()));
+            ffi::luaL_error(l, c"cothread.%s already exists".as_ptr(), raw::push_shown(l, 1));
         }
         ffi::lua_pop(l, 2);
         define_op(l, state::UV_YIELDOPS, c"yield operation");
@@ -556,7 +505,7 @@ unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
 /// `ops.scheduleop(name, nfixed, handler)`: defines a new `when` for
 /// `schedule` and `notify`.
 unsafe extern "C-unwind" fn scheduleop(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: as `yieldop`, for the table of whens.
     unsafe {
         define_op(l, state::UV_WHENS, c"scheduling operation");
         0

@@ -77,7 +77,7 @@ pub fn check_signal(lua: &Lua, idx: c_int, arg: c_int) -> Result<c_int, Error> {
 fn push_name(lua: &Lua, n: c_int) {
     match NAMES.iter().find(|(_, m)| *m == n) {
         Some((name, _)) => lua.push_bytes(name.to_bytes()),
-        None => lua.push_bytes(format!("SIG{n}").as_bytes()),
+        None => lua.push_owned(format!("SIG{n}")),
     }
 }
 

@@ -67,7 +67,8 @@ pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O) -> Ret {
 /// `l` is the running thread of a C function of the module, which returns
 /// what this returns; the stack is `op`'s frame.
 pub unsafe fn drive_raw<O: Operation + Copy + 'static>(l: L, op: O) -> c_int {
-    // SAFETY: the contract.
+    // SAFETY: the contract: `l` runs the C function that returns (or
+    // yields) what this returns, over `op`'s frame.
     unsafe { crate::lua::ret(l, drive(&mut Lua::from_raw(l), op)) }
 }
 

@@ -396,7 +396,7 @@ cfn!(proc_tostring = tostring_body);
 
 fn tostring_body(lua: &mut Lua) -> Ret {
     let pid = lua.udata::<Proc>(1)?.pid;
-    lua.push_bytes(format!("process ({pid})").as_bytes());
+    lua.push_owned(format!("process ({pid})"));
     Ok(1)
 }
 

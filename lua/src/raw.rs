@@ -82,7 +82,8 @@ pub unsafe fn is_nan(l: L, idx: c_int) -> bool {
 /// # Safety
 /// `l` is a valid state, in a C function (for the error message).
 pub unsafe fn check_time(l: L, idx: c_int, arg: c_int) -> f64 {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state in a C function (caller's contract), which
+    // `luaL_argerror` needs to name the function; reads before raising.
     unsafe {
         if ffi::lua_type(l, idx) != ffi::LUA_TNUMBER {
             let msg = ffi::lua_pushfstring(l, c"number expected, got %s".as_ptr(), ffi::luaL_typename(l, idx));
@@ -135,7 +136,8 @@ pub unsafe fn to_str(l: L, idx: c_int) -> Option<*const c_char> {
 /// # Safety
 /// `l` is a valid state.
 pub unsafe fn check_stack(l: L, n: c_int) {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state (caller's contract); a stack that cannot grow
+    // raises "too many values" from the caller's C function.
     unsafe { ffi::luaL_checkstack(l, n, c"too many values".as_ptr()) }
 }
 
@@ -152,6 +154,25 @@ pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
         ffi::lua_pushstring(l, msg.as_ptr());
     }
     2
+}
+
+/// `[-0, +1, m]` Pushes the string at `idx` as a message shows a user's
+/// value (`lua::shown`: at most 48 bytes, then "...") and returns Lua's
+/// copy, anchored in the pushed slot, for a `%s`.
+///
+/// # Safety
+/// `l` is a valid state with a free slot; `idx` holds a string.
+pub unsafe fn push_shown(l: L, idx: c_int) -> *const c_char {
+    // SAFETY: the string at `idx` is read while it sits there; the Rust copy
+    // is pushed (Lua copies it) and dropped before anything can raise.
+    unsafe {
+        let mut len = 0;
+        let p = ffi::lua_tolstring(l, idx, &mut len);
+        let text = crate::lua::shown(std::slice::from_raw_parts(p.cast(), len));
+        ffi::lua_pushlstring(l, text.as_ptr().cast(), text.len());
+        drop(text);
+        ffi::lua_tolstring(l, -1, std::ptr::null_mut())
+    }
 }
 
 /// What `coroutine.status` would say of `co`, seen from `l`.

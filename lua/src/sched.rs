@@ -9,12 +9,13 @@ use crate::engine::{self, Block, Finish, OPERATION_BIT};
 use crate::ops::{self, Place, Turn};
 use crate::raw::{self, L, Status, ffi};
 use crate::state::{self, CURRENT, Quick, State, this};
-use crate::time;
+use crate::{registry, signal, time};
 
 /// `[-0, +0, e]` The thread argument `arg`, which must be schedulable: a
 /// suspended coroutine, or this scheduler's running cothread.
 unsafe fn check_schedulable(l: L, arg: c_int) -> L {
-    // SAFETY: a closure of the module.
+    // SAFETY: called by `schedule`, a closure whose upvalue 1 is its state
+    // (`this`); the thread is checked before it is read.
     unsafe {
         ffi::luaL_checktype(l, arg, ffi::LUA_TTHREAD);
         let co = ffi::lua_tothread(l, arg);
@@ -31,25 +32,29 @@ unsafe fn check_schedulable(l: L, arg: c_int) -> L {
 
 /// `schedule(thread [, when, ...])`: registers `thread` unless it is already.
 pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); the state is
+    // read in short expressions, none across `resolve_when` or a handler.
     unsafe {
         let p = this(l);
         let co = check_schedulable(l, 1);
-        let registered = state::task_of(l, 1);
+        let registered = registry::task_of(l, 1);
         if registered.is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true)) {
             ffi::lua_pushboolean(l, 0);
             return 1;
+        }
+        if registered.is_none() && registry::held_elsewhere(l, 1) {
+            raw::arg_error(l, 1, c"coroutine scheduled by another scheduler");
         }
         match ops::resolve_when(l, 2) {
             Place::Core(when) => {
                 // The running cothread keeps its task even while it is out of every queue.
                 let task = match registered {
                     Some(t) => t,
-                    None => state::register(l, 1, co),
+                    None => registry::register(l, 1, co),
                 };
                 let _ = (*p).core.schedule(task, when);
                 if let When::Wait(k) = when {
-                    state::hold(l, 3, k);
+                    signal::hold(l, 3, k);
                 }
             }
             Place::Custom(k) => {
@@ -64,33 +69,43 @@ pub unsafe extern "C-unwind" fn schedule(l: L) -> c_int {
 
 /// `unschedule(thread)`: takes `thread` out of its queue and forgets it.
 pub unsafe extern "C-unwind" fn unschedule(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state) with its
+    // arguments; the thread argument is checked first, and the running
+    // cothread keeps its task while its yield places it.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
         let co = ffi::lua_tothread(l, 1);
-        let done = match state::task_of(l, 1) {
+        let done = match registry::task_of(l, 1) {
             None => false,
             // The running cothread stays known: its yield operation places it.
             Some(t) if co == (*p).running => (*p).core.unschedule(t) == Ok(true),
             Some(t) => {
-                state::unregister(l, co, t);
+                registry::unregister(l, co, t);
                 true
             }
         };
-        state::settle_signals(l);
+        signal::settle_signals(l);
         ffi::lua_pushboolean(l, done as c_int);
         1
     }
 }
 
-/// `scheduled(thread)`: is `thread` in a queue?
+/// `scheduled(thread)`: is `thread` in a queue? (A cothread closed with
+/// `coroutine.close` is forgotten here, and is not.)
 pub unsafe extern "C-unwind" fn scheduled(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); the argument is
+    // checked to be a thread before `lua_tothread` reads it.
     unsafe {
         ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
         let p = this(l);
-        let yes = state::task_of(l, 1).is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
+        let co = ffi::lua_tothread(l, 1);
+        let mut task = registry::task_of(l, 1);
+        if let Some(t) = task.filter(|_| registry::is_dead(co)) {
+            registry::unregister_dead(l, co, t);
+            task = None;
+        }
+        let yes = task.is_some_and(|t| (*p).core.is_scheduled(t) == Ok(true));
         ffi::lua_pushboolean(l, yes as c_int);
         1
     }
@@ -109,7 +124,8 @@ unsafe fn push_task(l: L, task: Option<Task>) {
 
 /// `current()`: the head of the ready queue, or nil.
 pub unsafe extern "C-unwind" fn current(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state); `push_task`
+    // pushes into the slot a C function always has.
     unsafe {
         push_task(l, (*this(l)).core.ready_head());
         1
@@ -118,7 +134,8 @@ pub unsafe extern "C-unwind" fn current(l: L) -> c_int {
 
 /// `running()`: the cothread this scheduler is resuming, or nil.
 pub unsafe extern "C-unwind" fn running(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure; `running` is null or the live thread
+    // being resumed (set and cleared around `lua_resume`).
     unsafe {
         let co = (*this(l)).running;
         if co.is_null() {
@@ -132,7 +149,8 @@ pub unsafe extern "C-unwind" fn running(l: L) -> c_int {
 
 /// `iready()`: an iterator over the ready queue, head first.
 pub unsafe extern "C-unwind" fn iready(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure; its upvalue 1 (the state) becomes the
+    // iterator's, as `this` needs.
     unsafe {
         ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
         ffi::lua_pushcclosure(l, iready_next, 1);
@@ -142,11 +160,12 @@ pub unsafe extern "C-unwind" fn iready(l: L) -> c_int {
 
 /// The `iready` iterator: the thread after the control value (the head first).
 unsafe extern "C-unwind" fn iready_next(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: the iterator closure made by `iready` (upvalue 1: the state);
+    // the control value is read only if it is a thread.
     unsafe {
         let p = this(l);
         let next = if ffi::lua_type(l, 2) == ffi::LUA_TTHREAD {
-            state::task_of(l, 2).and_then(|t| (*p).core.next(t).ok().flatten())
+            registry::task_of(l, 2).and_then(|t| (*p).core.next(t).ok().flatten())
         } else {
             (*p).core.ready_head()
         };
@@ -157,26 +176,27 @@ unsafe extern "C-unwind" fn iready_next(l: L) -> c_int {
 
 /// `notify(signal [, when, ...])`: moves every waiter of `signal` as `when` says.
 pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: Lua calls this closure; the core moves the waiters before any
+    // Lua code (a plugin handler) runs.
     unsafe {
         let p = this(l);
         if raw::is_nil_or_nan(l, 1) {
             raw::arg_error(l, 1, c"signal expected");
         }
         let place = ops::resolve_when(l, 2);
-        let key = state::signal_key(l, 1, false);
+        let key = signal::signal_key(l, 1, false);
         let done = match (place, key) {
             (Place::Core(when), Some(key)) => {
                 let done = (*p).core.notify(key, when) == Ok(true);
                 if let When::Wait(target) = when {
-                    state::hold(l, 3, target);
+                    signal::hold(l, 3, target);
                 }
                 done
             }
             (Place::Custom(k), Some(key)) => notify_custom(l, key, k),
             (_, None) => false, // nobody ever waited on it
         };
-        state::settle_signals(l);
+        signal::settle_signals(l);
         ffi::lua_pushboolean(l, done as c_int);
         1
     }
@@ -187,7 +207,9 @@ pub unsafe extern "C-unwind" fn notify(l: L) -> c_int {
 /// `handler(thread, fixed...)`. Every waiter is handed over even if a handler
 /// raises; the first error is raised afterwards.
 unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: called by `notify` (a closure over the state); each waiter is
+    // unregistered before its handler runs, so a handler that raises leaves
+    // the core consistent.
     unsafe {
         let p = this(l);
         let handler = ffi::lua_gettop(l);
@@ -200,7 +222,7 @@ unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
             let co = state::thread_of(p, task).expect("a registered thread");
             raw::check_stack(l, 2);
             raw::push_thread(l, co);
-            state::unregister(l, co, task);
+            registry::unregister(l, co, task);
             if ops::call_when(l, handler, keep + 1, 3, k, true) != ffi::LUA_OK && !failed {
                 failed = true;
                 ffi::lua_replace(l, keep + 1); // the first error takes the thread's slot
@@ -217,7 +239,8 @@ unsafe fn notify_custom(l: L, key: usize, k: c_int) -> bool {
 
 /// `[-0, +0, e]` Raises unless called from outside this scheduler's cothreads.
 unsafe fn check_outside(l: L) {
-    // SAFETY: a closure of the module.
+    // SAFETY: called by `step` and `run`, closures whose upvalue 1 is their
+    // state (`this`).
     unsafe {
         if !(*this(l)).running.is_null() {
             raw::error(l, c"cannot step or run a scheduler from inside one of its own cothreads");
@@ -227,10 +250,12 @@ unsafe fn check_outside(l: L) {
 
 /// `step(...)`: resumes the ready head with `...`; returns what it produced.
 pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state), from outside
+    // the scheduler's cothreads (checked first); the state is reached in
+    // short expressions, never across a resume.
     unsafe {
         check_outside(l);
-        state::settle_signals(l);
+        signal::settle_signals(l);
         let p = this(l);
         if state::io_armed(p) > 0 {
             state::poll_io(p, Block::No);
@@ -251,10 +276,11 @@ pub unsafe extern "C-unwind" fn step(l: L) -> c_int {
 /// earliest wake time if something is postponed; else blocking until an
 /// event).
 pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
-    // SAFETY: a closure of the module; the state is reached in short expressions.
+    // SAFETY: Lua calls this closure (upvalue 1: its state), from outside
+    // its cothreads (checked); nothing of the state is held across a resume.
     unsafe {
         check_outside(l);
-        state::settle_signals(l);
+        signal::settle_signals(l);
         let p = this(l);
         loop {
             time::take_due(l, p);
@@ -282,7 +308,7 @@ pub unsafe extern "C-unwind" fn run(l: L) -> c_int {
                 state::poll_io(p, Block::No);
             } else if let Some(wake) = (*p).core.next_wake() {
                 call_idle(l, p, wake);
-            } else {
+            } else if registry::forget_dead(l) == 0 {
                 state::poll_io(p, Block::Forever);
             }
         }
@@ -341,6 +367,13 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
             }
             nargs
         };
+        if registry::is_dead(co) {
+            // Closed by `coroutine.close` (or ended under `coroutine.resume`)
+            // while registered: it ended.
+            ffi::lua_settop(l, base);
+            registry::unregister_dead(l, co, task);
+            return Some(Turn::Continue);
+        }
         (*p).running = co;
         (*p).running_task = Some(task);
         let mut nres: c_int = 0;
@@ -382,48 +415,9 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
             (ffi::LUA_YIELD, Some(task)) => ops::dispatch(l, p, base, co, task),
             (ffi::LUA_YIELD, None) => Turn::Continue, // forgotten while running
             _ => {
-                finish(l, base, co, task, status == ffi::LUA_OK);
+                registry::finish(l, base, co, task, status == ffi::LUA_OK);
                 Turn::Continue
             }
         })
-    }
-}
-
-/// `[-?, +?, e]` A cothread ended (`ok`) or failed: forgets it, then its values
-/// above `base` (results, or the error object) go through `trap[co]` or, for an
-/// error without a trap, through `error`. What they return is what it produced.
-pub unsafe fn finish(l: L, base: c_int, co: L, task: Option<Task>, ok: bool) {
-    // SAFETY: a closure of the module. The scheduler is consistent before any
-    // Lua function is called, so an error raised there leaves it usable.
-    unsafe {
-        if let Some(task) = task {
-            state::unregister(l, co, task);
-        }
-        raw::check_stack(l, 4);
-        state::push_field(l, c"trap");
-        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-            raw::push_thread(l, co);
-            ffi::lua_gettable(l, -2);
-            ffi::lua_remove(l, -2);
-        } else {
-            ffi::lua_pop(l, 1);
-            ffi::lua_pushnil(l);
-        }
-        let n = ffi::lua_gettop(l) - 1 - base;
-        if ffi::lua_isnoneornil(l, -1) == 0 {
-            ffi::lua_insert(l, base + 1); // trap values...
-            raw::push_thread(l, co);
-            ffi::lua_insert(l, base + 2);
-            ffi::lua_pushboolean(l, ok as c_int);
-            ffi::lua_insert(l, base + 3); // trap co ok values...
-            ffi::lua_call(l, n + 2, ffi::LUA_MULTRET);
-        } else if ok {
-            ffi::lua_pop(l, 1);
-        } else {
-            ffi::lua_pop(l, 1);
-            state::push_field(l, c"error");
-            ffi::lua_insert(l, base + 1); // error err
-            ffi::lua_call(l, n, ffi::LUA_MULTRET);
-        }
     }
 }

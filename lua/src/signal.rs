@@ -1,4 +1,11 @@
-//! Combined signals: `onall(...)` and `onany(...)`.
+//! Signals: signal values mapped onto core keys, and the combined signals
+//! `onall(...)` and `onany(...)`.
+//!
+//! A signal value is a core key: an odd integer from a counter. `keyof`
+//! (weak keys) maps a value to its key for as long as the value lives, so a
+//! combined signal, which holds its parts, always sees the same keys; `held`
+//! references the value only while its key has waiters. Combined signals use
+//! the core's keys (addresses, even), so the two kinds never collide.
 //!
 //! A combined signal is a Lua function (calling it resets it) whose upvalues
 //! are the state and a small handle userdata holding the core key. When the
@@ -10,7 +17,118 @@ use std::ffi::c_int;
 use cothread::Mode;
 
 use crate::raw::{self, L, ffi};
-use crate::state::{self, State, this};
+use crate::state::{SHRINK_AFTER, State, UV_HELD, UV_KEYOF, push_uv, push_weak_table, this};
+
+// ===== signal values and their keys =====
+
+/// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
+/// this scheduler answers its own key; another value its key, made now if
+/// `make` (otherwise `None` when it has none: nobody ever waited on it).
+///
+/// # Safety
+/// As `this`; the value at `idx` is not nil or NaN.
+pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
+    // SAFETY: as `this`; the key maps are read and written in short
+    // expressions, none across a Lua call.
+    unsafe {
+        let p = this(l);
+        let idx = ffi::lua_absindex(l, idx);
+        if let Some(k) = combined_key(l, idx, p) {
+            return Some(k);
+        }
+        push_uv(l, UV_KEYOF);
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_rawget(l, -2);
+        let k = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as usize;
+        ffi::lua_pop(l, 1);
+        if k != 0 || !make {
+            ffi::lua_pop(l, 1);
+            return (k != 0).then_some(k);
+        }
+        let k = (*p).new_key();
+        ffi::lua_pushvalue(l, idx);
+        ffi::lua_pushinteger(l, k as ffi::lua_Integer);
+        ffi::lua_rawset(l, -3);
+        ffi::lua_pop(l, 1);
+        Some(k)
+    }
+}
+
+/// `[-0, +0, m]` References the signal value at `idx` (of key `k`, combined
+/// signals included) while `k` has waiters. Call after placing a waiter on `k`.
+///
+/// # Safety
+/// As `this`.
+pub unsafe fn hold(l: L, idx: c_int, k: usize) {
+    // SAFETY: as `this`; the hold count changes before the table write
+    // (which may only fail for memory).
+    unsafe {
+        let p = this(l);
+        if (*p).core.waiting(k) != Ok(true) {
+            return; // nobody waits
+        }
+        let idx = ffi::lua_absindex(l, idx);
+        push_uv(l, UV_HELD);
+        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) == ffi::LUA_TNIL {
+            ffi::lua_pushvalue(l, idx);
+            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
+            (*p).held += 1;
+        }
+        ffi::lua_pop(l, 2);
+    }
+}
+
+/// `[-0, +0, m]` Stops referencing the value of key `k` once it has no waiters.
+///
+/// # Safety
+/// As `this`.
+unsafe fn release(l: L, k: usize) {
+    // SAFETY: as `this`; the count is read and written with no Lua call in
+    // between.
+    unsafe {
+        let p = this(l);
+        if (*p).core.waiting(k) != Ok(false) {
+            return;
+        }
+        push_uv(l, UV_HELD);
+        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) != ffi::LUA_TNIL {
+            ffi::lua_pushnil(l);
+            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
+            (*p).held -= 1;
+        }
+        ffi::lua_pop(l, 2);
+    }
+}
+
+/// `[-0, +0, m]` Releases the values of the keys whose queues emptied, and
+/// frees the combined signals whose functions were collected.
+///
+/// # Safety
+/// As `this`.
+pub unsafe fn settle_signals(l: L) {
+    // SAFETY: as `this`; `pop_emptied` returns a copy, no borrow is held.
+    unsafe {
+        let p = this(l);
+        if !(*p).unreferenced.is_empty() {
+            free_unreferenced(p);
+        }
+        while let Some(k) = (*p).pop_emptied() {
+            release(l, k);
+        }
+        // Tables keep their size when emptied: start afresh once nothing needs a
+        // key (no waiter, no combined signal, and no key in use by a caller:
+        // this runs only between operations).
+        if (*p).held == 0 && (*p).combined == 0 && (*p).made > SHRINK_AFTER {
+            push_weak_table(l);
+            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_KEYOF);
+            ffi::lua_newtable(l);
+            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_HELD);
+            (*p).made = 0;
+        }
+    }
+}
+
+// ===== combined signals =====
 
 /// `[-0, +0, -]` The core key of the value at `idx` if it is a combined signal
 /// of state `p`: a C closure whose upvalues are `p` and a combined handle.
@@ -73,7 +191,7 @@ unsafe fn combine(l: L, mode: Mode) -> c_int {
             if raw::is_nil_or_nan(l, i) {
                 raw::arg_error(l, i, c"signal expected");
             }
-            state::signal_key(l, i, true);
+            signal_key(l, i, true);
             ffi::lua_pushvalue(l, i);
             ffi::lua_rawseti(l, -2, i as ffi::lua_Integer);
         }
@@ -92,7 +210,7 @@ unsafe fn combine(l: L, mode: Mode) -> c_int {
         ffi::lua_insert(l, -2);
         ffi::lua_pushcclosure(l, combined, 2);
         // Nothing raises from here on: the keys exist and the parts are held.
-        let parts: Vec<usize> = (1..=n).map(|i| state::signal_key(l, i, false).expect("made above")).collect();
+        let parts: Vec<usize> = (1..=n).map(|i| signal_key(l, i, false).expect("made above")).collect();
         let key = (*p).core.combine(mode, &parts).expect("parts are valid keys");
         drop(parts);
         handle.write(key);
@@ -103,13 +221,14 @@ unsafe fn combine(l: L, mode: Mode) -> c_int {
 
 /// `onall(...)`: a signal that fires once all of `...` were notified.
 pub unsafe extern "C-unwind" fn onall(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: Lua calls this closure (upvalue 1: its state), which `combine`
+    // needs.
     unsafe { combine(l, Mode::All) }
 }
 
 /// `onany(...)`: a signal that fires once any of `...` was notified.
 pub unsafe extern "C-unwind" fn onany(l: L) -> c_int {
-    // SAFETY: a closure of the module.
+    // SAFETY: as `onall`, with the other mode.
     unsafe { combine(l, Mode::Any) }
 }
 

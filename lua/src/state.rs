@@ -1,17 +1,11 @@
-//! One scheduler instance: the core scheduler and what maps Lua onto it.
+//! One scheduler instance: the core scheduler, the Lua side kept in the
+//! user values of its userdata, and how a C function finds it.
 //!
 //! The `State` lives in a full userdata (freed by its `__gc`) whose user values
 //! hold the Lua side (see the `UV_*` slots). Every function of an instance is a
-//! C closure whose first upvalue is that userdata.
-//!
-//! Mapping:
-//! - a registered cothread is a core task whose user value is its `lua_State*`;
-//!   the `alive` table maps the thread to the task handle and keeps it alive;
-//! - a signal value is a core key: an odd integer from a counter. `keyof`
-//!   (weak keys) maps a value to its key for as long as the value lives, so a
-//!   combined signal, which holds its parts, always sees the same keys; `held`
-//!   references the value only while its key has waiters. Combined signals use
-//!   the core's keys (addresses, even), so the two kinds never collide.
+//! C closure whose first upvalue is that userdata. What the slots map is kept
+//! by the modules above: cothreads to tasks in `registry`, signal values to
+//! keys in `signal`.
 //!
 //! Rust references into a `State` never live across a call into Lua: Lua may
 //! re-enter (a cothread calls `schedule`) or longjmp out (an error). Code reaches
@@ -22,13 +16,13 @@
 //! `thread_of` and the resume loop mask it.
 
 use std::cell::{Cell, RefCell};
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::rc::Rc;
 
 use cothread::{Sched, Task};
 
+use crate::builtin::Builtin;
 use crate::engine::{self, Block, Engine, OPERATION_BIT};
-use crate::ops::Builtin;
 use crate::raw::{self, L, ffi};
 
 thread_local! {
@@ -64,7 +58,7 @@ pub const UV_TIME: c_int = 9; // the default `time` function
 pub const NUV: c_int = 9;
 
 /// Tables this large are replaced by fresh ones once empty, to give memory back.
-const SHRINK_AFTER: usize = 256;
+pub const SHRINK_AFTER: usize = 256;
 
 pub struct State {
     pub core: Sched,
@@ -154,7 +148,7 @@ impl State {
         self.new_key()
     }
 
-    fn pop_emptied(&self) -> Option<usize> {
+    pub fn pop_emptied(&self) -> Option<usize> {
         self.emptied.borrow_mut().pop()
     }
 }
@@ -190,6 +184,11 @@ pub unsafe fn push_new(l: L) -> *mut State {
             push_weak_table(l);
             ffi::lua_setiuservalue(l, -2, uv);
         }
+        push_schedulers(l);
+        ffi::lua_pushvalue(l, -2);
+        ffi::lua_pushboolean(l, 1);
+        ffi::lua_rawset(l, -3); // schedulers[state] = true
+        ffi::lua_pop(l, 1);
         new_sentinel(l);
         p
     }
@@ -200,7 +199,7 @@ pub unsafe fn push_new(l: L) -> *mut State {
 /// finalizers in the reverse order of their objects' making when it
 /// closes, finalizes it before every state. Held by the registry, it is
 /// finalized only then (a replaced one is not the field's any more).
-const SENTINEL: &CStr = c"cothread.closing";
+const SENTINEL: &std::ffi::CStr = c"cothread.closing";
 
 /// `[-0, +0, m]` Makes a new closing sentinel and registers it.
 ///
@@ -248,6 +247,29 @@ unsafe fn closing(l: L) -> bool {
         let closing = t == ffi::LUA_TUSERDATA && *(ffi::lua_touserdata(l, -1) as *const bool);
         ffi::lua_pop(l, 1);
         closing
+    }
+}
+
+/// Registry field: the set of this Lua state's schedulers (their state
+/// userdata, as weak keys), so that one can tell whether another holds a
+/// coroutine (`registry::held_elsewhere`).
+const SCHEDULERS: &std::ffi::CStr = c"cothread.schedulers";
+
+/// `[-0, +1, m]` Pushes the set of schedulers, made on first use.
+///
+/// # Safety
+/// `l` is a valid state with 3 free slots.
+pub unsafe fn push_schedulers(l: L) {
+    // SAFETY: valid state (contract); the registry field holds a table made
+    // here.
+    unsafe {
+        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, SCHEDULERS.as_ptr()) == ffi::LUA_TTABLE {
+            return;
+        }
+        ffi::lua_pop(l, 1);
+        push_weak_table(l);
+        ffi::lua_pushvalue(l, -1);
+        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, SCHEDULERS.as_ptr());
     }
 }
 
@@ -314,7 +336,8 @@ pub unsafe fn io_armed(p: *mut State) -> usize {
 /// # Safety
 /// `l` is a valid state with two free slots.
 pub unsafe fn push_weak_table(l: L) {
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: a valid state with the two slots the table and its metatable
+    // take (caller's contract); the metatable is consumed by its table.
     unsafe {
         ffi::lua_newtable(l);
         ffi::lua_createtable(l, 0, 1);
@@ -392,87 +415,6 @@ pub unsafe fn push_field(l: L, name: &std::ffi::CStr) {
     }
 }
 
-// ===== cothreads =====
-
-/// `[-0, +0, m]` The task of the thread at `idx`, if registered.
-///
-/// # Safety
-/// As `this`; `idx` is a valid index.
-pub unsafe fn task_of(l: L, idx: c_int) -> Option<Task> {
-    // SAFETY: as `this`.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        push_uv(l, UV_ALIVE);
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_rawget(l, -2);
-        let t = ffi::lua_tointegerx(l, -1, std::ptr::null_mut());
-        ffi::lua_pop(l, 2);
-        Task::from_raw(t as u64)
-    }
-}
-
-/// `[-0, +0, m]` Registers the thread `co` (at `idx`) as a new task in no queue.
-///
-/// # Safety
-/// As `this`; `idx` holds `co`, which is not registered.
-pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
-    // SAFETY: as `this`; no reference into the state outlives its expression.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        // A thread unregistered after its operation ended still holds the
-        // results: its next resume gets them.
-        let delivered = ffi::lua_status(co) == ffi::LUA_YIELD && (engine::is_delivered(co) || engine::settle(l, co));
-        let task = (*p).core.task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
-        push_uv(l, UV_ALIVE);
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_pushinteger(l, task.to_raw() as ffi::lua_Integer);
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
-        (*p).registered += 1;
-        (*p).registered_peak = (*p).registered_peak.max((*p).registered);
-        task
-    }
-}
-
-/// `[-0, +0, m]` Forgets the registered thread `co`: frees its task (taking it
-/// out of its queue) and lets the thread be collected.
-///
-/// # Safety
-/// As `this`; `task` is the task of `co`.
-pub unsafe fn unregister(l: L, co: L, task: Task) {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
-    // SAFETY: as `this`; no reference into the state outlives its expression.
-    unsafe {
-        if (*p).running_task == Some(task) {
-            (*p).running_task = None;
-        }
-        let e = (*p).engine;
-        if !e.is_null() {
-            engine::cancel(l, e, co); // left while parked: nothing resumes it later
-            (*e).forget(task);
-        }
-        if (*p).core.task_free(task).is_err() {
-            return;
-        }
-        push_uv(l, UV_ALIVE);
-        raw::push_thread(l, co);
-        ffi::lua_pushnil(l);
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
-        (*p).registered -= 1;
-        if (*p).registered == 0 && (*p).registered_peak > SHRINK_AFTER {
-            // A table keeps its size after its entries go: start a fresh one.
-            ffi::lua_newtable(l);
-            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_ALIVE);
-            (*p).registered_peak = 0;
-        }
-        settle_signals(l);
-    }
-}
-
 /// The thread of a task.
 ///
 /// # Safety
@@ -480,110 +422,4 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
 pub unsafe fn thread_of(p: *mut State, task: Task) -> Option<L> {
     // SAFETY: live state (contract).
     unsafe { (*p).core.data(task).ok().map(|d| (d & !OPERATION_BIT) as L) }
-}
-
-// ===== signals =====
-
-/// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
-/// this scheduler answers its own key; another value its key, made now if
-/// `make` (otherwise `None` when it has none: nobody ever waited on it).
-///
-/// # Safety
-/// As `this`; the value at `idx` is not nil or NaN.
-pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
-    // SAFETY: as `this`; no reference into the state outlives its expression.
-    unsafe {
-        let p = this(l);
-        let idx = ffi::lua_absindex(l, idx);
-        if let Some(k) = crate::signal::combined_key(l, idx, p) {
-            return Some(k);
-        }
-        push_uv(l, UV_KEYOF);
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_rawget(l, -2);
-        let k = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as usize;
-        ffi::lua_pop(l, 1);
-        if k != 0 || !make {
-            ffi::lua_pop(l, 1);
-            return (k != 0).then_some(k);
-        }
-        let k = (*p).new_key();
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_pushinteger(l, k as ffi::lua_Integer);
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
-        Some(k)
-    }
-}
-
-/// `[-0, +0, m]` References the signal value at `idx` (of key `k`, combined
-/// signals included) while `k` has waiters. Call after placing a waiter on `k`.
-///
-/// # Safety
-/// As `this`.
-pub unsafe fn hold(l: L, idx: c_int, k: usize) {
-    // SAFETY: as `this`; no reference into the state outlives its expression.
-    unsafe {
-        let p = this(l);
-        if (*p).core.waiting(k) != Ok(true) {
-            return; // nobody waits
-        }
-        let idx = ffi::lua_absindex(l, idx);
-        push_uv(l, UV_HELD);
-        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) == ffi::LUA_TNIL {
-            ffi::lua_pushvalue(l, idx);
-            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
-            (*p).held += 1;
-        }
-        ffi::lua_pop(l, 2);
-    }
-}
-
-/// `[-0, +0, m]` Stops referencing the value of key `k` once it has no waiters.
-///
-/// # Safety
-/// As `this`.
-unsafe fn release(l: L, k: usize) {
-    // SAFETY: as `this`; no reference into the state outlives its expression.
-    unsafe {
-        let p = this(l);
-        if (*p).core.waiting(k) != Ok(false) {
-            return;
-        }
-        push_uv(l, UV_HELD);
-        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) != ffi::LUA_TNIL {
-            ffi::lua_pushnil(l);
-            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
-            (*p).held -= 1;
-        }
-        ffi::lua_pop(l, 2);
-    }
-}
-
-/// `[-0, +0, m]` Releases the values of the keys whose queues emptied, and
-/// frees the combined signals whose functions were collected.
-///
-/// # Safety
-/// As `this`.
-pub unsafe fn settle_signals(l: L) {
-    // SAFETY: as `this`; `pop_emptied` returns a copy, no borrow is held.
-    unsafe {
-        let p = this(l);
-        if !(*p).unreferenced.is_empty() {
-            crate::signal::free_unreferenced(p);
-        }
-        while let Some(k) = (*p).pop_emptied() {
-            release(l, k);
-        }
-        // Tables keep their size when emptied: start afresh once nothing needs a
-        // key (no waiter, no combined signal, and no key in use by a caller:
-        // this runs only between operations).
-        if (*p).held == 0 && (*p).combined == 0 && (*p).made > SHRINK_AFTER {
-            push_weak_table(l);
-            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_KEYOF);
-            ffi::lua_newtable(l);
-            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_HELD);
-            (*p).made = 0;
-        }
-    }
 }

@@ -21,6 +21,24 @@ pub fn from_core(u: u64) -> f64 {
     if u >> 63 == 1 { f64::from_bits(u & !(1 << 63)) } else { f64::from_bits(!u) }
 }
 
+/// The wake time `d` after `now`. A positive `d` too small to change `now`
+/// (a clock past 2^53, integer or not, has gaps between its floats) wakes
+/// at the next float after `now`, never at once.
+pub fn after(now: f64, d: f64) -> f64 {
+    let at = now + d;
+    if d > 0.0 && at <= now { next_up(now) } else { at }
+}
+
+/// The least float above `t` (`f64::next_up`, which needs Rust 1.86; the
+/// crate's minimum is 1.85). `t` is finite: a clock's time.
+fn next_up(t: f64) -> f64 {
+    match t {
+        0.0 => f64::from_bits(1),
+        t if t > 0.0 => f64::from_bits(t.to_bits() + 1),
+        t => f64::from_bits(t.to_bits() - 1),
+    }
+}
+
 /// `[-0, +1, -]` Pushes core time `u` as a Lua number: an integer if the
 /// clock gives integers and the time is one.
 ///
@@ -28,7 +46,8 @@ pub fn from_core(u: u64) -> f64 {
 /// In a closure of the module whose state is `p`.
 pub unsafe fn push(l: L, p: *mut State, u: u64) {
     let t = from_core(u);
-    // SAFETY: valid state (caller's contract).
+    // SAFETY: `p` is the live state of the running closure and `l` has the
+    // slot a C function always has (caller's contract).
     unsafe {
         if (*p).integer_clock && t.fract() == 0.0 && t.abs() < 9.0e15 {
             ffi::lua_pushinteger(l, t as ffi::lua_Integer);
@@ -45,7 +64,8 @@ fn monotonic() -> f64 {
 
 /// `cothread.time()`: the default clock, monotonic seconds (float).
 pub unsafe extern "C-unwind" fn time_default(l: L) -> c_int {
-    // SAFETY: Lua calls this with a valid state.
+    // SAFETY: Lua calls this C function on its thread; a number takes the
+    // slot every C function has.
     unsafe { ffi::lua_pushnumber(l, monotonic()) };
     1
 }
@@ -159,5 +179,30 @@ mod tests {
         for &t in &ts {
             assert_eq!(from_core(to_core(t)).to_bits(), t.to_bits());
         }
+    }
+
+    #[test]
+    fn a_delay_never_wakes_at_once_near_the_top_of_an_integer_clock() {
+        let now = (i64::MAX - 1) as f64;
+        assert!(after(now, 1.0) > now, "delay(1) near maxinteger wakes later, not now");
+        assert_eq!(after(now, 0.0), now);
+        assert_eq!(after(now, -1.0), now - 1.0);
+        assert_eq!(after(1.5, 2.0), 3.5);
+        assert!(to_core(after(now, 1.0)) > to_core(now), "and the core sees it later");
+        for t in [-1e300, -1.0, -0.0, 0.0, 1e-300, 1.0, 9.3e18] {
+            assert!(next_up(t) > t && next_up(t) == next_float(t), "{t}");
+        }
+    }
+
+    /// The least float above `t`, the slow way, for the test.
+    fn next_float(t: f64) -> f64 {
+        let mut d = t.abs().max(f64::MIN_POSITIVE) * f64::EPSILON;
+        while t + d / 2.0 > t {
+            d /= 2.0;
+        }
+        while t + d <= t {
+            d *= 2.0;
+        }
+        t + d
     }
 }

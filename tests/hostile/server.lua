@@ -5,7 +5,8 @@
 --
 -- STYLE names the acceptor:
 --   assert  `assert(server:accept())`, as the manual writes it;
---   retry   on an error, try again at once (the loop that spun at the fd limit).
+--   retry   on an error, try again at once (a loop that would spin if accept
+--           failed at once at the descriptor limit).
 -- Prints "port N" once listening.
 package.cpath = arg[1] .. "/?.so;" .. package.cpath
 local cothread = require "cothread"

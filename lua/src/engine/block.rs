@@ -1,29 +1,23 @@
 //! Waiting outside cothreads (the main chunk, a plain coroutine, a
 //! finalizer): the calling thread blocks, as LuaSocket does. A `Wait` polls
 //! the operation's descriptors with `poll(2)` until one is ready or the
-//! deadline passes; a `Job` runs in this thread.
+//! deadline passes; a `Job` runs in this thread. `op::block_default`
+//! chooses between them.
 
 use std::ffi::c_int;
+use std::os::fd::RawFd;
 
-use super::op::{Frame, Next, Operation, Why, cannot_block};
+use super::frame::{Frame, Job, Why};
+use super::source::{READ, Source};
 use crate::sys;
 
-/// The default `Operation::block`, for `op` whose frame is `f` on the
-/// caller's thread.
-pub fn block<O: Operation + ?Sized>(op: &mut O, f: &mut Frame, next: Next) -> Why {
-    match next {
-        Next::Wait(deadline) => poll(op, f, deadline),
-        Next::Job => run_job(op, f),
-        Next::Event(_) | Next::Done(_) => cannot_block(),
-    }
-}
-
-/// Blocks until a descriptor of `op` is ready or `deadline` (monotonic ns).
-fn poll<O: Operation + ?Sized>(op: &mut O, f: &Frame, deadline: Option<u64>) -> Why {
+/// Blocks until a descriptor that `sources` lists is ready or `deadline`
+/// (monotonic ns).
+pub fn poll(deadline: Option<u64>, sources: impl FnOnce(&mut dyn FnMut(*mut Source, RawFd, u32))) -> Why {
     let mut fds: Vec<libc::pollfd> = Vec::new();
-    op.sources(f, &mut |_, fd, dir| {
+    sources(&mut |_, fd, dir| {
         if fd >= 0 {
-            fds.push(sys::pollfd(fd, if dir == super::READ { sys::POLL_IN } else { sys::POLL_OUT }));
+            fds.push(sys::pollfd(fd, if dir == READ { sys::POLL_IN } else { sys::POLL_OUT }));
         }
     });
     loop {
@@ -45,9 +39,9 @@ fn poll<O: Operation + ?Sized>(op: &mut O, f: &Frame, deadline: Option<u64>) -> 
     }
 }
 
-/// Runs `op`'s job here; the step gets its payload.
-fn run_job<O: Operation + ?Sized>(op: &mut O, f: &mut Frame) -> Why {
-    let job = op.job(f);
+/// Runs the job that `job` makes here; the step gets its payload.
+pub fn run_job(f: &mut Frame, job: impl FnOnce(&Frame) -> Job) -> Why {
+    let job = job(f);
     f.set_payload(Some(job()));
     Why::Done
 }

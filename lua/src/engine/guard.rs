@@ -9,7 +9,8 @@
 
 use std::ffi::c_int;
 
-use super::op::{Frame, Next, Operation, Why};
+use super::frame::{Frame, Next, Why};
+use super::op::Operation;
 use crate::raw::{L, ffi};
 
 /// What the protected call reads and writes.

@@ -1,10 +1,10 @@
 //! The loop an engine runs: its own reactor `Loop`, or one a host made and
-//! handed over (`cothread.attach`); one turn of it (`Engine::run_loop`),
-//! whose events make operations due; and the timers of deadlines.
+//! handed over (`cothread.attach`); how long a turn of it may block; and
+//! the timers of deadlines.
 
 use cothread::reactor::{Handle, Loop, RunMode};
 
-use super::{Engine, Event, Why};
+use super::event::{Event, Events};
 
 /// The event loop of a scheduler: its own, or one a host made and handed
 /// over (`cothread.attach`), which the host keeps alive while the scheduler
@@ -48,16 +48,29 @@ pub enum Block {
     Forever,
 }
 
-impl Engine {
+/// The loop's timers of one engine: one per deadline (stopped ones kept for
+/// reuse), and the one that bounds a blocking wait.
+pub(super) struct Timers {
+    spare: Vec<Handle>,
+    idle: Handle,
+    /// Where the deadline timers' callbacks report.
+    events: Events,
+}
+
+impl Timers {
+    pub(super) fn new(lp: &mut Loop, events: Events) -> Timers {
+        Timers { spare: Vec::new(), idle: lp.timer_init(0), events }
+    }
+
     /// A timer firing at `deadline` (monotonic ns) for operation `id`.
-    pub(super) fn start_timer(&mut self, id: u64, deadline: u64) -> Handle {
-        let t = match self.spare_timers.pop() {
+    pub(super) fn start(&mut self, lp: &mut Loop, id: u64, deadline: u64) -> Handle {
+        let t = match self.spare.pop() {
             Some(t) => t,
-            None => self.lp.timer_init(0),
+            None => lp.timer_init(0),
         };
-        let _ = self.lp.set_data(t, id as usize);
-        self.lp.update_time();
-        let after = deadline.saturating_sub(self.lp.now());
+        let _ = lp.set_data(t, id as usize);
+        lp.update_time();
+        let after = deadline.saturating_sub(lp.now());
         let q = self.events.clone();
         let make = move || -> cothread::reactor::Callback {
             Box::new(move |lp: &mut Loop, h| {
@@ -67,58 +80,42 @@ impl Engine {
             })
         };
         // Tag 2: a reused timer keeps its callback (it reads the operation from the data).
-        let _ = self.lp.timer_start_with(t, after, 0, 2, make);
+        let _ = lp.timer_start_with(t, after, 0, 2, make);
         t
     }
 
-    pub(super) fn stop_timer(&mut self, t: Handle) {
-        let _ = self.lp.timer_stop(t);
-        self.spare_timers.push(t);
+    pub(super) fn stop(&mut self, lp: &mut Loop, t: Handle) {
+        let _ = lp.timer_stop(t);
+        self.spare.push(t);
     }
 
-    /// Runs the loop once, blocking as `block` says, and makes due the
-    /// operations its events concern.
-    pub(super) fn run_loop(&mut self, block: Block) {
+    /// Runs the loop once, blocking as `block` says; its callbacks queue
+    /// their events.
+    pub(super) fn run(&mut self, lp: &mut Loop, block: Block) {
         let mode = match block {
             Block::No => RunMode::NoWait,
             Block::Forever => RunMode::Once,
             Block::Until(t) => {
-                self.lp.update_time();
-                let now = self.lp.now().max(cothread::time::monotonic_ns());
+                lp.update_time();
+                let now = lp.now().max(cothread::time::monotonic_ns());
                 if t <= now {
                     RunMode::NoWait
                 } else {
                     let cb = || -> cothread::reactor::Callback { Box::new(|_, _| {}) };
-                    let ns = t - self.lp.now();
-                    let _ = self.lp.timer_start_with(self.idle_timer, ns, 0, 1, cb);
+                    let ns = t - lp.now();
+                    let _ = lp.timer_start_with(self.idle, ns, 0, 1, cb);
                     RunMode::Once
                 }
             }
         };
-        let _ = self.lp.run(mode);
-        let _ = self.lp.timer_stop(self.idle_timer);
-        let spare = std::mem::take(&mut self.spare_events);
-        let mut events = std::mem::replace(&mut *self.events.borrow_mut(), spare);
-        if !events.is_empty() {
-            // SAFETY: `time` with a null argument only returns the time.
-            self.wall = unsafe { libc::time(std::ptr::null_mut()) };
+        let _ = lp.run(mode);
+        let _ = lp.timer_stop(self.idle);
+    }
+
+    /// Closes every timer (on a host's loop, which lives on).
+    pub(super) fn close_all(&mut self, lp: &mut Loop) {
+        for h in std::mem::take(&mut self.spare).into_iter().chain([self.idle]) {
+            let _ = lp.close(h, None);
         }
-        for e in events.drain(..) {
-            match e {
-                Event::Poll(s, bits) => self.ready(s, bits),
-                Event::Timer(id) => self.mark(id, Why::Timeout),
-                Event::Done(id, p) => {
-                    if let Some(&r) = self.ops.get(&id) {
-                        // SAFETY: a live record; its job or event is over.
-                        unsafe {
-                            (*r).payload = p;
-                            (*r).outside = false;
-                        }
-                        self.mark(id, Why::Done);
-                    }
-                }
-            }
-        }
-        self.spare_events = events;
     }
 }

@@ -1,8 +1,8 @@
 //! The engine's moves: parking an operation, stepping it on a runner's stack
 //! when the resume loop takes its cothread (`finish`), delivering its
-//! results; and the entry points that make operations due (`poll`,
-//! `detach`, `fire`) or take them out (`cancel`, `abandon`). See the parent
-//! module for the states.
+//! results; and the entry points that make operations due (`poll`, and
+//! `detach` and `fire` in `source`, through the engine's `Owner`) or take
+//! them out (`cancel`, `abandon`). See the parent module for the states.
 //!
 //! A step may raise (a memory error while pushing) and its allocations may
 //! run finalizers that call back into the engine. So the engine is reached
@@ -14,10 +14,13 @@ use std::ffi::{CStr, c_int, c_void};
 
 use cothread::{Task, When};
 
-use super::{
-    Engine, Fire, Frame, Next, Operation, STEP_SLOTS, Source, Wake, Why, delivered_marker, new_id, parked_here,
-    parked_token,
-};
+use super::event::{Event, Fire, new_id};
+use super::frame::{Frame, Next, STEP_SLOTS, Why};
+use super::lp::Block;
+use super::op::Operation;
+use super::records::{Engine, Wake, delivered_marker, parked_here, parked_token};
+use super::source::READ;
+use super::ticket;
 use crate::raw::{self, L, ffi};
 
 /// Parks the operation `op` of the running cothread `l` (task `task`), whose
@@ -37,11 +40,13 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
         let id = new_id();
         let r = (*e).new_record(op, task, l, ffi::lua_gettop(l));
         let f = Frame::new(l, 0);
-        let mut sources = std::mem::take(&mut (*e).sources_scratch);
-        sources.clear();
-        (*(*r).op).sources(&f, &mut |src: *mut Source, fd, dir| sources.push((src, fd, dir)));
-        let enlisted = (*e).enlist(r, id, &sources);
-        (*e).sources_scratch = sources;
+        let enlisted = match next {
+            Next::Sleep(_) => {
+                (*r).asleep = true;
+                Ok(false)
+            }
+            _ => (*e).list(r, id, &f),
+        };
         (*e).ops.insert(id, r);
         let real = match enlisted {
             Ok(real) => real,
@@ -52,6 +57,7 @@ pub unsafe fn park(l: L, e: *mut Engine, task: Task, op: Box<dyn Operation>, nex
         };
         match next {
             Next::Wait(d) => (*e).set_deadline(r, id, d),
+            Next::Sleep(until) => (*e).set_deadline(r, id, Some(until)),
             Next::Event(d) => {
                 (*e).set_deadline(r, id, d);
                 let fire = Fire { events: (*e).events.clone(), id };
@@ -172,6 +178,10 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
                 why = d;
                 continue;
             }
+            if let Err(m) = (*e).follow_sources(r, id, &f, next) {
+                why = Why::Failed(m);
+                continue;
+            }
             (*r).stepping = false;
             (*e).stepping.retain(|&x| x != id);
             match next {
@@ -182,6 +192,7 @@ unsafe fn step_one(l: L, e: *mut Engine, id: u64) -> Finish {
                 }
                 // An outside event starts only when the operation parks.
                 Next::Wait(d) | Next::Event(d) => (*e).set_deadline(r, id, d),
+                Next::Sleep(until) => (*e).set_deadline(r, id, Some(until)),
                 Next::Done(_) => unreachable!("delivered above"),
             }
             let real = (*e).has_real_source(r);
@@ -210,7 +221,7 @@ unsafe fn deliver(l: L, e: *mut Engine, id: u64, base: c_int, n: c_int) -> c_int
     // calls that do not raise (stack checks, moves).
     unsafe {
         let Some(r) = (*e).ops.remove(&id) else { return 0 };
-        let readers = (*r).sources.iter().filter(|s| s.1 == super::READ).count();
+        let readers = (*r).sources.iter().filter(|s| s.1 == READ).count();
         let writers = (*r).sources.len() - readers;
         (*e).disarm(r, id);
         let (co, task) = ((*r).co, (*r).task);
@@ -223,19 +234,13 @@ unsafe fn deliver(l: L, e: *mut Engine, id: u64, base: c_int, n: c_int) -> c_int
     }
 }
 
-/// Refreshes the wall-clock second the engine stamps wakes with.
-unsafe fn stamp(e: *mut Engine) {
-    // SAFETY: `e` is live; `time` with a null argument only returns the time.
-    unsafe { (*e).wall = libc::time(std::ptr::null_mut()) };
-}
-
 /// Runs the loop of `e` once, blocking as `block` says; the cothreads whose
 /// operations its events concern become ready (their steps run when they
 /// are resumed: `finish`). Whether any did.
 ///
 /// # Safety
 /// `e` is live.
-pub unsafe fn poll(e: *mut Engine, block: super::Block) -> bool {
+pub unsafe fn poll(e: *mut Engine, block: Block) -> bool {
     // SAFETY: as the contract says; the loop runs only Rust callbacks.
     unsafe {
         (*e).readied = 0;
@@ -258,7 +263,7 @@ pub unsafe fn cancel(l: L, e: *mut Engine, co: L) {
         if let Some(id) = parked_token(co).filter(|&id| mine(id).is_some()) {
             let r = mine(id).expect("checked");
             if parked_here(r, id) {
-                super::ticket::make(l, e, id);
+                ticket::make(l, e, id);
             } else {
                 drop_op(e, id);
             }
@@ -270,6 +275,23 @@ pub unsafe fn cancel(l: L, e: *mut Engine, co: L) {
             let r = mine(id).expect("checked");
             (*r).cancelled = true;
             (*e).mark(id, Why::Cancelled);
+        }
+    }
+}
+
+/// Drops the operation parked by `co`, a thread that died behind the
+/// scheduler's back (`coroutine.close` took its stack, and with it the
+/// token `cancel` looks for): the record is found by its thread.
+///
+/// # Safety
+/// `e` is live.
+pub unsafe fn drop_parked(e: *mut Engine, co: L) {
+    // SAFETY: `e` is live; records in `ops` are live; a record being stepped
+    // is left to `cancel`'s path.
+    unsafe {
+        let found = (*e).ops.iter().find(|&(_, &r)| (*r).co == co && !(*r).stepping).map(|(&id, _)| id);
+        if let Some(id) = found {
+            drop_op(e, id);
         }
     }
 }
@@ -286,54 +308,10 @@ pub unsafe extern "C-unwind" fn abandon(l: L) -> c_int {
     unsafe {
         let e = ffi::lua_touserdata(l, 1) as *mut Engine;
         if !e.is_null() {
-            super::ticket::abandon_all(l, e);
+            ticket::abandon_all(l, e);
         }
     }
     0
-}
-
-/// Detaches `src` from its engine, if any, before its object closes (or
-/// goes): the operations waiting on it become due with `Closed`.
-///
-/// # Safety
-/// `src` is a live object's source.
-pub unsafe fn detach(src: *mut Source) {
-    // SAFETY: a source's owner is live while set (the engine nulls it when it
-    // goes); only Rust runs.
-    unsafe {
-        let e = (*src).owner.get();
-        if e.is_null() {
-            return;
-        }
-        let s = (*src).id.get();
-        stamp(e);
-        for op in (*e).waiters(s, false) {
-            if let Some(&r) = (*e).ops.get(&op) {
-                (*r).sources.retain(|x| x.0 != s);
-            }
-            (*e).mark(op, Why::Closed);
-        }
-        (*e).forget_source(s);
-    }
-}
-
-/// A channel's receiver got a value or closed: the operations reading `src`
-/// become due with `Ready`.
-///
-/// # Safety
-/// `src` is a live object's source.
-pub unsafe fn fire(src: *mut Source) {
-    // SAFETY: as `detach`.
-    unsafe {
-        let e = (*src).owner.get();
-        if e.is_null() {
-            return;
-        }
-        stamp(e);
-        for op in (*e).waiters((*src).id.get(), true) {
-            (*e).mark(op, Why::Ready);
-        }
-    }
 }
 
 /// Does `co` hold an operation's results (a cothread unregistered after its
@@ -348,5 +326,42 @@ pub unsafe fn is_delivered(co: L) -> bool {
             && ffi::lua_gettop(co) > 0
             && ffi::lua_type(co, -1) == ffi::LUA_TLIGHTUSERDATA
             && ffi::lua_touserdata(co, -1) == delivered_marker()
+    }
+}
+
+impl Engine {
+    /// Runs the loop once, blocking as `block` says, and makes due the
+    /// operations its events concern.
+    pub(super) fn run_loop(&mut self, block: Block) {
+        self.timers.run(&mut self.lp, block);
+        let spare = std::mem::take(&mut self.spare_events);
+        let mut events = std::mem::replace(&mut *self.events.borrow_mut(), spare);
+        if !events.is_empty() {
+            self.stamp();
+        }
+        for e in events.drain(..) {
+            match e {
+                Event::Poll(s, bits) => {
+                    let mut woken = std::mem::take(&mut self.woken);
+                    self.sources.ready(&mut self.lp, s, bits, &mut woken);
+                    for &op in &woken {
+                        self.mark(op, Why::Ready);
+                    }
+                    self.woken = woken;
+                }
+                Event::Timer(id) => self.mark(id, Why::Timeout),
+                Event::Done(id, p) => {
+                    if let Some(&r) = self.ops.get(&id) {
+                        // SAFETY: a live record; its job or event is over.
+                        unsafe {
+                            (*r).payload = p;
+                            (*r).outside = false;
+                        }
+                        self.mark(id, Why::Done);
+                    }
+                }
+            }
+        }
+        self.spare_events = events;
     }
 }

@@ -4,10 +4,19 @@
 //! is a module and does not link Lua, so nothing here may reach a Lua
 //! function, not even through a vtable), without a cothread.
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
+use std::rc::Rc;
 use std::sync::Arc;
 
-use super::*;
+use cothread::{Sched, Task};
+
+use super::event::{Fire, new_id};
+use super::frame::{Frame, Next, Why};
+use super::lp::{Block, LoopRef};
+use super::op::Operation;
+use super::records::{Engine, OPERATION_BIT, Wake};
+use super::source::{READ, Source, SourceKind};
 
 /// An operation that is never stepped here.
 struct Idle;
@@ -125,7 +134,7 @@ fn readiness_makes_a_waiting_operation_due_once() {
     e.run_loop(Block::No);
     assert!(due(&mut e).is_empty(), "an ended operation is never due again");
     drop(e);
-    assert!(src.owner.get().is_null(), "the engine let go of the source");
+    assert!(src.owner.get().is_none(), "the engine let go of the source");
     close(&[a, b]);
 }
 
@@ -151,6 +160,60 @@ fn a_deadline_makes_it_due_with_timeout_and_loses_to_readiness_in_the_same_turn(
     close(&[a, b]);
 }
 
+/// An operation that names one source (never stepped here).
+struct OnSource(*mut Source, RawFd);
+
+impl Operation for OnSource {
+    fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
+        Next::Done(0)
+    }
+
+    fn sources(&self, _f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+        each(self.0, self.1, READ);
+    }
+
+    fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
+        Why::Timeout
+    }
+}
+
+#[test]
+fn a_sleep_leaves_the_sources_until_the_next_wait() {
+    let (mut core, mut e) = engine();
+    let task = core.task_new(0);
+    let (a, b) = socketpair();
+    write(b); // readable all along, as a listener with its queue full
+    let mut src = Box::new(Source::new(SourceKind::Socket));
+    let id = new_id();
+    let r = e.new_record(Box::new(OnSource(&raw mut *src, a)), task, std::ptr::null_mut(), 0);
+    // SAFETY: nothing reaches the frame's thread: `OnSource` never looks at it.
+    let f = unsafe { Frame::new(std::ptr::null_mut(), 0) };
+    let t0 = cothread::time::monotonic_ns();
+    // SAFETY: the record is fresh, then in `ops`; the source is the test's box.
+    unsafe {
+        let real = e.list(r, id, &f).unwrap();
+        e.ops.insert(id, r);
+        e.rearm(r, real);
+        // A step answered a sleep: off the source, only its time.
+        e.follow_sources(r, id, &f, Next::Sleep(t0 + 30_000_000)).unwrap();
+        e.set_deadline(r, id, Some(t0 + 30_000_000));
+        assert!((*r).sources.is_empty());
+    }
+    assert_eq!(poll_some(&mut e), vec![(id, Why::Timeout)], "the readable source did not wake it");
+    assert!(cothread::time::monotonic_ns() - t0 >= 30_000_000);
+    // SAFETY: `r` is still the live record of `id`.
+    unsafe {
+        // Then a wait: on the source again.
+        e.follow_sources(r, id, &f, Next::Wait(None)).unwrap();
+        e.set_deadline(r, id, None);
+        assert_eq!((*r).sources.len(), 1);
+    }
+    assert_eq!(poll_some(&mut e), vec![(id, Why::Ready)]);
+    end(&mut e, id);
+    drop(e);
+    close(&[a, b]);
+}
+
 #[test]
 fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
     let (mut core, mut e) = engine();
@@ -159,11 +222,11 @@ fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
     let r = e.ops[&id];
     // SAFETY: a live record.
     unsafe { e.submit(r, id, Box::new(|| Box::new(42u32))) };
-    // SAFETY: as above.
+    // SAFETY: `r` is live; nothing else rearms it.
     unsafe { e.rearm(r, false) };
     assert_eq!(e.armed(), 1, "a job keeps run going");
     assert_eq!(poll_some(&mut e), vec![(id, Why::Done)]);
-    // SAFETY: as above.
+    // SAFETY: `r` stays live: its operation is due, not ended.
     let got = unsafe { (*r).payload.take().and_then(|p| p.downcast::<u32>().ok()) };
     assert_eq!(got.map(|b| *b), Some(42));
     end(&mut e, id);
@@ -233,15 +296,16 @@ fn a_source_moves_between_engines_only_when_idle() {
     // SAFETY: the source and both engines are live.
     let busy = unsafe { e2.attach(&raw mut *ch, -1) };
     assert_eq!(busy, Err(c"channel in use by another scheduler"));
-    assert_eq!(e1.waiters(ch.id.get(), true), vec![id]);
+    assert_eq!(e1.sources.waiters(ch.id.get(), true), vec![id]);
+    let first = ch.id.get();
     end(&mut e1, id);
-    // SAFETY: as above.
+    // SAFETY: `ch` is live, owned by this test.
     let moved = unsafe { e2.attach(&raw mut *ch, -1) }.unwrap();
-    assert_eq!(ch.owner.get(), &raw mut *e2);
+    assert!(ch.owner.get().is_some_and(|o| std::ptr::addr_eq(o.as_ptr(), &raw const *e2)));
     assert_eq!(ch.id.get(), moved);
-    assert!(!e1.sources.contains_key(&id), "forgotten by the first engine");
+    assert!(!e1.sources.ids().contains(&first), "forgotten by the first engine");
     drop(e2);
-    assert!(ch.owner.get().is_null());
+    assert!(ch.owner.get().is_none());
 }
 
 #[test]
@@ -284,7 +348,7 @@ fn on_a_host_loop_the_host_handles_run_and_a_dropped_engine_leaves_nothing_behin
         assert!(due(&mut e).is_empty());
     }
     drop(e); // parked operation, poll handle, timers: all left on the host's loop
-    assert!(src.owner.get().is_null());
+    assert!(src.owner.get().is_none());
     // SAFETY: the loop is live and no reference into it is held.
     unsafe {
         assert_eq!(cot_close(host, timer, None), 0);

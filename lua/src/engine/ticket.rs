@@ -13,7 +13,9 @@
 
 use std::ffi::{CStr, c_int};
 
-use super::{Engine, Frame, Next, Operation, STEP_SLOTS, Why, delivered_marker};
+use super::frame::{Frame, Next, STEP_SLOTS, Why};
+use super::op::{Operation, Spent};
+use super::records::{Engine, delivered_marker, parked_here};
 use crate::raw::{self, L, ffi};
 
 /// Metatable name of tickets.
@@ -66,7 +68,7 @@ pub(super) unsafe fn make(l: L, e: *mut Engine, id: u64) {
         };
         (*e).disarm(r, id);
         let co = (*r).co;
-        let op = std::mem::replace(&mut (*r).op, std::ptr::null_mut::<super::op::Spent>());
+        let op = std::mem::replace(&mut (*r).op, std::ptr::null_mut::<Spent>());
         (*t).op = Some(Box::from_raw(op));
         (*e).recycle(r);
         ffi::lua_settop(co, -2); // the sentinel
@@ -140,7 +142,7 @@ pub(super) unsafe fn abandon_all(l: L, e: *mut Engine) {
         (*e).abandoning = (*e).ops.keys().copied().collect();
         while let Some(id) = (*e).abandoning.pop() {
             let Some(&r) = (*e).ops.get(&id) else { continue };
-            if !(*r).stepping && super::parked_here(r, id) {
+            if !(*r).stepping && parked_here(r, id) {
                 make(l, e, id);
             }
         }

@@ -4,7 +4,10 @@
 
 use std::ffi::{CStr, c_int};
 
-use super::{Error, L, Lua, ffi};
+use mlua::ffi;
+
+use super::error::Error;
+use super::thread::{L, Lua};
 
 impl Lua {
     /// `[-(nargs+1), +nres, m]` Calls the function below the top `nargs`

@@ -2,7 +2,9 @@
 
 use std::ffi::{CStr, CString, c_int};
 
-use super::{L, ffi};
+use mlua::ffi;
+
+use super::thread::L;
 
 /// What a body returns: how many results it pushed, or its error.
 pub type Ret = Result<c_int, Error>;

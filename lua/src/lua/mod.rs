@@ -43,6 +43,7 @@ mod call;
 mod error;
 mod stack;
 mod table;
+mod thread;
 mod udata;
 
 use std::ffi::c_int;
@@ -50,37 +51,10 @@ use std::ffi::c_int;
 pub use error::{Error, Ret, or_raise, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
+pub use thread::{L, Lua};
 pub use udata::{Udata, alloc_block, value_at};
 
 pub use mlua::ffi::{self, lua_Integer, lua_State};
-
-/// A raw Lua state pointer (a thread).
-pub type L = *mut lua_State;
-
-/// A Lua thread, in a C function of the module running on it.
-pub struct Lua {
-    l: L,
-}
-
-impl Lua {
-    /// The thread `l`, for the scheduler face, which drives threads itself.
-    ///
-    /// # Safety
-    /// `l` is a live thread of a Lua state, running a C function of the
-    /// module (or owned by the caller, which runs it), for as long as the
-    /// `Lua` is used; no error of Lua may cross the caller's frames other
-    /// than as rule 2 of this module describes.
-    #[inline]
-    pub unsafe fn from_raw(l: L) -> Lua {
-        Lua { l }
-    }
-
-    /// The raw pointer, as an identity or for the scheduler face.
-    #[inline]
-    pub fn raw(&self) -> L {
-        self.l
-    }
-}
 
 /// What a body answers instead of a count of results when its cothread
 /// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,

@@ -8,7 +8,10 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, c_int, c_void};
 
-use super::{Error, Lua, ffi, lua_Integer};
+use mlua::ffi::{self, lua_Integer};
+
+use super::error::{Error, shown};
+use super::thread::{L, Lua};
 
 /// The type of a value (`lua_type`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -90,6 +93,7 @@ impl Lua {
     /// `[-0, +0, -]` `idx` as an absolute index.
     #[inline]
     pub fn abs(&self, idx: c_int) -> c_int {
+        let idx = self.readable(idx);
         // SAFETY: a valid state; arithmetic only.
         unsafe { ffi::lua_absindex(self.l, idx) }
     }
@@ -111,21 +115,47 @@ impl Lua {
         }
     }
 
+    /// `idx` for a read: as it is if it names a slot of this function's
+    /// stack, a pseudo-index or a slot above the top (which reads as none);
+    /// a negative index below the frame, or 0, becomes one above the top.
+    /// So no read reaches outside the frame.
+    #[inline]
+    pub(super) fn readable(&self, idx: c_int) -> c_int {
+        let top = self.top();
+        if idx == 0 || (idx < 0 && idx > ffi::LUA_REGISTRYINDEX && -idx > top) { top + 1 } else { idx }
+    }
+
+    /// `idx` for a write: it must name a value on the stack (`1..=top` or
+    /// `-top..=-1`). Anything else is a bug of ours, and a write there would
+    /// corrupt memory: the process aborts instead.
+    #[inline]
+    pub(super) fn slot(&self, idx: c_int) -> c_int {
+        let top = self.top();
+        if (1..=top).contains(&idx) || (idx < 0 && -idx <= top) { idx } else { std::process::abort() }
+    }
+
     /// `[-1, +0, -]` Moves the top value into `idx`.
     pub fn replace(&mut self, idx: c_int) {
-        // SAFETY: a valid state; `&mut self`: the replaced value may go.
+        let idx = self.slot(idx);
+        self.slot(-1);
+        // SAFETY: a valid state; both slots exist (checked); `&mut self`:
+        // the replaced value may go.
         unsafe { ffi::lua_replace(self.l, idx) }
     }
 
     /// `[-1, +1, -]` Moves the top value to `idx`, shifting up those above.
     pub fn insert(&mut self, idx: c_int) {
-        // SAFETY: a valid state; values move but none leaves the stack.
+        let idx = self.slot(idx);
+        // SAFETY: a valid state and a slot on the stack (checked); values
+        // move but none leaves the stack.
         unsafe { ffi::lua_rotate(self.l, idx, 1) }
     }
 
     /// `[-1, +0, -]` Removes the value at `idx`.
     pub fn remove(&mut self, idx: c_int) {
-        // SAFETY: a valid state; `&mut self`: the value may go.
+        let idx = self.slot(idx);
+        // SAFETY: a valid state and a slot on the stack (checked); `&mut
+        // self`: the value may go.
         unsafe {
             ffi::lua_rotate(self.l, idx, -1);
             ffi::lua_settop(self.l, -2);
@@ -137,7 +167,8 @@ impl Lua {
     /// `[-0, +0, -]` The type of the value at `idx`.
     #[inline]
     pub fn kind(&self, idx: c_int) -> Type {
-        // SAFETY: a valid state; reads only.
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; reads only, within the frame (`readable`).
         Type::of(unsafe { ffi::lua_type(self.l, idx) })
     }
 
@@ -149,15 +180,17 @@ impl Lua {
 
     /// `[-0, +0, -]` Lua's truth of the value at `idx`.
     pub fn to_bool(&self, idx: c_int) -> bool {
-        // SAFETY: a valid state; reads only.
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; reads only, within the frame.
         unsafe { ffi::lua_toboolean(self.l, idx) != 0 }
     }
 
     /// `[-0, +0, -]` The value at `idx` as an integer, if it is a number with
     /// an integer value (or a string convertible to one).
     pub fn to_int(&self, idx: c_int) -> Option<lua_Integer> {
-        let mut ok = 0;
-        // SAFETY: a valid state; the conversion does not change the slot.
+        let (idx, mut ok) = (self.readable(idx), 0);
+        // SAFETY: a valid state, within the frame; an integer conversion
+        // does not change the slot.
         let n = unsafe { ffi::lua_tointegerx(self.l, idx, &mut ok) };
         (ok != 0).then_some(n)
     }
@@ -165,14 +198,16 @@ impl Lua {
     /// `[-0, +0, -]` The value at `idx` as a number, if it is one (or a string
     /// convertible to one).
     pub fn to_num(&self, idx: c_int) -> Option<f64> {
-        let mut ok = 0;
-        // SAFETY: a valid state; the conversion does not change the slot.
+        let (idx, mut ok) = (self.readable(idx), 0);
+        // SAFETY: a valid state, within the frame; a number conversion
+        // does not change the slot.
         let n = unsafe { ffi::lua_tonumberx(self.l, idx, &mut ok) };
         (ok != 0).then_some(n)
     }
 
     /// `[-0, +0, -]` The bytes of the string at `idx` (never converts).
     pub fn to_bytes(&self, idx: c_int) -> Option<&[u8]> {
+        let idx = self.readable(idx);
         if self.kind(idx) != Type::String {
             return None;
         }
@@ -189,6 +224,7 @@ impl Lua {
     /// `[-0, +0, -]` The string at `idx` as a C string: its bytes up to the
     /// first NUL (never converts).
     pub fn to_cstr(&self, idx: c_int) -> Option<&CStr> {
+        let idx = self.readable(idx);
         if self.kind(idx) != Type::String {
             return None;
         }
@@ -199,7 +235,8 @@ impl Lua {
     /// `[-0, +0, -]` The light userdata or userdata address at `idx`, as an
     /// identity (null for other values).
     pub fn to_pointer(&self, idx: c_int) -> *mut c_void {
-        // SAFETY: a valid state; reads only.
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; reads only, within the frame.
         unsafe { ffi::lua_touserdata(self.l, idx) }
     }
 
@@ -253,9 +290,9 @@ impl Lua {
     pub fn check_bytes(&self, arg: c_int) -> Result<&[u8], Error> {
         match self.kind(arg) {
             Type::String => {}
-            // SAFETY: a valid state; the conversion replaces a number in its
-            // slot by a string (no value leaves the stack, no reference into
-            // a number exists).
+            // SAFETY: a number at `arg` (so a slot of the frame); the
+            // conversion replaces it in its slot by a string (no value leaves
+            // the stack, no reference into a number exists).
             Type::Number => unsafe {
                 ffi::lua_tolstring(self.l, arg, std::ptr::null_mut());
             },
@@ -279,7 +316,7 @@ impl Lua {
         names
             .iter()
             .position(|n| n.to_bytes() == name)
-            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", super::shown(name))))
+            .ok_or_else(|| Error::arg_owned(arg, format!("invalid option '{}'", shown(name))))
     }
 
     // ===== pushing =====
@@ -288,7 +325,7 @@ impl Lua {
     #[inline]
     pub fn push_nil(&self) {
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for one value (checked); nil allocates nothing.
         unsafe { ffi::lua_pushnil(self.l) }
     }
 
@@ -296,7 +333,7 @@ impl Lua {
     #[inline]
     pub fn push_bool(&self, b: bool) {
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for one value (checked); a boolean is stored inline.
         unsafe { ffi::lua_pushboolean(self.l, b as c_int) }
     }
 
@@ -304,7 +341,7 @@ impl Lua {
     #[inline]
     pub fn push_int(&self, n: lua_Integer) {
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for one value (checked); an integer is stored inline.
         unsafe { ffi::lua_pushinteger(self.l, n) }
     }
 
@@ -312,7 +349,7 @@ impl Lua {
     #[inline]
     pub fn push_num(&self, n: f64) {
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for one value (checked); a float is stored inline.
         unsafe { ffi::lua_pushnumber(self.l, n) }
     }
 
@@ -348,8 +385,10 @@ impl Lua {
     /// `[-0, +1, m]` Pushes a copy of the value at `idx`.
     #[inline]
     pub fn push_value(&self, idx: c_int) {
+        let idx = self.readable(idx);
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for the copy (checked) of a value read within the
+        // frame (`readable`: a bad index copies none, as nil).
         unsafe { ffi::lua_pushvalue(self.l, idx) }
     }
 
@@ -407,7 +446,8 @@ impl Lua {
     /// `[-0, +1, m]` Pushes the C function `f`.
     pub fn push_fn(&self, f: ffi::lua_CFunction) {
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for one value (checked); a light C function is a
+        // plain pointer, called by Lua with the C function ABI it has.
         unsafe { ffi::lua_pushcfunction(self.l, f) }
     }
 
@@ -452,7 +492,7 @@ impl Lua {
 
 /// `push_slice(pointer, length)`, called protected by `push_owned`: the
 /// string of those bytes.
-unsafe extern "C-unwind" fn push_slice(l: super::L) -> c_int {
+unsafe extern "C-unwind" fn push_slice(l: L) -> c_int {
     // SAFETY: `push_owned` calls this with the address and length of a
     // live string; a memory error unwinds to its `lua_pcall`, past no Rust
     // frame but this plain one.

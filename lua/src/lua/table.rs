@@ -7,7 +7,10 @@
 
 use std::ffi::{CStr, c_int};
 
-use super::{Lua, Type, ffi, lua_Integer};
+use mlua::ffi::{self, lua_Integer};
+
+use super::stack::Type;
+use super::thread::Lua;
 
 /// The registry's pseudo-index.
 pub const REGISTRY: c_int = ffi::LUA_REGISTRYINDEX;
@@ -26,7 +29,8 @@ impl Lua {
     /// `nrec` other entries.
     pub fn new_table(&self, narr: c_int, nrec: c_int) {
         self.room(1);
-        // SAFETY: a valid state with room (checked).
+        // SAFETY: room for the new table (checked); its memory error is
+        // rule 2's.
         unsafe { ffi::lua_createtable(self.l, narr, nrec) }
     }
 
@@ -191,7 +195,7 @@ impl Lua {
     /// at `idx` (nothing if no table is registered there).
     pub fn set_metatable(&self, idx: c_int, name: &CStr) {
         self.room(1);
-        let idx = self.abs(idx);
+        let idx = self.abs(self.slot(idx));
         // SAFETY: a valid state with room; the registry's field is pushed
         // and, if a table, popped again by `lua_setmetatable` (a value of
         // another type is popped here: it must not become a metatable).
@@ -207,7 +211,7 @@ impl Lua {
     /// `[-1, +0, -]` Pops a table (or nil) into the metatable of the value
     /// at `idx`.
     pub fn set_metatable_top(&mut self, idx: c_int) {
-        let idx = self.abs(idx);
+        let idx = self.abs(self.slot(idx));
         if !matches!(self.kind(-1), Type::Table | Type::Nil) {
             self.pop(1);
             return;

@@ -10,7 +10,12 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_int};
 use std::mem::ManuallyDrop;
 
-use super::{Error, Lua, Type, ffi};
+use mlua::ffi;
+
+use super::error::Error;
+use super::stack::Type;
+use super::table::REGISTRY;
+use super::thread::{L, Lua};
 
 /// A Rust type kept in Lua userdata. What changes after creation lives in
 /// `Cell`s: Lua code can hold the same userdata twice, so the layer hands
@@ -42,7 +47,7 @@ impl Lua {
     /// would stay without its `__gc` (objects never finalized) or methods.
     /// On an error nothing is pushed (but an `Error::Value`'s value).
     pub fn udata_metatable<T: Udata>(&mut self, fill: impl FnOnce(&mut Lua) -> Result<(), Error>) -> Result<(), Error> {
-        if self.get_field(super::REGISTRY, T::NAME) != Type::Nil {
+        if self.get_field(REGISTRY, T::NAME) != Type::Nil {
             return Ok(());
         }
         self.pop(1);
@@ -62,7 +67,7 @@ impl Lua {
             return Err(e);
         }
         self.push_value(-1);
-        self.set_field(super::REGISTRY, T::NAME);
+        self.set_field(REGISTRY, T::NAME);
         Ok(())
     }
 
@@ -115,6 +120,7 @@ impl Lua {
     /// `[-0, +1, -]` Pushes user value `n` of the userdata at `idx` and says
     /// its type (`None` if it has no such value).
     pub fn get_uservalue(&self, idx: c_int, n: c_int) -> Type {
+        let idx = self.readable(idx);
         self.room(1);
         // SAFETY: a valid state with room; a non-userdata or a missing value
         // pushes nil and answers LUA_TNONE.
@@ -136,6 +142,7 @@ impl Lua {
 
     /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`).
     fn block<T: Udata>(&self, idx: c_int) -> Option<&Block<T>> {
+        let idx = self.readable(idx);
         self.room(2);
         // SAFETY: a valid state with room for the two metatables compared
         // and popped; a userdata under `T::NAME`'s metatable was made by
@@ -166,7 +173,7 @@ pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
 ///
 /// # Safety
 /// `l` is a valid state, running a C function, with three free slots.
-pub unsafe fn alloc_block(l: super::L, size: usize, nuv: c_int) -> *mut std::ffi::c_void {
+pub unsafe fn alloc_block(l: L, size: usize, nuv: c_int) -> *mut std::ffi::c_void {
     // SAFETY: the contract; `lua_pcall` catches the allocation's error.
     unsafe {
         ffi::lua_pushcfunction(l, new_block);
@@ -181,7 +188,7 @@ pub unsafe fn alloc_block(l: super::L, size: usize, nuv: c_int) -> *mut std::ffi
 
 /// `new_block(size, nuv)`, called protected by `alloc_block`: a userdata of
 /// `size` bytes with `nuv` user values.
-unsafe extern "C-unwind" fn new_block(l: super::L) -> c_int {
+unsafe extern "C-unwind" fn new_block(l: L) -> c_int {
     // SAFETY: `alloc_block` calls this with two integers; the allocation's
     // error unwinds to its `lua_pcall`, past no Rust frame but this one.
     unsafe {
@@ -193,7 +200,7 @@ unsafe extern "C-unwind" fn new_block(l: super::L) -> c_int {
 }
 
 /// `__gc` of every `T`: drops the value once.
-unsafe extern "C-unwind" fn gc<T: Udata>(l: super::L) -> c_int {
+unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     // SAFETY: Lua calls a metatable's `__gc` with its object; the metatable
     // is `T`'s, so the block is a `Block<T>`; `live` makes the drop happen
     // once, and the value is not read after it (`udata` refuses a dead one).

@@ -5,7 +5,10 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
-use super::{ANY, Kind, PendingOpt, Tcp, check_tcp, close_tcp, ensure_fd, ok, options, push_tcp, set_kind};
+use super::object::{
+    ANY, Kind, MAX_VALUE, PendingOpt, Tcp, check_tcp, close_tcp, ensure_fd, ok, push_tcp, set_kind, tcp_close,
+};
+use super::options;
 use crate::engine;
 use crate::raw::{self, L, ffi};
 use crate::sys;
@@ -380,7 +383,7 @@ unsafe extern "C-unwind" fn bind(l: L) -> c_int {
         let backlog = ffi::luaL_optinteger(l, 3, 32).clamp(0, c_int::MAX as ffi::lua_Integer) as c_int;
         let t = push_tcp(l, -1, libc::AF_UNSPEC, Kind::Master, true);
         let one = 1i32.to_ne_bytes();
-        let mut value = [0u8; options::MAX_VALUE];
+        let mut value = [0u8; MAX_VALUE];
         value[..4].copy_from_slice(&one);
         (*t).pending.push(PendingOpt { level: libc::SOL_SOCKET, name: libc::SO_REUSEADDR, value, len: 4 });
         let failed = bind_to(t, host, port).or_else(|| sys::listen((*t).fd, backlog).err().map(sys::strerror));
@@ -400,7 +403,7 @@ unsafe extern "C-unwind" fn bind(l: L) -> c_int {
 /// The methods every TCP class has that never wait.
 pub(super) const METHODS: &[raw::Reg] = &[
     (c"bind", tcp_bind),
-    (c"close", super::tcp_close),
+    (c"close", tcp_close),
     (c"dirty", tcp_dirty),
     (c"getfamily", sock_getfamily),
     (c"getfd", tcp_getfd),

@@ -1,18 +1,16 @@
 //! `setoption`/`getoption` of TCP and UDP objects: one table of options per
 //! protocol, one decoder of Lua values into the bytes `setsockopt` takes, and
 //! one encoder back. Options set before a lazily made descriptor exists wait
-//! in `Tcp::pending`.
+//! in `Tcp::pending`. One option is ours, not the system's: `maxline`, kept
+//! in the object.
 
 use std::ffi::{CStr, c_int};
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{PendingOpt, Tcp, ok};
+use super::object::{MAX_VALUE, PendingOpt, Tcp, ok};
 use crate::raw::{self, L, ffi};
 use crate::sys;
-
-/// Bytes of the largest option value (an `ipv6_mreq`).
-pub(super) const MAX_VALUE: usize = 20;
 
 /// What an option's value is.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -31,6 +29,8 @@ pub(super) enum OptType {
     Device,
     /// The pending error (`SO_ERROR`), as LuaSocket's message or nil (get only).
     Error,
+    /// `Tcp::maxline`: an integer >= 0 (0: no limit), no system call.
+    MaxLine,
 }
 
 /// The longest interface name, with its NUL (`IFNAMSIZ`).
@@ -57,6 +57,7 @@ pub(super) const TCP: &[Opt] = &[
     (b"ipv6-v6only", libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, OptType::Bool),
     (b"recv-buffer-size", libc::SOL_SOCKET, libc::SO_RCVBUF, OptType::Int),
     (b"send-buffer-size", libc::SOL_SOCKET, libc::SO_SNDBUF, OptType::Int),
+    (b"maxline", 0, 0, OptType::MaxLine),
 ];
 
 /// The options of UDP objects (LuaSocket's list).
@@ -206,7 +207,17 @@ unsafe fn encode(l: L, ty: OptType, value: &mut [u8; MAX_VALUE]) -> usize {
                 len + 1
             }
             OptType::Error => unreachable!("get only"),
+            OptType::MaxLine => unreachable!("not a system option"),
         }
+    }
+}
+
+/// `[-0, +0, e]` The `maxline` value at index 3: an integer >= 0.
+unsafe fn check_maxline(l: L) -> usize {
+    // SAFETY: valid state in a C function.
+    unsafe {
+        let v = ffi::luaL_checkinteger(l, 3);
+        usize::try_from(v).unwrap_or_else(|_| raw::arg_error(l, 3, c"non-negative integer expected"))
     }
 }
 
@@ -215,6 +226,14 @@ pub(super) unsafe fn set(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
     // SAFETY: a method of the module; `t` is live.
     unsafe {
         let (_, level, name, ty) = check_option(l, list, false);
+        if ty == OptType::MaxLine {
+            let max = check_maxline(l);
+            if (*t).closed {
+                return raw::push_fail(l, c"closed");
+            }
+            (*t).maxline = max;
+            return ok(l);
+        }
         let mut value = [0u8; MAX_VALUE];
         let len = encode(l, ty, &mut value);
         if (*t).closed {
@@ -237,6 +256,10 @@ pub(super) unsafe fn get(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
     // SAFETY: a method of the module; `t` is live.
     unsafe {
         let (_, level, name, ty) = check_option(l, list, true);
+        if ty == OptType::MaxLine && !(*t).closed {
+            ffi::lua_pushinteger(l, (*t).maxline as ffi::lua_Integer);
+            return 1;
+        }
         if (*t).fd < 0 {
             return raw::push_fail(l, c"closed");
         }
@@ -281,6 +304,7 @@ pub(super) unsafe fn get(l: L, t: *mut Tcp, list: &[Opt]) -> c_int {
                 }
             },
             OptType::Mreq4 | OptType::Mreq6 => unreachable!("set only"),
+            OptType::MaxLine => unreachable!("answered above"),
         }
         1
     }

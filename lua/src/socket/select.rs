@@ -6,7 +6,7 @@
 use std::ffi::c_int;
 use std::os::fd::RawFd;
 
-use super::{Tcp, failure, push_deadline, to_sock};
+use super::object::{Tcp, failure, push_deadline, to_sock};
 use crate::engine::{self, Frame, Next, Operation, READ, Source, WRITE, Why};
 use crate::park::{cothread_of, drive_raw};
 use crate::raw::{self, L, ffi};

@@ -6,8 +6,10 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
+use cothread::net::{self, AcceptError};
+
 use super::methods::{bind_to, check_host_port, resolve};
-use super::{
+use super::object::{
     Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, push_deadline, push_tcp, set_kind,
     wait_deadline,
 };
@@ -49,7 +51,9 @@ impl Operation for Receive {
 }
 
 /// `client:receive([pattern [, prefix]])`: "*l"/"l" (a line, without its end
-/// of line and any CR), "*a"/"a" (up to the end of the stream), or a count.
+/// of line and any CR; longer than the object's `maxline`, if set, it fails
+/// with "line too long"), "*a"/"a" (up to the end of the stream), or a
+/// count.
 unsafe extern "C-unwind" fn tcp_receive(l: L) -> c_int {
     // SAFETY: `check_tcp` returns a live client or raises; the frame is built
     // in the function's own stack (LUA_MINSTACK slots) before `drive`.
@@ -144,9 +148,11 @@ unsafe fn recv_step(f: &Frame, t: *mut Tcp, pattern: ffi::lua_Integer, wanted: u
         (*scratch).reserve(CHUNK); // room for CHUNK: recv reads straight into it
         let n = sys::recv((*t).fd, &mut *scratch, CHUNK)?;
         let data: &mut [u8] = std::slice::from_raw_parts_mut((*scratch).as_mut_ptr(), n);
+        let max = (*t).maxline;
         let taken = match pattern {
             _ if n == 0 => None,
-            LINE => data.iter().position(|&b| b == b'\n').map(|i| (i, i + 1)),
+            // A line over the limit goes to the buffer: `receive_step` fails it.
+            LINE => data.iter().position(|&b| b == b'\n').filter(|&i| max == 0 || i <= max).map(|i| (i, i + 1)),
             ALL => None,
             _ => (n >= wanted).then_some((wanted, wanted)),
         };
@@ -171,6 +177,21 @@ unsafe fn receive_failed(f: &Frame, t: *mut Tcp, msg: &CStr) -> Next {
         let n = (*t).unread().len();
         let line = ffi::lua_tointegerx(f.l(), f.at(2), std::ptr::null_mut()) == LINE;
         push_taken(f, t, n, n, line);
+        Next::Done(3)
+    }
+}
+
+/// `[-0, +3, m]` A line over the limit: `nil, "line too long", partial`, the
+/// partial its first `maxline` bytes (consumed: the next receive goes on
+/// with the rest of the line).
+unsafe fn line_too_long(f: &Frame, t: *mut Tcp) -> Next {
+    // SAFETY: a step's frame and slots; `t` is live and holds more than
+    // `maxline` unread bytes (`net::line_too_long` said so).
+    unsafe {
+        ffi::lua_pushnil(f.l());
+        ffi::lua_pushliteral(f.l(), c"line too long");
+        let max = (*t).maxline;
+        push_taken(f, t, max, max, true);
         Next::Done(3)
     }
 }
@@ -204,6 +225,9 @@ unsafe fn receive_step(f: &mut Frame, why: Why) -> Next {
             let unread = (*t).unread().len();
             match pattern {
                 LINE => {
+                    if (*t).maxline > 0 && net::line_too_long(&mut (*t).rb, (*t).maxline) {
+                        return line_too_long(f, t);
+                    }
                     if let Some(i) = (*t).rb.newline() {
                         push_taken(f, t, i, i + 1, true);
                         return received(f);
@@ -347,38 +371,72 @@ unsafe fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
 
 // ----- accept -----
 
-/// `server:accept`. Frame: 1 socket, 2 deadline.
+/// `server:accept`. Frame: 1 socket, 2 deadline. Out of descriptors it
+/// sleeps between tries, without watching the listener (the rule is the
+/// core's: `cothread::net::accept_error`).
 #[derive(Clone, Copy)]
-struct Accept;
+struct Accept {
+    /// It is out of descriptors, retrying until `until`: the deadline of the
+    /// wait that began with the first failure.
+    retrying: bool,
+    until: Option<u64>,
+}
 
 impl Operation for Accept {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
         // SAFETY: the frame `tcp_accept` built.
-        unsafe {
-            let t = sock(f);
-            if let Some(m) = failure(why) {
-                return Next::Done(raw::push_fail(f.l(), m));
-            }
-            if (*t).fd < 0 {
-                return Next::Done(raw::push_fail(f.l(), c"closed"));
-            }
-            match sys::accept((*t).fd) {
-                Ok(fd) => {
-                    push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
-                    Next::Done(1)
-                }
-                Err(libc::EAGAIN) => match wait_deadline(f.l(), t, f.at(2)) {
-                    Ok(d) => Next::Wait(d),
-                    Err(()) => Next::Done(raw::push_fail(f.l(), c"timeout")),
-                },
-                Err(e) => Next::Done(raw::push_fail(f.l(), sys::strerror(e))),
-            }
-        }
+        unsafe { accept_step(f, why, self) }
     }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
         // SAFETY: as `step`.
         unsafe { one_source(f.l(), f.base, READ, each) }
+    }
+}
+
+unsafe fn accept_step(f: &mut Frame, why: Why, op: &mut Accept) -> Next {
+    // SAFETY: the frame of `Accept`; `t` stays a live `Tcp` (slot 1).
+    unsafe {
+        let t = sock(f);
+        // While retrying, a timeout is the next try (at the deadline, the last).
+        let retry = op.retrying && why == Why::Timeout;
+        if let Some(m) = failure(why).filter(|_| !retry) {
+            return Next::Done(raw::push_fail(f.l(), m));
+        }
+        if (*t).fd < 0 {
+            return Next::Done(raw::push_fail(f.l(), c"closed"));
+        }
+        let e = match sys::accept((*t).fd) {
+            Ok(fd) => {
+                let c = push_tcp(f.l(), fd, (*t).family, Kind::Client, false);
+                (*c).maxline = (*t).maxline;
+                return Next::Done(1);
+            }
+            Err(e) => e,
+        };
+        let rule = net::accept_error(e);
+        if rule == AcceptError::Fail {
+            return Next::Done(raw::push_fail(f.l(), sys::strerror(e)));
+        }
+        let deadline = if op.retrying { still_ahead(op.until) } else { wait_deadline(f.l(), t, f.at(2)) };
+        let Ok(deadline) = deadline else {
+            return Next::Done(raw::push_fail(f.l(), c"timeout"));
+        };
+        op.retrying = rule == AcceptError::Retry;
+        if !op.retrying {
+            return Next::Wait(deadline);
+        }
+        op.until = deadline;
+        let now = cothread::time::monotonic_ns();
+        Next::Sleep(now + net::retry_wait(now, deadline))
+    }
+}
+
+/// `deadline` if it has not passed yet.
+fn still_ahead(deadline: Option<u64>) -> Result<Option<u64>, ()> {
+    match deadline {
+        Some(d) if d <= cothread::time::monotonic_ns() => Err(()),
+        d => Ok(d),
     }
 }
 
@@ -389,7 +447,7 @@ unsafe extern "C-unwind" fn tcp_accept(l: L) -> c_int {
         let t = check_tcp(l, 1, &[Kind::Server]);
         ffi::lua_settop(l, 1);
         push_deadline(l, (*t).total);
-        drive_raw(l, Accept)
+        drive_raw(l, Accept { retrying: false, until: None })
     }
 }
 

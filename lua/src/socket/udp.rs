@@ -14,11 +14,12 @@ use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
 use super::methods::{bind_to, check_host_port, push_addr};
-use super::tcp::{Started, start_connect};
-use super::{
-    Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, options, push_deadline, push_tcp, set_kind,
+use super::object::{
+    Kind, Tcp, check_tcp, close_tcp, ensure_fd, failure, ok, one_source, push_deadline, push_tcp, set_kind,
     wait_deadline,
 };
+use super::options;
+use super::tcp::{Started, start_connect};
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
 use crate::park::drive_raw;
 use crate::raw::{self, L, ffi};
@@ -46,7 +47,7 @@ macro_rules! shared {
 }
 
 shared! {
-    udp_close => super::tcp_close,
+    udp_close => super::object::tcp_close,
     udp_getfd => super::methods::tcp_getfd,
     udp_dirty => super::methods::tcp_dirty,
     udp_settimeout => super::methods::tcp_settimeout,

@@ -6,9 +6,9 @@
 use std::ffi::c_int;
 use std::sync::TryLockError;
 
-use super::{In, Kind, Out, Spec, Stream, StreamOp, check_open, failed, open_core, stream_of};
+use super::object::{In, Out, Spec, Stream, StreamOp, check_open, failed, open_core, stream_of};
 use crate::cfn;
-use crate::engine::{Frame, STEP_SLOTS};
+use crate::engine::{Frame, READ, STEP_SLOTS};
 use crate::lua::{Error, Lua, Ret, Type, lua_Integer};
 use crate::park::drive;
 use crate::reader::Format;
@@ -60,12 +60,12 @@ fn read_body(lua: &mut Lua) -> Ret {
     lua.check_stack(k + 8)?;
     lua.push_int(k as lua_Integer);
     lua.insert(2); // stream k formats...
-    drive(lua, StreamOp::new(Kind::Read))
+    drive(lua, StreamOp::new(step, READ))
 }
 
 /// Reads the formats of the frame (1 stream, 2 count k, then the formats,
 /// then the answers so far).
-pub(super) fn step(f: &mut Frame, w: In) -> Out {
+fn step(f: &mut Frame, w: In) -> Out {
     let k = f.lua.to_int(f.at(2)).unwrap_or(0) as c_int;
     if let Some(out) = failed(f, k + 2, w) {
         return out;
@@ -230,5 +230,5 @@ fn lines_iter_body(lua: &mut Lua) -> Ret {
             lua.push_value(Lua::upvalue(i + 2));
         }
     }
-    drive(lua, StreamOp::new(Kind::Read))
+    drive(lua, StreamOp::new(step, READ))
 }

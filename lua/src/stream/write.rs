@@ -6,16 +6,11 @@ use std::ffi::c_int;
 
 use cothread::os::fd;
 
-use super::{In, Inner, Kind, Out, Res, Spec, StreamOp, check_open, failed, open_core};
+use super::object::{In, Out, Spec, StreamOp, check_open, data_of, failed, lock, open_core};
 use crate::cfn;
-use crate::engine::Frame;
+use crate::engine::{Frame, READ, WRITE};
 use crate::lua::{Lua, Ret, lua_Integer};
 use crate::park::drive;
-
-/// The data string in slot 2 of a write's frame (empty if it is not one).
-pub(super) fn data_of(f: &Frame) -> &[u8] {
-    f.lua.to_bytes(f.at(2)).unwrap_or_default()
-}
 
 cfn!(pub(super) stream_write = write_body);
 
@@ -34,11 +29,11 @@ fn write_body(lua: &mut Lua) -> Ret {
     lua.set_top(1);
     lua.push_owned(data);
     lua.push_int(0); // stream data offset
-    drive(lua, StreamOp::new(Kind::Write))
+    drive(lua, StreamOp::new(write_step, WRITE))
 }
 
 /// Writes the data of the frame (1 stream, 2 data, 3 bytes written).
-pub(super) fn write_step(f: &mut Frame, w: In) -> Out {
+fn write_step(f: &mut Frame, w: In) -> Out {
     if let In::Job(Ok(_)) = w {
         f.lua.set_top(f.at(1));
         return Out::Done(1); // the stream
@@ -51,7 +46,7 @@ pub(super) fn write_step(f: &mut Frame, w: In) -> Out {
     if !pipe {
         return Out::Job(Spec::Write(off));
     }
-    let fd = super::lock(&core).fd;
+    let fd = lock(&core).fd;
     drop(core); // no reference of ours is held while Lua allocates
     let len = data_of(f).len();
     while off < len {
@@ -72,19 +67,6 @@ pub(super) fn write_step(f: &mut Frame, w: In) -> Out {
     Out::Done(1)
 }
 
-/// Writes all of `data` to a file (after moving back over what was read
-/// ahead, as stdio does between a read and a write).
-pub(super) fn write_file(inner: &mut Inner, data: &[u8]) -> Res {
-    if inner.fd < 0 {
-        return Err(libc::EBADF);
-    }
-    let ahead = inner.rd.discard();
-    if ahead > 0 {
-        let _ = fd::seek(inner.fd, -(ahead as i64), libc::SEEK_CUR);
-    }
-    fd::write_all(inner.fd, data).map(|()| 0)
-}
-
 // ----- seek -----
 
 cfn!(pub(super) stream_seek = seek_body);
@@ -99,7 +81,7 @@ fn seek_body(lua: &mut Lua) -> Ret {
     lua.set_top(1);
     lua.push_int(whence as lua_Integer);
     lua.push_int(off);
-    drive(lua, StreamOp::new(Kind::Seek))
+    drive(lua, StreamOp::new(seek_step, READ))
 }
 
 /// `io`'s message for a bad `whence` (it names no option).
@@ -108,7 +90,7 @@ fn invalid_option() -> crate::lua::Error {
 }
 
 /// Seeks (frame: 1 stream, 2 whence, 3 offset).
-pub(super) fn seek_step(f: &mut Frame, w: In) -> Out {
+fn seek_step(f: &mut Frame, w: In) -> Out {
     if let In::Job(Ok(pos)) = w {
         f.lua.set_top(f.base);
         f.lua.push_int(pos as lua_Integer);
@@ -123,17 +105,4 @@ pub(super) fn seek_step(f: &mut Frame, w: In) -> Out {
     let whence = f.lua.to_int(f.at(2)).unwrap_or(0) as c_int;
     let off = f.lua.to_int(f.at(3)).unwrap_or(0);
     Out::Job(Spec::Seek(whence, off))
-}
-
-/// Seeks the descriptor of `inner`; the new position.
-pub(super) fn seek_file(inner: &mut Inner, whence: c_int, off: i64) -> Res {
-    if inner.fd < 0 {
-        return Err(libc::EBADF);
-    }
-    // The stream's position is behind the descriptor's by what was read ahead.
-    let ahead = inner.rd.unread().len() as i64;
-    let off = if whence == libc::SEEK_CUR { off - ahead } else { off };
-    let pos = fd::seek(inner.fd, off, whence)?;
-    inner.rd.discard();
-    Ok(pos)
 }

@@ -5,6 +5,7 @@
 use std::os::fd::RawFd;
 
 use super::Fail;
+use super::accept::{AcceptError, accept_error};
 use super::pattern::Pattern;
 use super::sys::{self, Addr};
 use crate::util::buffer::Buffer;
@@ -18,15 +19,18 @@ pub(super) enum Step<T> {
     Done(T),
     /// The descriptor would block: wait for readiness.
     Wait,
+    /// Out of descriptors (an accept): try again later, without watching
+    /// for readiness ([`accept_error`]).
+    Retry,
 }
 
 /// A try: `Err` ends the operation with that failure.
 pub(super) type Try<T> = Result<Step<T>, Fail>;
 
-/// A try's result, or `None` to wait.
+/// A try's result, or `None` to wait (or retry).
 pub(super) fn settle<T>(t: Try<T>) -> Option<Result<T, Fail>> {
     match t {
-        Ok(Step::Wait) => None,
+        Ok(Step::Wait | Step::Retry) => None,
         Ok(Step::Done(v)) => Some(Ok(v)),
         Err(f) => Some(Err(f)),
     }
@@ -101,8 +105,11 @@ impl SocketIo {
         let fd = self.fd()?;
         match sys::accept(fd) {
             Ok(c) => Ok(Step::Done(c)),
-            Err(libc::EAGAIN) => Ok(Step::Wait),
-            Err(e) => Err(Fail::Sys(e)),
+            Err(e) => match accept_error(e) {
+                AcceptError::Wait => Ok(Step::Wait),
+                AcceptError::Retry => Ok(Step::Retry),
+                AcceptError::Fail => Err(Fail::Sys(e)),
+            },
         }
     }
 

@@ -3,6 +3,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `sys.rs` | the system calls: sockets, options, names, `poll(2)`, name resolution, LuaSocket's error texts. All the unsafe code of the layer. |
+//! | `accept.rs` | what an accept does when `accept(2)` fails: out of descriptors it retries on a timer |
 //! | `pattern.rs` | LuaSocket's receive patterns (line, count, all) over a read [`Buffer`](crate::util::buffer::Buffer) |
 //! | `io.rs` | a socket's descriptor and read buffer, and one non-blocking try of each operation |
 //! | `ops.rs` | operations waiting on a loop: the loop's callbacks drive them, cancel and detach end them |
@@ -28,8 +29,11 @@
 //!
 //! | state | what holds it | left by | to |
 //! | --- | --- | --- | --- |
-//! | Polling | the poll handle watches its direction; its timer is set to the deadline, if any | readiness: it tries again and ends, or stays | Ended (data, end of stream, error) or Polling |
+//! | Polling | the poll handle watches its direction; its timer is set to the deadline, if any | readiness: it tries again and ends, or stays | Ended (data, end of stream, error), Polling, or Retrying (an accept out of descriptors) |
 //! | | | its deadline: it tries once more, then ends | Ended (data, ..., or `Timeout`) |
+//! | | | `cancel` | Cancelled |
+//! | | | `detach` or `close` | Closing |
+//! | Retrying | an accept out of descriptors (`accept.rs`): the poll handle does not watch for it; its timer is set to its next try, or to the deadline if sooner | the timer: it tries again (at the deadline, a last time) | Ended (a connection, an error, or `Timeout`), Retrying, or Polling (nothing queued any more) |
 //! | | | `cancel` | Cancelled |
 //! | | | `detach` or `close` | Closing |
 //! | Due | a read the buffer answered at its start: its timer is set to now | the timer: it takes its match (or, if another read took the bytes, goes on waiting) | Ended or Polling |
@@ -70,6 +74,7 @@
 //! `Busy`, a completion is a `FnOnce` taken out of it once, and a closed
 //! socket refuses starts (`Error::BadF`).
 
+mod accept;
 mod io;
 mod ops;
 mod pattern;
@@ -81,8 +86,9 @@ mod tests;
 
 use std::ffi::{CStr, c_int};
 
+pub use accept::{ACCEPT_RETRY_NS, AcceptError, accept_error, retry_wait};
 pub use ops::{Done, WriteDone};
-pub use pattern::Pattern;
+pub use pattern::{Pattern, line_too_long};
 pub use socket::Socket;
 pub use sys::{Addr, ResolveError, SysResult};
 

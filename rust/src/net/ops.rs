@@ -13,7 +13,8 @@ use std::cell::RefCell;
 use std::os::fd::RawFd;
 use std::rc::{Rc, Weak};
 
-use super::io::{SocketIo, settle};
+use super::accept::retry_wait;
+use super::io::{SocketIo, Step, settle};
 use super::pattern::Pattern;
 use super::sys::Addr;
 use super::{Dir, Fail};
@@ -55,6 +56,9 @@ struct OnLoop {
 enum Phase {
     /// Waiting for readiness (and its deadline, if any).
     Polling,
+    /// An accept out of descriptors: not watched; its timer tries again
+    /// (`accept.rs`).
+    Retrying,
     /// The read buffer answers it: its timer runs it at once.
     Due,
     /// `cancel`led: its timer ends it at once, with `Fail::Cancelled`.
@@ -98,28 +102,33 @@ impl Op {
         }
     }
 
-    /// Tries once more: how it ended, or the operation back to wait.
-    fn step(self, io: &mut SocketIo) -> std::result::Result<Ended, Op> {
+    /// Tries once more: how it ended, or the operation back to wait, and
+    /// how (`Polling`, or `Retrying` for an accept out of descriptors).
+    fn step(self, io: &mut SocketIo) -> std::result::Result<Ended, (Op, Phase)> {
+        let wait = |op| Err((op, Phase::Polling));
         match self {
             Op::Read(p, done) => match settle(io.read(p)) {
                 Some(r) => Ok(Ended::Read(done, r)),
-                None => Err(Op::Read(p, done)),
+                None => wait(Op::Read(p, done)),
             },
             Op::Write(data, mut sent, done) => match settle(io.write(&data, &mut sent)) {
                 Some(r) => Ok(Ended::Write(done, sent, r)),
-                None => Err(Op::Write(data, sent, done)),
+                None => wait(Op::Write(data, sent, done)),
             },
-            Op::Accept(done) => match settle(io.accept()) {
-                Some(r) => Ok(Ended::Accept(done, r)),
-                None => Err(Op::Accept(done)),
+            Op::Accept(done) => match io.accept() {
+                Ok(Step::Retry) => Err((Op::Accept(done), Phase::Retrying)),
+                t => match settle(t) {
+                    Some(r) => Ok(Ended::Accept(done, r)),
+                    None => wait(Op::Accept(done)),
+                },
             },
             Op::Connect(done) => match settle(io.connected()) {
                 Some(r) => Ok(Ended::Connect(done, r)),
-                None => Err(Op::Connect(done)),
+                None => wait(Op::Connect(done)),
             },
             Op::RecvFrom(max, done) => match settle(io.recvfrom(max)) {
                 Some(r) => Ok(Ended::RecvFrom(done, r)),
-                None => Err(Op::RecvFrom(max, done)),
+                None => wait(Op::RecvFrom(max, done)),
             },
         }
     }
@@ -291,6 +300,7 @@ fn on_ready(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, ready: u32) {
         if ready & dir.event() == 0 {
             continue;
         }
+        let mut retrying = None;
         let ended = {
             let mut s = cell.borrow_mut();
             let s = &mut *s;
@@ -301,8 +311,11 @@ fn on_ready(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, ready: u32) {
                     }
                     match p.op.step(&mut s.io) {
                         Ok(ended) => Some((ended, p.keep)),
-                        Err(op) => {
-                            s.ops[dir.index()] = Some(Pending { op, ..p });
+                        Err((op, phase)) => {
+                            if phase == Phase::Retrying {
+                                retrying = Some(p.deadline);
+                            }
+                            s.ops[dir.index()] = Some(Pending { op, phase, ..p });
                             None
                         }
                     }
@@ -316,13 +329,17 @@ fn on_ready(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, ready: u32) {
         if let Some((ended, keep)) = ended {
             finish(&cell, lp, dir, ended, keep);
         }
+        if let Some(deadline) = retrying {
+            let wait = retry_wait(lp.now_fresh(), deadline);
+            arm(&cell, lp, dir, Some(wait));
+        }
     }
-    let _ = watch(&cell, lp);
+    let _ = watch(&cell, lp); // unwatches a direction gone `Retrying`
 }
 
-/// The timer of `dir`: a cancel, an operation the buffer answers, or the
-/// deadline. At the deadline the operation tries once more first, so bytes
-/// that came in the same loop turn win over the timeout.
+/// The timer of `dir`: a cancel, an operation the buffer answers, an accept
+/// retrying, or the deadline. At the deadline the operation tries once more
+/// first, so bytes that came in the same loop turn win over the timeout.
 fn on_timer(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, dir: Dir) {
     let Some(cell) = weak.upgrade() else { return };
     let ended = {
@@ -337,10 +354,11 @@ fn on_timer(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, dir: Dir) {
             }
             match p.op.step(&mut s.io) {
                 Ok(ended) => Some((ended, p.keep)),
-                Err(op) if p.deadline.is_some_and(|d| lp.now() >= d) => Some((op.fail(Fail::Timeout), p.keep)),
-                Err(op) => {
-                    // Due, but another read took the bytes meanwhile: wait.
-                    s.ops[dir.index()] = Some(Pending { op, phase: Phase::Polling, ..p });
+                Err((op, _)) if p.deadline.is_some_and(|d| lp.now() >= d) => Some((op.fail(Fail::Timeout), p.keep)),
+                Err((op, phase)) => {
+                    // Due, but another read took the bytes meanwhile; or an
+                    // accept that retried: wait, or retry again.
+                    s.ops[dir.index()] = Some(Pending { op, phase, ..p });
                     None
                 }
             }
@@ -356,10 +374,17 @@ fn on_timer(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, dir: Dir) {
                 }
                 return;
             }
-            let deadline = cell.borrow().ops[dir.index()].as_ref().and_then(|p| p.deadline);
-            if let Some(d) = deadline {
-                let left = d.saturating_sub(lp.now_fresh());
-                arm(&cell, lp, dir, Some(left));
+            let waiting = cell.borrow().ops[dir.index()].as_ref().map(|p| (p.phase, p.deadline));
+            match waiting {
+                Some((Phase::Retrying, deadline)) => {
+                    let wait = retry_wait(lp.now_fresh(), deadline);
+                    arm(&cell, lp, dir, Some(wait));
+                }
+                Some((_, Some(d))) => {
+                    let left = d.saturating_sub(lp.now_fresh());
+                    arm(&cell, lp, dir, Some(left));
+                }
+                _ => {}
             }
         }
     }

@@ -76,6 +76,18 @@ impl Pattern {
     }
 }
 
+/// Is the line at the front of the unread bytes longer than `max` bytes
+/// (its CRs counted, its LF not)? Then a reader with that limit fails
+/// instead of buffering more of it: the unread bytes hold no LF within their
+/// first `max + 1`. LuaSocket has no limit; a face may set one (the Lua
+/// face's `maxline` option).
+pub fn line_too_long(buf: &mut Buffer, max: usize) -> bool {
+    match buf.newline() {
+        Some(i) => i > max,
+        None => buf.unread().len() > max,
+    }
+}
+
 fn without_cr(s: &[u8]) -> Vec<u8> {
     s.iter().copied().filter(|&c| c != b'\r').collect()
 }
@@ -151,6 +163,30 @@ mod tests {
         buf.buf.push(b'x');
         assert_eq!(Pattern::Count(0).take(&mut buf), Some(Vec::new()));
         assert_eq!(buf.unread(), b"x");
+    }
+
+    #[test]
+    fn a_line_is_too_long_once_more_than_max_bytes_hold_no_lf() {
+        let max = 4;
+        for (unread, long) in [
+            (&b""[..], false),
+            (b"abcd", false),
+            (b"abcd\nrest of it", false),
+            (b"abc\r\n", false),
+            (b"abcde", true),
+            (b"abcd\r\n", true),
+            (b"abcde\n", true),
+            (b"\nabcdefgh", false),
+        ] {
+            assert_eq!(line_too_long(&mut Buffer::with(unread), max), long, "{:?}", String::from_utf8_lossy(unread));
+        }
+        // A line arriving in pieces is judged on what came so far.
+        let mut buf = Buffer::with(b"ab");
+        assert!(!line_too_long(&mut buf, max));
+        buf.buf.extend_from_slice(b"cde");
+        assert!(line_too_long(&mut buf, max));
+        assert!(line_too_long(&mut Buffer::with(b"a"), 0), "max 0: a byte before the LF is too many");
+        assert!(!line_too_long(&mut Buffer::with(b"\n"), 0));
     }
 
     #[test]

@@ -125,7 +125,8 @@ impl Socket {
         }
     }
 
-    /// Accepts a connection now: `None` if none is queued.
+    /// Accepts a connection now: `None` if none is queued, or if no
+    /// descriptor is free (`accept` then waits, trying again on a timer).
     pub fn try_accept(&self) -> Option<Result<Socket, Fail>> {
         settle(self.0.borrow_mut().io.accept()).map(|r| r.map(Socket::from_fd))
     }
@@ -162,7 +163,9 @@ impl Socket {
         ops::start(&self.0, lp, Op::Write(data, 0, done), deadline)
     }
 
-    /// Accepts a connection on `lp`, until `deadline`. Fails to start as
+    /// Accepts a connection on `lp`, until `deadline`. Out of descriptors
+    /// it neither fails nor spins: it stops watching the listener and tries
+    /// again every `ACCEPT_RETRY_NS` (`net/accept.rs`). Fails to start as
     /// `read` does.
     pub fn accept(&self, lp: &mut Loop, deadline: Option<u64>, done: Done<Socket>) -> Result<(), Error> {
         let done: Done<RawFd> = Box::new(move |lp, r| done(lp, r.map(Socket::from_fd)));
