@@ -98,7 +98,7 @@ impl Drop for Receiver {
 /// Borrowed, not shared: a reference count held while Lua allocates would
 /// leak if a memory error longjmped past it.
 fn link_of(lua: &Lua, arg: c_int, either: bool) -> Result<&Link, Error> {
-    if let Some(r) = lua.test_udata::<Receiver>(arg).filter(|_| either) {
+    if let Some(r) = either.then(|| lua.test_udata::<Receiver>(arg)).flatten() {
         return Ok(&r.link);
     }
     Ok(&lua.udata::<Sender>(arg)?.link)
@@ -190,10 +190,20 @@ impl Operation for Receive {
             let m = if let Why::Failed(m) = why { m } else { c"cancelled" };
             return Next::Done(lua.fail(m));
         }
-        // The link is read in its receiver, never shared here (see `link_of`).
-        let Some((empty, closed, head)) =
-            lua.test_udata::<Receiver>(rx).map(|r| (r.link.is_empty(), r.link.closed.get(), r.link.head.get()))
-        else {
+        // The link is read in its receiver, never shared (see `link_of`);
+        // the value at `head` is taken off it first: reading and clearing
+        // a queue slot that exists allocates nothing.
+        let Some((empty, closed, head)) = lua.test_udata::<Receiver>(rx).map(|r| {
+            let (empty, closed, head) = (r.link.is_empty(), r.link.closed.get(), r.link.head.get());
+            if !empty {
+                r.link.head.set(head + 1);
+                if r.link.is_empty() {
+                    r.link.head.set(1);
+                    r.link.tail.set(1);
+                }
+            }
+            (empty, closed, head)
+        }) else {
             return Next::Done(lua.fail(c"closed")); // `receive` checked it: unreachable
         };
         if !empty {
@@ -201,13 +211,6 @@ impl Operation for Receive {
             lua.get_index(-1, head); // queue value
             lua.push_nil();
             lua.set_index(-3, head);
-            if let Some(r) = lua.test_udata::<Receiver>(rx) {
-                r.link.head.set(head + 1);
-                if r.link.is_empty() {
-                    r.link.head.set(1);
-                    r.link.tail.set(1);
-                }
-            }
             return Next::Done(1);
         }
         if closed {
