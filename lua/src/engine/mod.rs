@@ -104,6 +104,7 @@ mod tests;
 mod ticket;
 mod watch;
 
+pub use block::poll as block_on;
 pub use event::{Fire, OnEnd};
 pub use frame::{Frame, Job, Next, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
 pub use lp::{Block, LoopRef};
