@@ -111,9 +111,9 @@ fn push_found(lua: &mut Lua, r: Result<&mut Payload, &'static CStr>, field: &CSt
         Err(m) => lua.fail(m),
     }
 }
+
 fn toip_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let lua = &mut f.lua;
-    push_found(lua, r, c"ip")
+    push_found(&mut f.lua, r, c"ip")
 }
 
 cfn!(toip = toip_body);
@@ -127,8 +127,7 @@ fn toip_body(lua: &mut Lua) -> Ret {
 }
 
 fn tohostname_done(f: &mut Frame, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let lua = &mut f.lua;
-    push_found(lua, r, c"name")
+    push_found(&mut f.lua, r, c"name")
 }
 
 cfn!(tohostname = tohostname_body);
