@@ -29,6 +29,14 @@ pub unsafe fn cothread_of(l: L) -> Option<(*mut State, Task)> {
     }
 }
 
+/// Whether the caller of the running C function is a cothread that may
+/// park (an operation it drives waits on the engine, not in `poll(2)`).
+pub fn in_cothread(lua: &Lua) -> bool {
+    // SAFETY: a `Lua` is a thread running a C function of the module (rule
+    // 1 of `lua`); `cothread_of` only compares it and asks if it may yield.
+    unsafe { cothread_of(lua.raw()) }.is_some()
+}
+
 /// Runs `op` for the C function whose whole stack is the operation's
 /// frame: its results, or `YIELD` when the calling cothread parked (its
 /// trampoline yields; the function then returns the results it is resumed

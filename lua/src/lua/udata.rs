@@ -225,14 +225,3 @@ unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     }
     0
 }
-
-/// The `T` whose userdata block is at `ud`, for code that kept the address
-/// of a userdata it checked (the engine's `Selectable`s).
-///
-/// # Safety
-/// `ud` is the address of a userdata made by `new_udata::<T>`, alive (held
-/// by a stack slot or a reachable value) for `'a`.
-pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
-    // SAFETY: the contract; `Block<T>` is `repr(C)` with the value first.
-    unsafe { &(*(ud as *const Block<T>)).value }
-}
