@@ -75,8 +75,9 @@ impl Lua {
     pub fn set_top(&mut self, idx: c_int) {
         // SAFETY: a valid state; growing fills with nils, which needs room.
         unsafe {
-            if idx > 0 {
-                ffi::lua_checkstack(self.l, idx - ffi::lua_gettop(self.l));
+            let top = ffi::lua_gettop(self.l);
+            if idx > top {
+                ffi::lua_checkstack(self.l, idx - top);
             }
             ffi::lua_settop(self.l, idx)
         }

@@ -7,10 +7,12 @@
 //! refuses a dead one.
 //!
 //! A type whose objects change class (LuaSocket's `tcp{master}` becomes
-//! `tcp{client}`) lists its classes in `T::CLASSES`: one metatable each,
-//! registered under its own name. `T::NAME` then names, in the registry, the
-//! set of those metatables (`set[mt] = true`), which only this file writes;
-//! the check looks the object's metatable up there.
+//! `tcp{client}`) lists its classes in `T::CLASSES`, a `static`: one
+//! metatable each, registered under its own name. Its objects carry a tag
+//! instead, user value 1: a light userdata, the static's address. The check
+//! reads the tag (no metatable, no registry: it is on every socket call);
+//! it is unforgeable because Lua code cannot set user values and this
+//! layer's `set_uservalue` refuses light userdata.
 
 use std::cell::Cell;
 use std::ffi::{CStr, c_int};
@@ -20,7 +22,6 @@ use mlua::ffi;
 
 use super::error::Error;
 use super::stack::Type;
-use super::table::REGISTRY;
 use super::thread::{L, Lua};
 
 /// A Rust type kept in Lua userdata. What changes after creation lives in
@@ -28,16 +29,29 @@ use super::thread::{L, Lua};
 /// out only shared references.
 ///
 /// # Safety
-/// `NAME` and each of `CLASSES` are this type's alone: no other `Udata`
-/// type, and no other registry field of the Lua state, uses them. The layer
-/// trusts a userdata under those metatables to hold a `Self`.
+/// `NAME`, `CLASSES` and each name in it are this type's alone: no other
+/// `Udata` type, and no other registry field of the Lua state, uses them.
+/// The layer trusts a userdata under `NAME`'s metatable, or tagged with
+/// `CLASSES`, to hold a `Self`.
 pub unsafe trait Udata: Sized + 'static {
-    /// The metatable's registry name, also `__name` in error messages; for
-    /// a type with classes, the registry name of the set of its metatables.
+    /// The metatable's registry name, also `__name` in error messages (for
+    /// a type with classes, only the name `udata`'s message gives).
     const NAME: &'static CStr;
-    /// The registry names of its classes' metatables (empty: one metatable,
+    /// Its classes, if its objects change class (none: one metatable,
     /// `NAME`).
-    const CLASSES: &'static [&'static CStr] = &[];
+    const CLASSES: Option<&'static Classes> = None;
+}
+
+/// The registry names of the metatables of a `Udata` type whose objects
+/// change class. Kept in a `static` of its own: its address is the tag of
+/// the type's objects.
+pub struct Classes(pub &'static [&'static CStr]);
+
+impl Classes {
+    /// The tag of the objects of the type (user value 1).
+    fn tag(&'static self) -> *const std::ffi::c_void {
+        (self as *const Classes).cast()
+    }
 }
 
 /// The userdata block. The value comes first, so the block's address (the
@@ -53,28 +67,15 @@ impl Lua {
     /// making it (with its `__name` and a `__gc` that drops the value) if
     /// new; true if made now.
     pub fn udata_metatable<T: Udata>(&mut self) -> bool {
-        const { assert!(T::CLASSES.is_empty(), "a type with classes has a metatable per class") };
+        const { assert!(T::CLASSES.is_none(), "a type with classes has a metatable per class") };
         self.make_metatable::<T>(T::NAME)
     }
 
     /// `[-0, +1, m]` Pushes the metatable of class `class` of `T` (registry
-    /// name `T::CLASSES[class]`), making it (with its `__name`, `__gc`, and
-    /// its place in `T`'s set) if new; true if made now.
+    /// name `T::CLASSES[class]`), making it (with its `__name` and `__gc`) if
+    /// new; true if made now.
     pub fn udata_class<T: Udata>(&mut self, class: usize) -> bool {
-        if !self.make_metatable::<T>(T::CLASSES[class]) {
-            return false;
-        }
-        if self.get_field(REGISTRY, T::NAME) != Type::Table {
-            self.pop(1);
-            self.new_table(0, T::CLASSES.len() as c_int);
-            self.push_value(-1);
-            self.set_field(REGISTRY, T::NAME);
-        } // mt set
-        self.push_value(-2);
-        self.push_bool(true);
-        self.set_table(-3); // set[mt] = true
-        self.pop(1);
-        true
+        self.make_metatable::<T>(T::CLASSES.expect("a type with classes").0[class])
     }
 
     /// `[-0, +1, m]` The metatable registered as `name`, made now for `T`.
@@ -90,14 +91,20 @@ impl Lua {
     /// `[-0, +1, m]` Pushes a new userdata holding `value`, with `nuv` user
     /// values (nil), under `T`'s metatable (`udata_metatable` made it).
     pub fn new_udata<T: Udata>(&self, value: T, nuv: c_int) -> &T {
-        const { assert!(T::CLASSES.is_empty(), "a type with classes is made in one of them") };
+        const { assert!(T::CLASSES.is_none(), "a type with classes is made in one of them") };
         self.new_block(value, nuv, T::NAME)
     }
 
-    /// `[-0, +1, m]` Pushes a new userdata holding `value`, with `nuv` user
-    /// values (nil), of class `class` of `T` (`udata_class` made it).
-    pub fn new_udata_class<T: Udata>(&self, value: T, nuv: c_int, class: usize) -> &T {
-        self.new_block(value, nuv, T::CLASSES[class])
+    /// `[-0, +1, m]` Pushes a new userdata holding `value`, of class `class`
+    /// of `T` (`udata_class` made it), tagged as `T`'s (its one user value).
+    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize) -> &T {
+        let classes = T::CLASSES.expect("a type with classes");
+        let t = self.new_block(value, 1, classes.0[class]);
+        self.push_light(classes.tag());
+        // SAFETY: the new userdata is below its tag, and has one user value:
+        // the only write of a `Classes` address into a user value.
+        unsafe { ffi::lua_setiuservalue(self.l, -2, 1) };
+        t
     }
 
     /// `[-0, +1, m]` Pushes a new block holding `value` under the metatable
@@ -121,12 +128,13 @@ impl Lua {
     /// `[-0, +0, m]` Makes the `T` at `idx` one of class `class` (its
     /// metatable that class's); nothing if no live `T` is there.
     pub fn set_class<T: Udata>(&self, idx: c_int, class: usize) {
-        if self.test_udata::<T>(idx).is_some() {
-            self.set_metatable(idx, T::CLASSES[class]);
+        if let (Some(classes), Some(_)) = (T::CLASSES, self.test_udata::<T>(idx)) {
+            self.set_metatable(idx, classes.0[class]);
         }
     }
 
     /// `[-0, +0, -]` The live `T` at `idx`, if the value there is one.
+    #[inline]
     pub fn test_udata<T: Udata>(&self, idx: c_int) -> Option<&T> {
         let b = self.block::<T>(idx)?;
         b.live.get().then_some(&*b.value)
@@ -152,10 +160,11 @@ impl Lua {
     }
 
     /// `[-1, +0, -]` Pops the top value into user value `n` of the userdata
-    /// at `idx`; false (the value dropped) if it has no such value.
+    /// at `idx`; false (the value dropped) if it has no such value, or if the
+    /// value is a light userdata (those are the layer's tags).
     pub fn set_uservalue(&mut self, idx: c_int, n: c_int) -> bool {
         let idx = self.abs(idx);
-        if self.kind(idx) != Type::Userdata {
+        if self.kind(idx) != Type::Userdata || self.kind(-1) == Type::LightUserdata {
             self.pop(1);
             return false;
         }
@@ -165,46 +174,40 @@ impl Lua {
     }
 
     /// The block at `idx` if it is a `T`'s, anchored by its slot.
+    #[inline]
     fn block<T: Udata>(&self, idx: c_int) -> Option<&Block<T>> {
         // SAFETY: `block_ptr` answers null or a `Block<T>` that the slot
         // keeps alive while `self` is borrowed (rule 3); it is only read.
         unsafe { self.block_ptr::<T>(idx).as_ref() }
     }
 
-    /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`), or
-    /// one of `T`'s classes; else null.
+    /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`), or,
+    /// for a type with classes, if it has `T`'s tag; else null.
+    #[inline]
     fn block_ptr<T: Udata>(&self, idx: c_int) -> *mut Block<T> {
-        self.room(3);
-        if T::CLASSES.is_empty() {
+        self.room(2);
+        let Some(classes) = T::CLASSES else {
             // SAFETY: a valid state with room for the two metatables
             // compared and popped; a userdata under `T::NAME`'s metatable was
             // made by `new_udata::<T>` (the name is `T`'s alone), so it holds
             // a `Block<T>`.
             return unsafe { ffi::luaL_testudata(self.l, idx, T::NAME.as_ptr()) as *mut Block<T> };
-        }
-        let idx = self.abs(idx);
+        };
         if self.kind(idx) != Type::Userdata {
             return std::ptr::null_mut();
         }
-        // SAFETY: a full userdata at `idx` and room for its metatable, the
-        // set and the answer, all popped (raw reads: nothing raises). Only
-        // `udata_class::<T>` writes the set under `T::NAME` (the name is
-        // `T`'s alone, and Lua code cannot reach the registry), and puts
-        // only `T`'s class metatables in it; only `new_udata_class::<T>`
-        // and `set_class::<T>` give a userdata one of those. So a member
-        // metatable means a `Block<T>`.
+        // SAFETY: a full userdata at `idx` and room for its user value 1,
+        // popped after (a plain read). That value is a light userdata only
+        // if Rust code of this crate put it there: Lua code cannot set user
+        // values (the debug library aside, as for any metatable check), and
+        // `set_uservalue` refuses light userdata. The only such write of a
+        // `Classes` address is `new_udata_class::<T>`'s, of `T::CLASSES` (a
+        // static of `T`'s), so the tag means a `Block<T>`.
         unsafe {
-            if ffi::lua_getmetatable(self.l, idx) == 0 {
-                return std::ptr::null_mut();
-            }
-            let mut member = false;
-            if ffi::lua_getfield(self.l, REGISTRY, T::NAME.as_ptr()) == ffi::LUA_TTABLE {
-                ffi::lua_pushvalue(self.l, -2);
-                member = ffi::lua_rawget(self.l, -2) != ffi::LUA_TNIL; // mt set v
-                ffi::lua_settop(self.l, -2);
-            }
-            ffi::lua_settop(self.l, -3);
-            if member { ffi::lua_touserdata(self.l, idx) as *mut Block<T> } else { std::ptr::null_mut() }
+            let tagged = ffi::lua_getiuservalue(self.l, idx, 1) == ffi::LUA_TLIGHTUSERDATA
+                && ffi::lua_touserdata(self.l, -1).cast_const() == classes.tag();
+            ffi::lua_settop(self.l, -2);
+            if tagged { ffi::lua_touserdata(self.l, idx) as *mut Block<T> } else { std::ptr::null_mut() }
         }
     }
 }

@@ -13,12 +13,12 @@ use std::os::fd::RawFd;
 use crate::buffer::Buffer;
 use crate::cfn;
 use crate::engine::{self, Frame, Source, SourceKind, Why};
-use crate::lua::{Error, Lua, Ret, Type, Udata, lua_Integer};
+use crate::lua::{Classes, Error, Lua, Ret, Type, Udata, lua_Integer};
 use crate::sys;
 
 // ===== objects =====
 
-/// The kinds of socket objects, in the order of `Sock::CLASSES`.
+/// The kinds of socket objects, in the order of `CLASSES`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Kind {
     Master,
@@ -40,7 +40,7 @@ impl Kind {
         }
     }
 
-    /// Its class, an index of `Sock::CLASSES`.
+    /// Its class, an index of `CLASSES`.
     pub(super) fn class(self) -> usize {
         self as usize
     }
@@ -102,17 +102,20 @@ pub(super) struct Sock {
     pub(super) birthday: Cell<f64>,
 }
 
-// SAFETY: c"cothread.socket.classes" and the five class names name only
-// this type (no other `Udata`, no other registry field).
+/// The classes of socket objects, in the order of `Kind`.
+static CLASSES: Classes = Classes(&[
+    c"cothread.tcp{master}",
+    c"cothread.tcp{client}",
+    c"cothread.tcp{server}",
+    c"cothread.udp{unconnected}",
+    c"cothread.udp{connected}",
+]);
+
+// SAFETY: c"cothread.socket.object", `CLASSES` and the five class names
+// are this type's only (no other `Udata`, no other registry field).
 unsafe impl Udata for Sock {
-    const NAME: &'static CStr = c"cothread.socket.classes";
-    const CLASSES: &'static [&'static CStr] = &[
-        c"cothread.tcp{master}",
-        c"cothread.tcp{client}",
-        c"cothread.tcp{server}",
-        c"cothread.udp{unconnected}",
-        c"cothread.udp{connected}",
-    ];
+    const NAME: &'static CStr = c"cothread.socket.object";
+    const CLASSES: Option<&'static Classes> = Some(&CLASSES);
 }
 
 impl Drop for Sock {
@@ -214,7 +217,7 @@ impl Sock {
 
 /// `[-0, +1, m]` Pushes a new socket object.
 pub(super) fn push_sock(lua: &Lua, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> &Sock {
-    lua.new_udata_class(Sock::new(fd, family, kind, lazy), 0, kind.class())
+    lua.new_udata_class(Sock::new(fd, family, kind, lazy), kind.class())
 }
 
 /// `[-0, +0, m]` Makes `s`, the object at `idx`, of kind `kind`.
@@ -224,6 +227,7 @@ pub(super) fn set_kind(lua: &Lua, idx: c_int, s: &Sock, kind: Kind) {
 }
 
 /// `[-0, +0, -]` The socket object (TCP or UDP) at `idx`, if it is one.
+#[inline]
 pub(super) fn to_sock(lua: &Lua, idx: c_int) -> Option<&Sock> {
     lua.test_udata::<Sock>(idx)
 }
@@ -236,18 +240,28 @@ pub(super) fn sock_of(f: &Frame) -> Option<&Sock> {
 
 /// `[-0, +0, -]` Argument `arg` as a socket of one of `kinds`, with
 /// LuaSocket's messages ("tcp{client} expected, got tcp{master}").
+#[inline]
 pub(super) fn check<'a>(lua: &'a Lua, arg: c_int, kinds: &[Kind]) -> Result<&'a Sock, Error> {
+    match to_sock(lua, arg) {
+        Some(s) if kinds.contains(&s.kind.get()) => Ok(s),
+        s => Err(wrong_kind(lua, arg, kinds, s)),
+    }
+}
+
+/// The error of `check`: `s` (the socket at `arg`, if one) is none of
+/// `kinds`.
+#[cold]
+fn wrong_kind(lua: &Lua, arg: c_int, kinds: &[Kind], s: Option<&Sock>) -> Error {
     let expected = match kinds {
         [k] => k.name(),
         [k, ..] if k.is_udp() => c"udp{any}",
         _ => c"tcp{any}",
     };
-    let got = match to_sock(lua, arg) {
-        Some(s) if kinds.contains(&s.kind.get()) => return Ok(s),
+    let got = match s {
         Some(s) => s.kind.get().name(),
         None => lua.kind(arg).name(),
     };
-    Err(Error::arg_owned(arg, format!("{} expected, got {}", expected.to_string_lossy(), got.to_string_lossy())))
+    Error::arg_owned(arg, format!("{} expected, got {}", expected.to_string_lossy(), got.to_string_lossy()))
 }
 
 /// Any socket object: the methods every class has, TCP or UDP.
@@ -298,19 +312,28 @@ pub(super) fn timeout_ns(secs: f64) -> Option<u64> {
     (secs >= 0.0).then(|| engine::ns_of(secs))
 }
 
+/// The deadline of a call with total timeout `total` (none: no limit).
+pub(super) fn call_deadline(total: f64) -> Option<u64> {
+    timeout_ns(total).map(engine::deadline_in)
+}
+
 /// `[-0, +1, -]` Pushes the deadline of a call with total timeout `total`
-/// (nil: none).
+/// (nil: none), for its frame.
 pub(super) fn push_deadline(lua: &Lua, total: f64) {
-    match timeout_ns(total) {
-        Some(ns) => lua.push_int(engine::deadline_in(ns) as lua_Integer),
+    match call_deadline(total) {
+        Some(d) => lua.push_int(d as lua_Integer),
         None => lua.push_nil(),
     }
 }
 
+/// The call deadline in frame slot `slot` (`push_deadline`'s).
+pub(super) fn deadline_at(lua: &Lua, slot: c_int) -> Option<u64> {
+    (lua.kind(slot) == Type::Number).then(|| lua.to_int(slot).unwrap_or(0) as u64)
+}
+
 /// The deadline of the next wait of an operation on `s` whose call deadline
-/// is at index `slot`: `Err` if it has passed already.
-pub(super) fn wait_deadline(lua: &Lua, s: &Sock, slot: c_int) -> Result<Option<u64>, ()> {
-    let call = (lua.kind(slot) == Type::Number).then(|| lua.to_int(slot).unwrap_or(0) as u64);
+/// is `call`: `Err` if it has passed already.
+pub(super) fn wait_deadline(s: &Sock, call: Option<u64>) -> Result<Option<u64>, ()> {
     let block = timeout_ns(s.block.get());
     if call.is_none() && block.is_none() {
         return Ok(None); // no timeout: no need to read the clock
@@ -354,9 +377,9 @@ mod tests {
     #[test]
     fn each_kind_is_the_class_of_its_name() {
         for k in ANY {
-            let registry = Sock::CLASSES[k.class()].to_bytes();
+            let registry = CLASSES.0[k.class()].to_bytes();
             assert_eq!(registry.strip_prefix(b"cothread."), Some(k.name().to_bytes()));
         }
-        assert_eq!(ANY.len(), Sock::CLASSES.len());
+        assert_eq!(ANY.len(), CLASSES.0.len());
     }
 }

@@ -11,12 +11,13 @@ use cothread::net::{self, AcceptError};
 
 use super::methods::{bad_option, bind_to, check_host_port, host_port_at, resolve};
 use super::object::{
-    Kind, Sock, check, failure, ok, one_source, push_deadline, push_sock, set_kind, sock_of, wait_deadline,
+    Kind, Sock, call_deadline, check, deadline_at, failure, ok, one_source, push_deadline, push_sock, set_kind,
+    sock_of, wait_deadline,
 };
 use crate::cfn;
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
 use crate::lua::{Error, Lua, Reg, Ret, Type, lua_Integer};
-use crate::park::drive;
+use crate::park::{drive, drive_waiting};
 use crate::sys;
 
 /// Bytes asked of `recv` at a time.
@@ -34,13 +35,37 @@ fn gone(f: &Frame) -> Next {
 const LINE: lua_Integer = -1;
 const ALL: lua_Integer = -2;
 
+/// What a receive wants: its pattern, the prefix its data goes after, and
+/// the deadline of the call.
+struct Want<'a> {
+    pattern: lua_Integer,
+    prefix: &'a [u8],
+    deadline: Option<u64>,
+}
+
+impl Want<'_> {
+    /// For a count: the bytes wanted after the prefix.
+    fn wanted(&self) -> usize {
+        if self.pattern >= 0 { (self.pattern as usize).saturating_sub(self.prefix.len()) } else { 0 }
+    }
+}
+
 /// `client:receive`. Frame: 1 socket, 2 pattern, 3 prefix, 4 deadline.
+/// The method makes the first attempt itself, with the socket it checked
+/// (`drive_waiting`).
 #[derive(Clone, Copy)]
 struct Receive;
 
 impl Operation for Receive {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        receive_step(f, why)
+        let Some(s) = sock_of(f) else { return gone(f) };
+        let lua = &f.lua;
+        let want = Want {
+            pattern: lua.to_int(f.at(2)).unwrap_or(LINE),
+            prefix: lua.to_bytes(f.at(3)).unwrap_or_default(),
+            deadline: deadline_at(lua, f.at(4)),
+        };
+        receive_now(lua, s, &want, why)
     }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
@@ -55,40 +80,53 @@ cfn!(receive = receive_body);
 /// with "line too long"), "*a"/"a" (up to the end of the stream), or a
 /// count.
 fn receive_body(lua: &mut Lua) -> Ret {
-    let total = check(lua, 1, &[Kind::Client])?.total.get();
-    let pattern = match lua.kind(2) {
+    let s = check(lua, 1, &[Kind::Client])?;
+    let pattern = pattern_arg(lua)?;
+    let prefix = if lua.is_nil(3) { &b""[..] } else { lua.check_bytes(3)? };
+    let want = Want { pattern, prefix, deadline: call_deadline(s.total.get()) };
+    let deadline = want.deadline;
+    let first = match receive_now(lua, s, &want, Why::Start) {
+        Next::Done(n) => return Ok(n),
+        next => next,
+    };
+    lua.set_top(3); // socket pattern prefix deadline
+    if lua.is_nil(3) {
+        lua.push_bytes(b"");
+        lua.replace(3);
+    }
+    lua.push_int(pattern);
+    lua.replace(2);
+    match deadline {
+        Some(d) => lua.push_int(d as lua_Integer),
+        None => lua.push_nil(),
+    }
+    drive_waiting(lua, Receive, first)
+}
+
+/// The receive pattern, argument 2.
+fn pattern_arg(lua: &Lua) -> Result<lua_Integer, Error> {
+    match lua.kind(2) {
         Type::Number => {
             let n = lua.to_num(2).unwrap_or(f64::NAN);
             if n.is_nan() || n < 0.0 {
                 return Err(Error::arg(2, c"invalid receive pattern"));
             }
-            n.min(lua_Integer::MAX as f64) as lua_Integer
+            Ok(n.min(lua_Integer::MAX as f64) as lua_Integer)
         }
-        Type::None | Type::Nil => LINE,
+        Type::None | Type::Nil => Ok(LINE),
         _ => match lua.to_cstr(2).map(CStr::to_bytes) {
-            Some(b"*l" | b"l") => LINE,
-            Some(b"*a" | b"a") => ALL,
-            _ => return Err(Error::arg(2, c"invalid receive pattern")),
+            Some(b"*l" | b"l") => Ok(LINE),
+            Some(b"*a" | b"a") => Ok(ALL),
+            _ => Err(Error::arg(2, c"invalid receive pattern")),
         },
-    };
-    lua.set_top(3);
-    if lua.is_nil(3) {
-        lua.push_bytes(b"");
-        lua.replace(3);
-    } else {
-        lua.check_bytes(3)?;
     }
-    lua.push_int(pattern);
-    lua.replace(2);
-    push_deadline(lua, total); // socket pattern prefix deadline
-    drive(lua, Receive)
 }
 
-/// `[-0, +1, m]` Pushes the prefix (frame slot 3) followed by `data` (for a
-/// line, its CRs are dropped in place: those bytes are consumed anyway).
-fn push_data(f: &Frame, data: &mut [u8], line: bool) {
+/// `[-0, +1, m]` Pushes `prefix` followed by `data` (for a line, its CRs
+/// are dropped in place: those bytes are consumed anyway).
+fn push_data(lua: &Lua, prefix: &[u8], data: &mut [u8], line: bool) {
     let mut len = data.len();
-    if line {
+    if line && data.contains(&b'\r') {
         let mut w = 0;
         for r in 0..len {
             if data[r] != b'\r' {
@@ -98,20 +136,19 @@ fn push_data(f: &Frame, data: &mut [u8], line: bool) {
         }
         len = w;
     }
-    let prefix = f.lua.to_bytes(f.at(3)).unwrap_or_default();
     if prefix.is_empty() {
-        f.lua.push_bytes(&data[..len]);
+        lua.push_bytes(&data[..len]);
     } else {
-        f.lua.push_bytes(&[prefix, &data[..len]].concat());
+        lua.push_bytes(&[prefix, &data[..len]].concat());
     }
 }
 
 /// `[-0, +1, m]` Pushes the prefix followed by `n` unread bytes of `s` (CRs
 /// dropped for a line), and consumes `skip >= n` of them.
-fn push_taken(f: &Frame, s: &Sock, n: usize, skip: usize, line: bool) {
+fn push_taken(lua: &Lua, s: &Sock, want: &Want, n: usize, skip: usize) {
     s.with_buffer(|rb| {
         let first = rb.first;
-        push_data(f, &mut rb.buf[first..first + n], line);
+        push_data(lua, want.prefix, &mut rb.buf[first..first + n], want.pattern == LINE);
         rb.consume(skip);
     });
     s.count_received(skip);
@@ -126,34 +163,29 @@ thread_local! {
 }
 
 /// Reads once from `s` into its buffer, through the thread's scratch buffer
-/// if the object's is empty; a read that satisfies the pattern by itself is
+/// if the object's is empty; a read that satisfies the receive by itself is
 /// pushed from there (the rest, if any, is kept in the object): then
 /// `Ok(None)`. Otherwise what `recv` returned.
-fn recv_step(f: &Frame, s: &Sock, pattern: lua_Integer, wanted: usize) -> sys::SysResult<Option<usize>> {
+fn recv_step(lua: &Lua, s: &Sock, want: &Want) -> sys::SysResult<Option<usize>> {
     if s.unread_len() > 0 {
         return sys::recv(s.fd.get(), &mut s.rb.borrow_mut().buf, CHUNK).map(Some);
     }
     let mut scratch = SCRATCH.take();
     scratch.clear();
     scratch.reserve(CHUNK); // room for CHUNK: recv reads straight into it
-    let r = recv_into(f, s, &mut scratch, pattern, wanted);
+    let r = recv_into(lua, s, want, &mut scratch);
     SCRATCH.set(scratch);
     r
 }
 
 /// `recv_step` with the scratch buffer.
-fn recv_into(
-    f: &Frame,
-    s: &Sock,
-    scratch: &mut Vec<u8>,
-    pattern: lua_Integer,
-    wanted: usize,
-) -> sys::SysResult<Option<usize>> {
+fn recv_into(lua: &Lua, s: &Sock, want: &Want, scratch: &mut Vec<u8>) -> sys::SysResult<Option<usize>> {
     let n = sys::recv(s.fd.get(), scratch, CHUNK)?;
     let max = s.maxline.get();
-    let taken = match pattern {
+    let wanted = want.wanted();
+    let taken = match want.pattern {
         _ if n == 0 => None,
-        // A line over the limit goes to the buffer: `receive_step` fails it.
+        // A line over the limit goes to the buffer: `receive_now` fails it.
         LINE => scratch.iter().position(|&b| b == b'\n').filter(|&i| max == 0 || i <= max).map(|i| (i, i + 1)),
         ALL => None,
         _ => (n >= wanted).then_some((wanted, wanted)),
@@ -167,106 +199,103 @@ fn recv_into(
     s.rb.borrow_mut().buf.extend_from_slice(&scratch[skip..]);
     s.drained.set(n < CHUNK);
     s.count_received(skip);
-    push_data(f, &mut scratch[..len], pattern == LINE);
+    push_data(lua, want.prefix, &mut scratch[..len], want.pattern == LINE);
     Ok(None)
 }
 
 /// `[-0, +3, m]` A failed receive: `nil, msg, partial` (what was buffered).
-fn receive_failed(f: &Frame, s: &Sock, msg: &CStr) -> Next {
-    f.lua.push_nil();
-    f.lua.push_bytes(msg.to_bytes());
+fn receive_failed(lua: &Lua, s: &Sock, want: &Want, msg: &CStr) -> Next {
+    lua.push_nil();
+    lua.push_bytes(msg.to_bytes());
     let n = s.unread_len();
-    let line = f.lua.to_int(f.at(2)) == Some(LINE);
-    push_taken(f, s, n, n, line);
+    push_taken(lua, s, want, n, n);
     Next::Done(3)
 }
 
 /// `[-0, +3, m]` A line over the limit: `nil, "line too long", partial`, the
 /// partial its first `maxline` bytes (consumed: the next receive goes on
 /// with the rest of the line).
-fn line_too_long(f: &Frame, s: &Sock) -> Next {
-    f.lua.push_nil();
-    f.lua.push_bytes(b"line too long");
+fn line_too_long(lua: &Lua, s: &Sock, want: &Want) -> Next {
+    lua.push_nil();
+    lua.push_bytes(b"line too long");
     let max = s.maxline.get();
-    push_taken(f, s, max, max, true);
+    push_taken(lua, s, want, max, max);
     Next::Done(3)
 }
 
 /// `[-0, +3, m]` A receive that got its data (on the top): `data, nil, nil`.
-fn received(f: &Frame) -> Next {
-    f.lua.push_nil();
-    f.lua.push_nil();
+fn received(lua: &Lua) -> Next {
+    lua.push_nil();
+    lua.push_nil();
     Next::Done(3)
 }
 
-/// Is the receive of `pattern` (with `wanted` bytes) answered by the buffer
-/// of `s`? Then it has pushed the data.
-fn answer_from_buffer(f: &Frame, s: &Sock, pattern: lua_Integer, wanted: usize, prefix_len: usize) -> Option<Next> {
+/// Is the receive answered by the buffer of `s`? Then it has pushed the
+/// data.
+fn answer_from_buffer(lua: &Lua, s: &Sock, want: &Want) -> Option<Next> {
     let unread = s.unread_len();
-    match pattern {
+    let wanted = want.wanted();
+    match want.pattern {
         LINE => {
             let max = s.maxline.get();
             if max > 0 && net::line_too_long(&mut s.rb.borrow_mut(), max) {
-                return Some(line_too_long(f, s));
+                return Some(line_too_long(lua, s, want));
             }
             let newline = s.rb.borrow_mut().newline();
             let i = newline?;
-            push_taken(f, s, i, i + 1, true);
-            Some(received(f))
+            push_taken(lua, s, want, i, i + 1);
+            Some(received(lua))
         }
         ALL => None,
         // As LuaSocket: `receive(0)` (no prefix) needs something buffered,
         // so it reads (waits) once, and fails on a closed or ended stream.
-        _ if unread >= wanted && (unread > 0 || pattern > 0 || prefix_len > 0) => {
-            push_taken(f, s, wanted, wanted, false);
-            Some(received(f))
+        p if unread >= wanted && (unread > 0 || p > 0 || !want.prefix.is_empty()) => {
+            push_taken(lua, s, want, wanted, wanted);
+            Some(received(lua))
         }
         _ => None,
     }
 }
 
-fn receive_step(f: &mut Frame, why: Why) -> Next {
-    let f = &*f;
-    let Some(s) = sock_of(f) else { return gone(f) };
+/// One go of a receive on `s` after `why`: its results pushed (`Done`), or
+/// the wait it needs.
+fn receive_now(lua: &Lua, s: &Sock, want: &Want, why: Why) -> Next {
     if let Some(m) = failure(why) {
-        return receive_failed(f, s, m);
+        return receive_failed(lua, s, want, m);
     }
     if why != Why::Start {
         s.drained.set(false); // readiness (or a close, found below)
     }
-    let pattern = f.lua.to_int(f.at(2)).unwrap_or(LINE);
-    let prefix_len = f.lua.to_bytes(f.at(3)).map_or(0, <[u8]>::len);
-    let wanted = if pattern >= 0 { (pattern as usize).saturating_sub(prefix_len) } else { 0 };
     loop {
-        if let Some(next) = answer_from_buffer(f, s, pattern, wanted, prefix_len) {
+        if let Some(next) = answer_from_buffer(lua, s, want) {
             return next;
         }
         if s.fd.get() < 0 {
-            return receive_failed(f, s, c"closed");
+            return receive_failed(lua, s, want, c"closed");
         }
         if s.drained.get() {
             // Skip a recv that would most likely fail with EAGAIN; with
             // no time left to wait, try it all the same.
-            if let Ok(d) = wait_deadline(&f.lua, s, f.at(4)) {
+            if let Ok(d) = wait_deadline(s, want.deadline) {
                 return Next::Wait(d);
             }
         }
         let unread = s.unread_len();
-        match recv_step(f, s, pattern, wanted) {
-            Ok(None) => return received(f),
+        match recv_step(lua, s, want) {
+            Ok(None) => return received(lua),
             Ok(Some(0)) => {
-                if pattern == ALL && unread > 0 {
-                    push_taken(f, s, unread, unread, false);
-                    return received(f);
+                if want.pattern == ALL && unread > 0 {
+                    push_taken(lua, s, want, unread, unread);
+                    return received(lua);
                 }
-                return receive_failed(f, s, c"closed");
+                return receive_failed(lua, s, want, c"closed");
             }
             Ok(Some(n)) => s.drained.set(n < CHUNK),
-            Err(libc::EAGAIN) => match wait_deadline(&f.lua, s, f.at(4)) {
+            Err(libc::EAGAIN) => match wait_deadline(s, want.deadline) {
                 Ok(d) => return Next::Wait(d),
-                Err(()) => return receive_failed(f, s, c"timeout"),
+                Err(()) => return receive_failed(lua, s, want, c"timeout"),
             },
-            Err(e) => return receive_failed(f, s, sys::strerror(e)),
+            Err(e) => return receive_failed(lua, s, want, sys::strerror(e)),
         }
     }
 }
@@ -274,7 +303,8 @@ fn receive_step(f: &mut Frame, why: Why) -> Next {
 // ----- send -----
 
 /// `client:send`. Frame: 1 socket, 2 data, 3 first index, 4 last index,
-/// 5 deadline. The bytes sent so far are in the struct.
+/// 5 deadline. The bytes sent so far are in the struct. As a receive, the
+/// method makes the first attempt itself.
 #[derive(Clone, Copy)]
 struct Send {
     sent: i64,
@@ -282,7 +312,15 @@ struct Send {
 
 impl Operation for Send {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        send_step(f, why, &mut self.sent)
+        let lua = &f.lua;
+        let Some(s) = sock_of(f) else { return gone(f) };
+        // The data string stays in slot 2: its bytes stay where they are.
+        let data = lua.to_bytes(f.at(2)).unwrap_or_default();
+        let range = (lua.to_int(f.at(3)).unwrap_or(1), lua.to_int(f.at(4)).unwrap_or(0));
+        if let Some(m) = failure(why) {
+            return Next::Done(send_failed(lua, m, range.0 - 1 + self.sent));
+        }
+        send_now(lua, s, data, range, deadline_at(lua, f.at(5)), &mut self.sent)
     }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
@@ -295,8 +333,9 @@ cfn!(send = send_body);
 /// `client:send(data [, i [, j]])`: sends `data:sub(i, j)`; returns the
 /// index of the last byte sent.
 fn send_body(lua: &mut Lua) -> Ret {
-    let total = check(lua, 1, &[Kind::Client])?.total.get();
-    let size = lua.check_bytes(2)?.len() as i64;
+    let s = check(lua, 1, &[Kind::Client])?;
+    let data = lua.check_bytes(2)?;
+    let size = data.len() as i64;
     let mut i = lua.opt_int(3, 1)?;
     let mut j = lua.opt_int(4, -1)?;
     if i < 0 {
@@ -305,35 +344,40 @@ fn send_body(lua: &mut Lua) -> Ret {
     if j < 0 {
         j = size + j + 1;
     }
-    i = i.max(1);
-    j = j.min(size);
-    lua.set_top(2);
+    let (i, j) = (i.max(1), j.min(size));
+    let deadline = call_deadline(s.total.get());
+    let mut sent = 0;
+    let first = match send_now(lua, s, data, (i, j), deadline, &mut sent) {
+        Next::Done(n) => return Ok(n),
+        next => next,
+    };
+    lua.set_top(2); // socket data i j deadline
     lua.push_int(i);
     lua.push_int(j);
-    push_deadline(lua, total);
-    drive(lua, Send { sent: 0 })
+    match deadline {
+        Some(d) => lua.push_int(d as lua_Integer),
+        None => lua.push_nil(),
+    }
+    drive_waiting(lua, Send { sent }, first)
 }
 
-fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
-    let lua = &f.lua;
-    let Some(s) = sock_of(f) else { return gone(f) };
-    // The data string stays in slot 2: its bytes stay where they are.
-    let data = lua.to_bytes(f.at(2)).unwrap_or_default();
-    let i = lua.to_int(f.at(3)).unwrap_or(1);
-    let j = lua.to_int(f.at(4)).unwrap_or(0);
+/// `[-0, +3, m]` A failed send: `nil, msg, last` (the index of the last
+/// byte sent). Returns 3.
+fn send_failed(lua: &Lua, msg: &CStr, last: i64) -> c_int {
+    lua.push_nil();
+    lua.push_bytes(msg.to_bytes());
+    lua.push_int(last);
+    3
+}
+
+/// Sends `data[i - 1 + sent .. j]` (`range` is `(i, j)`) on `s`, counting
+/// in `sent`: its results pushed (`Done`), or the wait it needs.
+fn send_now(lua: &Lua, s: &Sock, data: &[u8], range: (i64, i64), deadline: Option<u64>, sent: &mut i64) -> Next {
+    let (i, j) = range;
     debug_assert!(j <= data.len() as i64);
-    let failed = |sent: i64, msg: &CStr| {
-        lua.push_nil();
-        lua.push_bytes(msg.to_bytes());
-        lua.push_int(i - 1 + sent);
-        Next::Done(3)
-    };
-    if let Some(m) = failure(why) {
-        return failed(*sent, m);
-    }
     while i - 1 + *sent < j {
         if s.fd.get() < 0 {
-            return failed(*sent, c"closed");
+            return Next::Done(send_failed(lua, c"closed", i - 1 + *sent));
         }
         let from = (i - 1 + *sent) as usize;
         match sys::send(s.fd.get(), &data[from..j as usize]) {
@@ -342,12 +386,12 @@ fn send_step(f: &mut Frame, why: Why, sent: &mut i64) -> Next {
                 s.sent.set(s.sent.get() + n as u64);
             }
             Err(libc::EAGAIN) => {
-                return match wait_deadline(lua, s, f.at(5)) {
+                return match wait_deadline(s, deadline) {
                     Ok(d) => Next::Wait(d),
-                    Err(()) => failed(*sent, c"timeout"),
+                    Err(()) => Next::Done(send_failed(lua, c"timeout", i - 1 + *sent)),
                 };
             }
-            Err(e) => return failed(*sent, sys::strerror(e)),
+            Err(e) => return Next::Done(send_failed(lua, sys::strerror(e), i - 1 + *sent)),
         }
     }
     lua.push_int(i - 1 + *sent);
@@ -401,7 +445,7 @@ fn accept_step(f: &mut Frame, why: Why, op: &mut Accept) -> Next {
     if rule == AcceptError::Fail {
         return Next::Done(lua.fail(sys::strerror(e)));
     }
-    let deadline = if op.retrying { still_ahead(op.until) } else { wait_deadline(lua, s, f.at(2)) };
+    let deadline = if op.retrying { still_ahead(op.until) } else { wait_deadline(s, deadline_at(lua, f.at(2))) };
     let Ok(deadline) = deadline else {
         return Next::Done(lua.fail(c"timeout"));
     };
@@ -559,7 +603,7 @@ fn connect_step(f: &mut Frame, why: Why, op: &mut Connect) -> Next {
             e => return connect_done(f, s, op, Err(sys::strerror(e))),
         }
     }
-    match wait_deadline(&f.lua, s, f.at(4)) {
+    match wait_deadline(s, deadline_at(&f.lua, f.at(4))) {
         Ok(d) => Next::Wait(d),
         Err(()) => connect_done(f, s, op, Err(c"timeout")),
     }

@@ -18,8 +18,8 @@ use super::methods::{
     setfd_body, settimeout_body,
 };
 use super::object::{
-    Kind, Sock, UDP_ANY, check, close_body, failure, ok, one_source, push_deadline, push_sock, set_kind, sock_of,
-    wait_deadline,
+    Kind, Sock, UDP_ANY, check, close_body, deadline_at, failure, ok, one_source, push_deadline, push_sock, set_kind,
+    sock_of, wait_deadline,
 };
 use super::options;
 use super::tcp::{Started, start_connect};
@@ -201,7 +201,7 @@ fn receive_step(f: &mut Frame, why: Why) -> Next {
             lua.push_int(port as lua_Integer);
             Next::Done(3)
         }
-        Err(libc::EAGAIN) => match wait_deadline(lua, s, f.at(4)) {
+        Err(libc::EAGAIN) => match wait_deadline(s, deadline_at(lua, f.at(4))) {
             Ok(d) => Next::Wait(d),
             Err(()) => Next::Done(lua.fail(c"timeout")),
         },
@@ -289,7 +289,7 @@ fn send_step(f: &mut Frame, why: Why) -> Next {
             lua.push_int(n as lua_Integer);
             Next::Done(1)
         }
-        Err(libc::EAGAIN) => match wait_deadline(lua, s, f.at(5)) {
+        Err(libc::EAGAIN) => match wait_deadline(s, deadline_at(lua, f.at(5))) {
             Ok(d) => Next::Wait(d),
             Err(()) => Next::Done(lua.fail(c"timeout")),
         },
