@@ -168,7 +168,7 @@ impl Lua {
     /// `[-0, +0, -]` Is the value at `idx` a number of the integer subtype
     /// (`lua_isinteger`: no float, no string)?
     pub fn is_integer(&self, idx: c_int) -> bool {
-        // SAFETY: a valid state; reads only.
+        // SAFETY: a valid state; `lua_isinteger` looks at the slot's tag.
         unsafe { ffi::lua_isinteger(self.l, idx) != 0 }
     }
 
