@@ -43,8 +43,8 @@ impl Type {
         }
     }
 
-    /// The name `luaL_typeerror` expects.
-    fn name(self) -> &'static CStr {
+    /// The type's name (`luaL_typename`'s).
+    pub fn name(self) -> &'static CStr {
         match self {
             Type::None => c"no value",
             Type::Nil => c"nil",
@@ -75,8 +75,9 @@ impl Lua {
     pub fn set_top(&mut self, idx: c_int) {
         // SAFETY: a valid state; growing fills with nils, which needs room.
         unsafe {
-            if idx > 0 {
-                ffi::lua_checkstack(self.l, idx - ffi::lua_gettop(self.l));
+            let top = ffi::lua_gettop(self.l);
+            if idx > top {
+                ffi::lua_checkstack(self.l, idx - top);
             }
             ffi::lua_settop(self.l, idx)
         }
@@ -194,6 +195,15 @@ impl Lua {
         (ok != 0).then_some(n)
     }
 
+    /// `[-0, +0, -]` Is the value at `idx` a number of the integer subtype
+    /// (`lua_isinteger`: no float, no string)?
+    pub fn is_integer(&self, idx: c_int) -> bool {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; `lua_isinteger` looks at the tag of a slot
+        // within the frame.
+        unsafe { ffi::lua_isinteger(self.l, idx) != 0 }
+    }
+
     /// `[-0, +0, -]` The value at `idx` as a number, if it is one (or a string
     /// convertible to one).
     pub fn to_num(&self, idx: c_int) -> Option<f64> {
@@ -298,6 +308,13 @@ impl Lua {
             _ => return Err(Error::Type { arg, expected: c"string" }),
         }
         Ok(self.to_bytes(arg).unwrap_or_default())
+    }
+
+    /// `[-0, +0, -]` Argument `arg` as a C string: its bytes up to the first
+    /// NUL (a number converted, as `check_bytes`).
+    pub fn check_cstr(&self, arg: c_int) -> Result<&CStr, Error> {
+        self.check_bytes(arg)?;
+        Ok(self.to_cstr(arg).unwrap_or_default())
     }
 
     /// `[-0, +0, -]` Argument `arg` as a string, `def` if nil or absent.
