@@ -15,14 +15,14 @@
 //! `socket.select` (which knows nothing else of channels).
 
 use std::cell::Cell;
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 use std::rc::Rc;
 
 use crate::cfn;
-use crate::engine::{self, Frame, Next, Operation, READ, SELECTABLE, Selectable, Source, SourceKind, Why};
-use crate::lua::{Error, Lua, Ret, Udata, lua_Integer, value_at};
-use crate::park::{cothread_of, drive};
+use crate::engine::{self, Frame, Next, Operation, READ, Selectable, Source, SourceKind, Why};
+use crate::lua::{Error, Lua, Ret, Udata, lua_Integer};
+use crate::park::{drive, in_cothread};
 
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.channel.module";
@@ -44,9 +44,7 @@ impl Link {
 
     /// A value came, or the link closed: its waiting receives become due.
     fn wake(&self) {
-        // SAFETY: `src` is this live link's source; `fire` changes only its
-        // `Cell`s and the engine's records.
-        unsafe { engine::fire((&raw const self.src).cast_mut()) }
+        self.src.fire();
     }
 
     /// Closes the link: sends fail from now on; a waiting receive sees it.
@@ -61,9 +59,7 @@ impl Drop for Link {
     /// The last end went: the link leaves the engine it is attached to
     /// (nothing waits on it: a receive holds its receiver).
     fn drop(&mut self) {
-        // SAFETY: `src` is alive until the end of this drop; `detach`
-        // forgets every pointer the engine kept to it.
-        unsafe { engine::detach(&raw mut self.src) }
+        self.src.detach();
     }
 }
 
@@ -241,8 +237,7 @@ fn receive_body(lua: &mut Lua) -> Ret {
     if timeout >= 0.0 {
         lua.push_int(engine::deadline_in(engine::ns_of(timeout)) as lua_Integer);
     } else {
-        // SAFETY: `lua` is the running thread of this C function.
-        if waits && unsafe { cothread_of(lua.raw()) }.is_none() {
+        if waits && !in_cothread(lua) {
             return Err(Error::msg(c"receive on an empty channel would wait forever outside a cothread"));
         }
         lua.push_nil();
@@ -252,18 +247,14 @@ fn receive_body(lua: &mut Lua) -> Ret {
 
 // ===== select =====
 
-/// The source of the receiver whose block is `ud`.
-unsafe fn receiver_source(ud: *mut c_void) -> *mut Source {
-    // SAFETY: `ud` is a receiver (its metatable says so: `select` found this
-    // function there), held by the select's frame.
-    unsafe { (&raw const value_at::<Receiver>(ud).link.src).cast_mut() }
+/// The source of the receiver at `idx`.
+fn receiver_source(lua: &Lua, idx: c_int) -> Option<&Source> {
+    lua.test_udata::<Receiver>(idx).map(|r| &r.link.src)
 }
 
-/// Would a receive on the receiver `ud` take something without waiting?
-unsafe fn receiver_pending(ud: *mut c_void) -> bool {
-    // SAFETY: as `receiver_source`.
-    let link = unsafe { &value_at::<Receiver>(ud).link };
-    !link.is_empty() || link.closed.get()
+/// Would a receive on the receiver at `idx` take something without waiting?
+fn receiver_pending(lua: &Lua, idx: c_int) -> bool {
+    lua.test_udata::<Receiver>(idx).is_some_and(|r| !r.link.is_empty() || r.link.closed.get())
 }
 
 /// What `socket.select` needs of a receiver.
@@ -292,8 +283,7 @@ fn make_module(lua: &mut Lua) -> Result<(), Error> {
     lua.pop(1);
     lua.udata_metatable::<Receiver>(|lua| {
         add_methods(lua, &[(c"receive", receive), (c"settimeout", settimeout), (c"close", close)]);
-        lua.push_light((&raw const RECEIVER_SELECT).cast());
-        lua.set_pointer_key(-2, (&raw const SELECTABLE).cast());
+        engine::make_selectable(lua, &RECEIVER_SELECT);
         Ok(())
     })?;
     lua.pop(1);

@@ -111,6 +111,7 @@ fn push_found(lua: &mut Lua, r: Result<&mut Payload, &'static CStr>, field: &CSt
         Err(m) => lua.fail(m),
     }
 }
+
 fn toip_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
     push_found(lua, r, c"ip")
 }
@@ -256,8 +257,11 @@ const FUNCTIONS: &[Reg] = &[
 /// # Safety
 /// `l` is a valid state, in a C function.
 pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract (a valid state, in a C function); the
-    // table is made with pushes that fail only for memory.
-    let mut lua = unsafe { Lua::from_raw(l) };
+    // SAFETY: the caller's contract (a valid state, in a C function).
+    push(&mut unsafe { Lua::from_raw(l) });
+}
+
+/// `[-0, +1, m]` Pushes the module table, made once per Lua state.
+pub fn push(lua: &mut Lua) {
     lua.push_functions_once(MODULE, FUNCTIONS);
 }

@@ -71,7 +71,7 @@ type PushModule = unsafe fn(L);
 /// The submodules each scheduler's table holds, by field name (`socket.dns`
 /// is there too): each pushes its table, one per Lua state.
 const SUBMODULES: &[(&CStr, PushModule)] = &[
-    (c"socket", socket::push_module),
+    (c"socket", push_socket),
     (c"dns", dns::push_module),
     (c"file", file::push_module),
     (c"process", process::push_module),
@@ -118,10 +118,23 @@ pub unsafe extern "C-unwind" fn luaopen_cothread(l: L) -> c_int {
 /// Called by Lua 5.4 with a valid state.
 #[unsafe(no_mangle)]
 pub unsafe extern "C-unwind" fn luaopen_cothread_socket(l: L) -> c_int {
-    // SAFETY: `require` runs this C function on its thread: a valid state in
-    // a C function, what `push_module` asks; it leaves the one table.
-    unsafe { socket::push_module(l) };
+    // SAFETY: `require` runs this C function on its thread: a valid state
+    // in a C function, what `push_socket` asks; it leaves the one table.
+    unsafe { push_socket(l) };
     1
+}
+
+/// `[-0, +1, e]` Pushes the socket module (made once per Lua state).
+///
+/// # Safety
+/// `l` is the running thread of a C function, which raises the error.
+unsafe fn push_socket(l: L) {
+    // SAFETY: the contract; the error is raised with no owned value left
+    // in this frame.
+    unsafe {
+        let made = socket::push_module(&mut lua::Lua::from_raw(l));
+        lua::or_raise(made, l);
+    }
 }
 
 /// Entry point of `require "cothread.dns"`: the name resolution module, the

@@ -29,11 +29,31 @@ pub unsafe fn cothread_of(l: L) -> Option<(*mut State, Task)> {
     }
 }
 
+/// Whether the caller of the running C function is a cothread that may
+/// park (an operation it drives waits on the engine, not in `poll(2)`).
+pub fn in_cothread(lua: &Lua) -> bool {
+    // SAFETY: a `Lua` is a thread running a C function of the module (rule
+    // 1 of `lua`); `cothread_of` only compares it and asks if it may yield.
+    unsafe { cothread_of(lua.raw()) }.is_some()
+}
+
 /// Runs `op` for the C function whose whole stack is the operation's
 /// frame: its results, or `YIELD` when the calling cothread parked (its
 /// trampoline yields; the function then returns the results it is resumed
 /// with). Outside cothreads the wait blocks this thread.
-pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O) -> Ret {
+pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, op: O) -> Ret {
+    drive_from(lua, op, None)
+}
+
+/// `drive` for a C function that made the first step of `op` itself (with
+/// what it had checked, sparing the step a second look) and must wait as
+/// `first` says.
+pub fn drive_waiting<O: Operation + Copy + 'static>(lua: &mut Lua, op: O, first: Next) -> Ret {
+    drive_from(lua, op, Some(first))
+}
+
+/// `drive`, the first step's answer given or not.
+fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first: Option<Next>) -> Ret {
     let l = lua.raw();
     // SAFETY: `lua` runs this C function (a body's handle); `lua` itself is
     // not used while the frame's handle is.
@@ -41,8 +61,11 @@ pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O) -> Ret {
     let mut why = Why::Start;
     loop {
         f.lua.check_stack(STEP_SLOTS)?;
-        // A step that raised holding a payload left its error on the top.
-        let next = engine::step_guarded(&mut op, &mut f, why).map_err(|()| Error::Value)?;
+        let next = match first.take() {
+            Some(next) => next,
+            // A step that raised holding a payload left its error on the top.
+            None => engine::step_guarded(&mut op, &mut f, why).map_err(|()| Error::Value)?,
+        };
         if let Next::Done(n) = next {
             return Ok(n);
         }

@@ -335,22 +335,15 @@ fn wait_blocking(p: &Proc, deadline: Option<u64>, errno_out: &mut i32) -> Why {
             return Why::Done;
         }
     };
-    let mut fds = [crate::sys::pollfd(fd.as_raw_fd(), crate::sys::POLL_IN)];
     loop {
         if p.exit_now().is_some() {
             return Why::Done;
         }
-        let ms = match deadline {
-            None => -1,
-            Some(d) => {
-                let now = cothread::time::monotonic_ns();
-                if d <= now {
-                    return Why::Timeout;
-                }
-                (d - now).div_ceil(1_000_000).min(c_int::MAX as u64) as c_int
-            }
-        };
-        let _ = crate::sys::poll(&mut fds, ms);
+        // The pidfd becomes readable when the child ends.
+        match engine::block_on(deadline, |each| each(std::ptr::null_mut(), fd.as_raw_fd(), engine::READ)) {
+            Why::Ready => {}
+            why => return why,
+        }
     }
 }
 

@@ -141,21 +141,6 @@ pub unsafe fn check_stack(l: L, n: c_int) {
     unsafe { ffi::luaL_checkstack(l, n, c"too many values".as_ptr()) }
 }
 
-/// `[-0, +2, m]` Pushes `nil, msg`, the failure of a call that may fail
-/// (LuaSocket's and `io`'s convention); returns 2.
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_fail(l: L, msg: &CStr) -> c_int {
-    // SAFETY: valid state; the stack is checked first.
-    unsafe {
-        check_stack(l, 2);
-        ffi::lua_pushnil(l);
-        ffi::lua_pushstring(l, msg.as_ptr());
-    }
-    2
-}
-
 /// `[-0, +1, m]` Pushes the string at `idx` as a message shows a user's
 /// value (`lua::shown`: at most 48 bytes, then "...") and returns Lua's
 /// copy, anchored in the pushed slot, for a `%s`.
@@ -212,9 +197,6 @@ pub unsafe fn status(l: L, co: L) -> Status {
     }
 }
 
-/// A C function and the name it is set under.
-pub type Reg = (&'static CStr, ffi::lua_CFunction);
-
 /// `[-0, +1, e]` Pushes the Lua chunk `source` (text, shipped in the module),
 /// compiled under the chunk name `name`; raises the compiler's message if it
 /// does not compile.
@@ -229,24 +211,5 @@ pub unsafe fn load_chunk(l: L, source: &str, name: &CStr) {
         if status != ffi::LUA_OK {
             ffi::lua_error(l);
         }
-    }
-}
-
-/// `[-0, +1, m]` Pushes the module table kept in the registry under `key`;
-/// the first time, `make` pushes it (after registering what it needs).
-///
-/// # Safety
-/// `l` is a valid state; `make` pushes exactly one table.
-pub unsafe fn push_module_once(l: L, key: &CStr, make: impl FnOnce(L)) {
-    // SAFETY: valid state; the pushes are balanced (`make` pushes one value).
-    unsafe {
-        check_stack(l, 3);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, key.as_ptr()) == ffi::LUA_TTABLE {
-            return;
-        }
-        ffi::lua_pop(l, 1);
-        make(l);
-        ffi::lua_pushvalue(l, -1);
-        ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, key.as_ptr());
     }
 }

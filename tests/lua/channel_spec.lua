@@ -338,6 +338,29 @@ describe("in select", function()
   end)
 end)
 
+describe("select's view of other objects", function()
+  it("does not take an object for a receiver because its metatable says so", function()
+    -- A receiver's metatable entries copied into a file's: select asks the
+    -- receiver's own check, which refuses the file.
+    local _, rx = channel.new()
+    local path = os.tmpname()
+    local file = cothread.file.open(path, "w")
+    local mt = getmetatable(file)
+    local copied = {}
+    for k, v in pairs(getmetatable(rx)) do
+      if mt[k] == nil then
+        mt[k], copied[#copied + 1] = v, k
+      end
+    end
+    local ok, msg = pcall(socket.select, { file }, nil, 0)
+    for _, k in ipairs(copied) do mt[k] = nil end
+    file:close()
+    os.remove(path)
+    assert.is_false(ok)
+    assert.matches("socket expected at index 1, got userdata", msg)
+  end)
+end)
+
 describe("bad input", function()
   it("raises for methods called on the wrong object", function()
     local tx, rx = channel.new()

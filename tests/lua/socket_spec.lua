@@ -695,6 +695,59 @@ describe("bad input", function()
     t:close()
   end)
 
+  it("quotes a huge option name cut short", function()
+    local huge = ("x"):rep(1 << 20)
+    local t = socket.tcp()
+    local c, a = pair()
+    local calls = {
+      function() t:setoption(huge, true) end,
+      function() t:getoption(huge) end,
+      function() socket.udp():setoption(huge, true) end,
+      function() c:shutdown(huge) end,
+      function() socket.connect("127.0.0.1", 1, nil, nil, huge) end,
+    }
+    for i, f in ipairs(calls) do
+      local ok, msg = pcall(f)
+      assert.is_false(ok, i)
+      assert.is_truthy(msg:match("option 'x+%.%.%.'%)$"), msg:sub(1, 120))
+      assert.is_true(#msg < 200, "message " .. i .. " is " .. #msg .. " bytes")
+    end
+    c:close()
+    a:close()
+    t:close()
+  end)
+
+  it("refuses an object that is not a socket, whatever its metatable holds", function()
+    -- Every key of a socket's metatable copied into a file's: the file is
+    -- still no socket (the check asks the registry, not the metatable).
+    local path = os.tmpname()
+    local file = cothread.file.open(path, "w")
+    local mt = getmetatable(file)
+    local copied = {}
+    for k, v in pairs(getmetatable(socket.tcp())) do
+      if mt[k] == nil then
+        mt[k], copied[#copied + 1] = v, k
+      end
+    end
+    local ok, msg = pcall(socket.tcp().getfd, file)
+    for _, k in ipairs(copied) do mt[k] = nil end
+    file:close()
+    os.remove(path)
+    assert.is_false(ok)
+    assert.matches("tcp{any} expected, got userdata", msg)
+  end)
+
+  it("refuses a socket finalized by hand, and finalizes it once", function()
+    local t = socket.tcp4()
+    assert.is_true(t:getfd() >= 0)
+    getmetatable(t).__gc(t)
+    assert.error_matches(function() t:getfd() end, "tcp{any} expected, got userdata")
+    assert.error_matches(function() t:close() end, "tcp{any} expected")
+    getmetatable(t).__gc(t)
+    t = nil
+    collectgarbage()
+  end)
+
   it("returns nil, message for invalid addresses", function()
     local r = { socket.connect("256.1.1.1", 80) }
     assert.is_nil(r[1])

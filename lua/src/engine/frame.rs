@@ -111,12 +111,6 @@ impl Frame {
         Frame { lua: unsafe { Lua::from_raw(l) }, base, payload: None }
     }
 
-    /// The thread, for the engine.
-    #[inline]
-    pub fn l(&self) -> L {
-        self.lua.raw()
-    }
-
     /// The absolute index of frame slot `i` (1-based).
     #[inline]
     pub fn at(&self, i: c_int) -> c_int {

@@ -24,7 +24,7 @@ struct Call<'a> {
 /// Steps `op` with `why` (protected if `f` holds a payload). `Err`: the
 /// step raised; its error value is on the top, in place of the frame.
 pub fn step(op: &mut dyn Operation, f: &mut Frame, why: Why) -> Result<Next, ()> {
-    let l = f.l();
+    let l = f.lua.raw();
     let base = f.base;
     // SAFETY: `f`'s thread runs a C function (a `Frame`'s contract), so it
     // may call a function protected. Its frame is the top `h` values above

@@ -106,12 +106,13 @@ mod tests;
 mod ticket;
 mod watch;
 
+pub use block::poll as block_on;
 pub use event::{Fire, OnEnd};
 pub use frame::{Frame, Job, Next, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
 pub use guard::step as step_guarded;
 pub use lp::{Block, LoopRef};
 pub use op::{Operation, block_default};
 pub use records::{Engine, OPERATION_BIT};
-pub use source::{READ, SELECTABLE, Selectable, Source, SourceKind, WRITE, detach, fire, selectable_at};
+pub use source::{READ, Selectable, Source, SourceKind, WRITE, make_selectable, selectable_at};
 pub use step::{Finish, abandon, cancel, drop_parked, finish, is_delivered, park, poll};
 pub use ticket::settle;

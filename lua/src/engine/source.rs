@@ -8,19 +8,20 @@
 //! first. The engine keeps the source's address to forget it when the engine
 //! goes first (`watch`); the object detaches itself when it closes or is
 //! collected. So neither keeps the other alive, and neither outlives the
-//! other's knowledge of it.
+//! other's knowledge of it. The engine reaches a source only through its
+//! `Cell`s, so objects hold theirs shared.
 //!
 //! This file is the object's side. A source reaches its engine through the
 //! [`Owner`] trait, which the engine implements: the engine's files name
 //! sources, so sources do not name the engine.
 
 use std::cell::Cell;
-use std::ffi::{CStr, c_int, c_void};
+use std::ffi::{CStr, c_int};
 use std::ptr::NonNull;
 
 use cothread::reactor::{READABLE, WRITABLE};
 
-use crate::raw::{L, ffi};
+use crate::lua::{Lua, Udata};
 
 /// Directions of a wait on a source.
 pub const READ: u32 = READABLE;
@@ -77,66 +78,68 @@ impl Source {
 }
 
 /// What `select` needs of an object that is not a socket (a channel's
-/// receiver), found through its metatable: `mt[SELECTABLE]` is a light
-/// userdata pointing to a static `Selectable`. So `select` waits on objects
-/// of other modules without knowing them.
+/// receiver). Its metatable holds it (a `SelectableBox` userdata under the
+/// key `SELECTABLE`), so `select` waits on objects of other modules without
+/// knowing them. The functions check the object's type themselves: a
+/// `Selectable` copied by Lua code into another metatable finds nothing.
 pub struct Selectable {
-    /// The object's source (its userdata block is the argument).
-    pub source: unsafe fn(*mut c_void) -> *mut Source,
-    /// Would a read take something without waiting (a value queued, or
-    /// the end)?
-    pub pending: unsafe fn(*mut c_void) -> bool,
+    /// The source of the object at `idx`, if it is one of this kind.
+    pub source: for<'a> fn(&'a Lua, c_int) -> Option<&'a Source>,
+    /// Would a read of the object at `idx` take something without waiting
+    /// (a value queued, or the end)?
+    pub pending: fn(&Lua, c_int) -> bool,
 }
 
-/// The key (its address, as a light userdata) of `Selectable` in metatables.
-pub static SELECTABLE: u8 = 0;
+/// A `Selectable` kept in Lua.
+struct SelectableBox(&'static Selectable);
 
-/// `[-0, +0, -]` The `Selectable` of the value at `idx` and its userdata
-/// block, if its metatable has one.
-///
-/// # Safety
-/// `l` is a valid state with two free slots.
-pub unsafe fn selectable_at(l: L, idx: c_int) -> Option<(&'static Selectable, *mut c_void)> {
-    // SAFETY: raw reads of a metatable (no metamethod, no allocation); only
-    // modules of this crate store a light userdata under `SELECTABLE`, and
-    // always the address of a static `Selectable`.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        if ffi::lua_type(l, idx) != ffi::LUA_TUSERDATA || ffi::lua_getmetatable(l, idx) == 0 {
-            return None;
-        }
-        ffi::lua_rawgetp(l, -1, (&raw const SELECTABLE).cast());
-        let s = ffi::lua_touserdata(l, -1) as *const Selectable;
-        ffi::lua_pop(l, 2);
-        (!s.is_null()).then(|| (&*s, ffi::lua_touserdata(l, idx)))
+// SAFETY: c"cothread.selectable" names only this type (no other `Udata`, no registry field).
+unsafe impl Udata for SelectableBox {
+    const NAME: &'static CStr = c"cothread.selectable";
+}
+
+/// The key (its address, as a light userdata) of a `Selectable` in
+/// metatables.
+static SELECTABLE: u8 = 0;
+
+/// `[-0, +0, m]` Makes the objects under the metatable on the top
+/// selectable through `s`.
+pub fn make_selectable(lua: &mut Lua, s: &'static Selectable) {
+    // Its filling never fails (a memory error raises): the table is pushed.
+    if lua.udata_metatable::<SelectableBox>(|_| Ok(())).is_ok() {
+        lua.pop(1);
     }
+    lua.new_udata(SelectableBox(s), 0);
+    lua.set_pointer_key(-2, (&raw const SELECTABLE).cast());
 }
 
-/// Detaches `src` from its engine, if any, before its object closes (or
-/// goes): the operations waiting on it become due with `Closed`.
-///
-/// # Safety
-/// `src` is a live object's source.
-pub unsafe fn detach(src: *mut Source) {
-    // SAFETY: a source's owner is live while set (the engine clears it when
-    // it goes); only Rust runs, and no other borrow of the engine is live.
-    unsafe {
-        if let Some(mut e) = (*src).owner.get() {
-            e.as_mut().closed((*src).id.get());
+/// `[-0, +0, -]` The `Selectable` in the metatable of the value at `idx`,
+/// if it has one.
+pub fn selectable_at(lua: &Lua, idx: c_int) -> Option<&'static Selectable> {
+    lua.with_metafield(idx, (&raw const SELECTABLE).cast(), |lua| lua.test_udata::<SelectableBox>(-1).map(|b| b.0))
+        .flatten()
+}
+
+impl Source {
+    /// Detaches the source from its engine, if any, before its object
+    /// closes (or goes): the operations waiting on it become due with
+    /// `Closed`.
+    pub fn detach(&self) {
+        if let Some(mut e) = self.owner.get() {
+            // SAFETY: an owner is a live engine while set (it clears the
+            // field when it goes). The engine holds no reference to itself
+            // across a call out of it (a step, a finalizer: see `step`), so
+            // this `&mut` is the only one while `closed` runs.
+            unsafe { e.as_mut().closed(self.id.get()) }
         }
     }
-}
 
-/// A channel's receiver got a value or closed: the operations reading `src`
-/// become due with `Ready`.
-///
-/// # Safety
-/// `src` is a live object's source.
-pub unsafe fn fire(src: *mut Source) {
-    // SAFETY: as `detach`.
-    unsafe {
-        if let Some(mut e) = (*src).owner.get() {
-            e.as_mut().fired((*src).id.get());
+    /// A channel's receiver got a value or closed: the operations reading
+    /// the source become due with `Ready`.
+    pub fn fire(&self) {
+        if let Some(mut e) = self.owner.get() {
+            // SAFETY: as in `detach`.
+            unsafe { e.as_mut().fired(self.id.get()) }
         }
     }
 }

@@ -52,7 +52,7 @@ pub use error::{Error, Ret, or_raise, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
 pub use thread::{L, Lua};
-pub use udata::{Udata, alloc_block, value_at};
+pub use udata::{Classes, Udata};
 
 pub use mlua::ffi::{self, lua_Integer, lua_State};
 

@@ -44,8 +44,8 @@ impl Type {
         }
     }
 
-    /// The name `luaL_typeerror` expects.
-    fn name(self) -> &'static CStr {
+    /// The type's name (`luaL_typename`'s).
+    pub fn name(self) -> &'static CStr {
         match self {
             Type::None => c"no value",
             Type::Nil => c"nil",
@@ -76,8 +76,9 @@ impl Lua {
     pub fn set_top(&mut self, idx: c_int) {
         // SAFETY: a valid state; growing fills with nils, which needs room.
         unsafe {
-            if idx > 0 {
-                ffi::lua_checkstack(self.l, idx - ffi::lua_gettop(self.l));
+            let top = ffi::lua_gettop(self.l);
+            if idx > top {
+                ffi::lua_checkstack(self.l, idx - top);
             }
             ffi::lua_settop(self.l, idx)
         }
@@ -195,6 +196,15 @@ impl Lua {
         (ok != 0).then_some(n)
     }
 
+    /// `[-0, +0, -]` Is the value at `idx` a number of the integer subtype
+    /// (`lua_isinteger`: no float, no string)?
+    pub fn is_integer(&self, idx: c_int) -> bool {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; `lua_isinteger` looks at the tag of a slot
+        // within the frame.
+        unsafe { ffi::lua_isinteger(self.l, idx) != 0 }
+    }
+
     /// `[-0, +0, -]` The value at `idx` as a number, if it is one (or a string
     /// convertible to one).
     pub fn to_num(&self, idx: c_int) -> Option<f64> {
@@ -301,6 +311,13 @@ impl Lua {
         Ok(self.to_bytes(arg).unwrap_or_default())
     }
 
+    /// `[-0, +0, -]` Argument `arg` as a C string: its bytes up to the first
+    /// NUL (a number converted, as `check_bytes`).
+    pub fn check_cstr(&self, arg: c_int) -> Result<&CStr, Error> {
+        self.check_bytes(arg)?;
+        Ok(self.to_cstr(arg).unwrap_or_default())
+    }
+
     /// `[-0, +0, -]` Argument `arg` as a string, `def` if nil or absent.
     pub fn opt_bytes<'a>(&'a self, arg: c_int, def: &'a [u8]) -> Result<&'a [u8], Error> {
         if self.is_nil(arg) { Ok(def) } else { self.check_bytes(arg) }
@@ -392,17 +409,19 @@ impl Lua {
         unsafe { ffi::lua_pushvalue(self.l, idx) }
     }
 
-    /// `[-0, +1, m]` Pushes a copy of the bytes `cell` holds, without
-    /// keeping it borrowed while Lua copies them: should the copy raise a
-    /// memory error, no skipped guard leaves the cell borrowed for good.
-    pub fn push_held(&self, cell: &RefCell<Vec<u8>>) {
+    /// `[-0, +1, m]` Pushes a copy of the bytes `pick` finds in what `cell`
+    /// holds, the cell left as it is and not borrowed while Lua copies them:
+    /// should the copy raise a memory error, no skipped guard leaves the
+    /// cell borrowed for good, and nothing taken out of it is lost.
+    pub fn push_held<T>(&self, cell: &RefCell<T>, pick: impl FnOnce(&T) -> &[u8]) {
         let (p, n) = {
             let v = cell.borrow();
-            (v.as_ptr(), v.len())
+            let b = pick(&v);
+            (b.as_ptr(), b.len())
         };
         self.room(1);
-        // SAFETY: a valid state with room. The vector stays as it is until
-        // its bytes are copied: `cell` is borrowed for the whole call, no
+        // SAFETY: a valid state with room. The bytes stay as they are until
+        // they are copied: `cell` is borrowed (shared) for the whole call, no
         // Rust code runs meanwhile, and `lua_pushlstring` copies them before
         // it may run Lua code (its allocation may collect, but in emergency
         // mode, which calls no finalizer; the collection step that may call

@@ -99,6 +99,56 @@ impl Lua {
         }
     }
 
+    /// `[-2, +0, m]` `t[k] = v` for the table at `t` (raw), `k` and `v` the
+    /// two top values, popped. A nil or NaN key (which Lua refuses) drops
+    /// both.
+    pub fn set_table(&mut self, t: c_int) {
+        let t = self.abs(t);
+        let nan = self.kind(-2) == Type::Number && self.to_num(-2).is_some_and(f64::is_nan);
+        let bad_key = nan || self.is_nil(-2);
+        if bad_key || self.kind(t) != Type::Table {
+            self.pop(2);
+            return;
+        }
+        // SAFETY: a valid state, a table at `t` and a key Lua takes
+        // (checked), so `lua_rawset` raises nothing but a memory error.
+        unsafe { ffi::lua_rawset(self.l, t) }
+    }
+
+    /// `[-0, +0, -]` Calls `f` with `t[i]` of the table at `t` (raw) pushed,
+    /// and its type; pops it, and whatever `f` pushed, after.
+    pub fn with_index<R>(&self, t: c_int, i: lua_Integer, f: impl FnOnce(&Lua, Type) -> R) -> R {
+        let top = self.top();
+        let ty = self.get_index(t, i);
+        let r = f(self, ty);
+        // SAFETY: only values pushed since `top` go: `t[i]`, which nothing
+        // borrowed before it was pushed, and `f`'s pushes, whose borrows
+        // ended with `f` (its result cannot hold one: `f` takes any `&Lua`).
+        unsafe { ffi::lua_settop(self.l, top) };
+        r
+    }
+
+    /// `[-0, +0, -]` Calls `f` with `mt[key]` pushed (raw; `key` an address
+    /// as a light userdata), `mt` the metatable of the value at `idx`; pops
+    /// both, and whatever `f` pushed, after. `None` if it has no metatable.
+    pub fn with_metafield<R>(&self, idx: c_int, key: *const std::ffi::c_void, f: impl FnOnce(&Lua) -> R) -> Option<R> {
+        let idx = self.readable(idx);
+        let top = self.top();
+        self.room(2);
+        // SAFETY: a valid state with room for the metatable and the field
+        // (a raw read: nothing raises).
+        unsafe {
+            if ffi::lua_getmetatable(self.l, idx) == 0 {
+                return None;
+            }
+            ffi::lua_rawgetp(self.l, -1, key);
+        }
+        let r = f(self);
+        // SAFETY: as in `with_index`: only values pushed since `top` go.
+        unsafe { ffi::lua_settop(self.l, top) };
+        Some(r)
+    }
+
     /// `[-1, +0, m]` `t[key] = v` for the table at `t` (raw), `key` an
     /// address as a light userdata (a private tag), `v` the top value, popped.
     pub fn set_pointer_key(&mut self, t: c_int, key: *const std::ffi::c_void) {
@@ -116,21 +166,22 @@ impl Lua {
     /// `[-0, +0, -]` Calls `f` for each entry of the table at `t` (raw, in
     /// `next`'s order) with the key at -2 and the value at -1, until it
     /// answers false. `f` gets the handle shared: it cannot change the
-    /// stack under the traversal.
+    /// stack under the traversal; what it pushes is popped after it.
     pub fn each(&mut self, t: c_int, mut f: impl FnMut(&Lua) -> bool) {
         let t = self.abs(t);
         if self.kind(t) != Type::Table {
             return;
         }
         self.room(3);
+        let top = self.top();
         // SAFETY: a table at `t` (checked) and room for the key and the
-        // value; the key `next` left is the one it gave (`f` cannot change
-        // it), so `lua_next` finds it and never raises.
+        // value; the stack is cut back to the key `next` left after `f`
+        // (which may only push), so `lua_next` finds it and never raises.
         unsafe {
             ffi::lua_pushnil(self.l);
             while ffi::lua_next(self.l, t) != 0 {
                 let go_on = f(self);
-                ffi::lua_settop(self.l, if go_on { -2 } else { -3 });
+                ffi::lua_settop(self.l, if go_on { top + 1 } else { top });
                 if !go_on {
                     return;
                 }

@@ -5,6 +5,14 @@
 //! a collected userdata to a method (an object resurrected by another
 //! finalizer), so the block says whether its value is alive and the check
 //! refuses a dead one.
+//!
+//! A type whose objects change class (LuaSocket's `tcp{master}` becomes
+//! `tcp{client}`) lists its classes in `T::CLASSES`, a `static`: one
+//! metatable each, registered under its own name. Its objects carry a tag
+//! instead, user value 1: a light userdata, the static's address. The check
+//! reads the tag (no metatable, no registry: it is on every socket call);
+//! it is unforgeable because Lua code cannot set user values and this
+//! layer's `set_uservalue` refuses light userdata.
 
 use std::cell::Cell;
 use std::ffi::{CStr, c_int};
@@ -22,16 +30,33 @@ use super::thread::{L, Lua};
 /// out only shared references.
 ///
 /// # Safety
-/// `NAME` is this type's alone: no other `Udata` type, and no other
-/// registry field of the Lua state, uses it. The layer trusts a userdata
-/// under that metatable to hold a `Self`.
+/// `NAME`, `CLASSES` and each name in it are this type's alone: no other
+/// `Udata` type, and no other registry field of the Lua state, uses them.
+/// The layer trusts a userdata under `NAME`'s metatable, or tagged with
+/// `CLASSES`, to hold a `Self`.
 pub unsafe trait Udata: Sized + 'static {
-    /// The metatable's registry name, also `__name` in error messages.
+    /// The metatable's registry name, also `__name` in error messages (for
+    /// a type with classes, only the name `udata`'s message gives).
     const NAME: &'static CStr;
+    /// Its classes, if its objects change class (none: one metatable,
+    /// `NAME`).
+    const CLASSES: Option<&'static Classes> = None;
 }
 
-/// The userdata block. The value comes first, so the block's address is the
-/// value's (`value_at`).
+/// The registry names of the metatables of a `Udata` type whose objects
+/// change class. Kept in a `static` of its own: its address is the tag of
+/// the type's objects.
+pub struct Classes(pub &'static [&'static CStr]);
+
+impl Classes {
+    /// The tag of the objects of the type (user value 1).
+    fn tag(&'static self) -> *const std::ffi::c_void {
+        (self as *const Classes).cast()
+    }
+}
+
+/// The userdata block. The value comes first, so the block's address (the
+/// userdata's, as `%p` shows it) is the value's.
 #[repr(C)]
 struct Block<T> {
     value: ManuallyDrop<T>,
@@ -39,21 +64,44 @@ struct Block<T> {
 }
 
 impl Lua {
-    /// `[-0, +1, m]` Pushes the metatable of `T`; with none registered,
-    /// first makes it: `__name`, a `__gc` that drops the value, and what
-    /// `fill` adds (it finds the table on the top). The table is registered
-    /// only once complete: a memory error in between registers nothing,
-    /// and the next call makes it again, where a table registered first
-    /// would stay without its `__gc` (objects never finalized) or methods.
-    /// On an error nothing is pushed (but an `Error::Value`'s value).
+    /// `[-0, +1, m]` Pushes the metatable of `T`, a type without classes;
+    /// with none registered, first makes it: `__name`, a `__gc` that drops
+    /// the value, and what `fill` adds (see `make_metatable`).
     pub fn udata_metatable<T: Udata>(&mut self, fill: impl FnOnce(&mut Lua) -> Result<(), Error>) -> Result<(), Error> {
-        if self.get_field(REGISTRY, T::NAME) != Type::Nil {
+        const { assert!(T::CLASSES.is_none(), "a type with classes has a metatable per class") };
+        self.make_metatable::<T>(T::NAME, fill)
+    }
+
+    /// `[-0, +1, m]` Pushes the metatable of class `class` of `T` (registry
+    /// name `T::CLASSES[class]`); with none registered, first makes it, as
+    /// `udata_metatable` does.
+    pub fn udata_class<T: Udata>(
+        &mut self,
+        class: usize,
+        fill: impl FnOnce(&mut Lua) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        self.make_metatable::<T>(T::CLASSES.expect("a type with classes").0[class], fill)
+    }
+
+    /// `[-0, +1, m]` The metatable registered as `name`, made now for `T`
+    /// if there is none: `__name`, `__gc`, and what `fill` adds (it finds
+    /// the table on the top). The table is registered only once complete: a
+    /// memory error in between registers nothing, and the next call makes
+    /// it again, where a table registered first would stay without its
+    /// `__gc` (objects never finalized) or methods. On an error nothing is
+    /// pushed (but an `Error::Value`'s value).
+    fn make_metatable<T: Udata>(
+        &mut self,
+        name: &CStr,
+        fill: impl FnOnce(&mut Lua) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        if self.get_field(REGISTRY, name) != Type::Nil {
             return Ok(());
         }
         self.pop(1);
         let top = self.top();
         self.new_table(0, 4);
-        self.push_bytes(T::NAME.to_bytes());
+        self.push_bytes(name.to_bytes());
         self.set_field(-2, c"__name");
         self.push_fn(gc::<T>);
         self.set_field(-2, c"__gc");
@@ -67,7 +115,7 @@ impl Lua {
             return Err(e);
         }
         self.push_value(-1);
-        self.set_field(REGISTRY, T::NAME);
+        self.set_field(REGISTRY, name);
         Ok(())
     }
 
@@ -76,8 +124,27 @@ impl Lua {
     ///
     /// The block is allocated in a protected call: should Lua's allocator
     /// refuse it, `value` is dropped (a descriptor it owns closes) before
-    /// the memory error is raised on.
+    /// the memory error is raised on. So does `new_udata_class`.
     pub fn new_udata<T: Udata>(&self, value: T, nuv: c_int) -> &T {
+        const { assert!(T::CLASSES.is_none(), "a type with classes is made in one of them") };
+        self.new_block(value, nuv, T::NAME)
+    }
+
+    /// `[-0, +1, m]` Pushes a new userdata holding `value`, of class `class`
+    /// of `T` (`udata_class` made it), tagged as `T`'s (its one user value).
+    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize) -> &T {
+        let classes = T::CLASSES.expect("a type with classes");
+        let t = self.new_block(value, 1, classes.0[class]);
+        self.push_light(classes.tag());
+        // SAFETY: the new userdata is below its tag, and has one user value:
+        // the only write of a `Classes` address into a user value.
+        unsafe { ffi::lua_setiuservalue(self.l, -2, 1) };
+        t
+    }
+
+    /// `[-0, +1, m]` Pushes a new block holding `value` under the metatable
+    /// registered as `name`, one of `T`'s.
+    fn new_block<T: Udata>(&self, value: T, nuv: c_int, name: &CStr) -> &T {
         const { assert!(std::mem::align_of::<Block<u64>>() <= 8) };
         assert!(std::mem::align_of::<Block<T>>() <= 8, "Lua aligns userdata to 8 bytes");
         self.room(3);
@@ -96,12 +163,21 @@ impl Lua {
         // anchors it for the returned borrow (rule 3).
         unsafe {
             b.write(Block { value: ManuallyDrop::new(value), live: Cell::new(true) });
-            self.set_metatable(-1, T::NAME);
+            self.set_metatable(-1, name);
             &(*b).value
         }
     }
 
+    /// `[-0, +0, m]` Makes the `T` at `idx` one of class `class` (its
+    /// metatable that class's); nothing if no live `T` is there.
+    pub fn set_class<T: Udata>(&self, idx: c_int, class: usize) {
+        if let (Some(classes), Some(_)) = (T::CLASSES, self.test_udata::<T>(idx)) {
+            self.set_metatable(idx, classes.0[class]);
+        }
+    }
+
     /// `[-0, +0, -]` The live `T` at `idx`, if the value there is one.
+    #[inline]
     pub fn test_udata<T: Udata>(&self, idx: c_int) -> Option<&T> {
         let b = self.block::<T>(idx)?;
         b.live.get().then_some(&*b.value)
@@ -128,10 +204,11 @@ impl Lua {
     }
 
     /// `[-1, +0, -]` Pops the top value into user value `n` of the userdata
-    /// at `idx`; false (the value dropped) if it has no such value.
+    /// at `idx`; false (the value dropped) if it has no such value, or if the
+    /// value is a light userdata (those are the layer's tags).
     pub fn set_uservalue(&mut self, idx: c_int, n: c_int) -> bool {
         let idx = self.abs(idx);
-        if self.kind(idx) != Type::Userdata {
+        if self.kind(idx) != Type::Userdata || self.kind(-1) == Type::LightUserdata {
             self.pop(1);
             return false;
         }
@@ -140,30 +217,44 @@ impl Lua {
         unsafe { ffi::lua_setiuservalue(self.l, idx, n) != 0 }
     }
 
-    /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`).
+    /// The block at `idx` if it is a `T`'s, anchored by its slot.
+    #[inline]
     fn block<T: Udata>(&self, idx: c_int) -> Option<&Block<T>> {
+        // SAFETY: `block_ptr` answers null or a `Block<T>` that the slot
+        // keeps alive while `self` is borrowed (rule 3); it is only read.
+        unsafe { self.block_ptr::<T>(idx).as_ref() }
+    }
+
+    /// The block at `idx` if its metatable is `T`'s (`luaL_testudata`), or,
+    /// for a type with classes, if it has `T`'s tag; else null.
+    #[inline]
+    fn block_ptr<T: Udata>(&self, idx: c_int) -> *mut Block<T> {
         let idx = self.readable(idx);
         self.room(2);
-        // SAFETY: a valid state with room for the two metatables compared
-        // and popped; a userdata under `T::NAME`'s metatable was made by
-        // `new_udata::<T>` (the name is `T`'s alone), so it holds a
-        // `Block<T>`, anchored by its slot for the borrow.
+        let Some(classes) = T::CLASSES else {
+            // SAFETY: a valid state with room for the two metatables
+            // compared and popped; a userdata under `T::NAME`'s metatable was
+            // made by `new_udata::<T>` (the name is `T`'s alone), so it holds
+            // a `Block<T>`.
+            return unsafe { ffi::luaL_testudata(self.l, idx, T::NAME.as_ptr()) as *mut Block<T> };
+        };
+        if self.kind(idx) != Type::Userdata {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: a full userdata at `idx` and room for its user value 1,
+        // popped after (a plain read). That value is a light userdata only
+        // if Rust code of this crate put it there: Lua code cannot set user
+        // values (the debug library aside, as for any metatable check), and
+        // `set_uservalue` refuses light userdata. The only such write of a
+        // `Classes` address is `new_udata_class::<T>`'s, of `T::CLASSES` (a
+        // static of `T`'s), so the tag means a `Block<T>`.
         unsafe {
-            let p = ffi::luaL_testudata(self.l, idx, T::NAME.as_ptr()) as *const Block<T>;
-            p.as_ref()
+            let tagged = ffi::lua_getiuservalue(self.l, idx, 1) == ffi::LUA_TLIGHTUSERDATA
+                && ffi::lua_touserdata(self.l, -1).cast_const() == classes.tag();
+            ffi::lua_settop(self.l, -2);
+            if tagged { ffi::lua_touserdata(self.l, idx) as *mut Block<T> } else { std::ptr::null_mut() }
         }
     }
-}
-
-/// The `T` whose userdata block is at `ud`, for code that kept the address
-/// of a userdata it checked (the engine's `Selectable`s).
-///
-/// # Safety
-/// `ud` is the address of a userdata made by `new_udata::<T>`, alive (held
-/// by a stack slot or a reachable value) for `'a`.
-pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
-    // SAFETY: the contract; `Block<T>` is `repr(C)` with the value first.
-    unsafe { &(*(ud as *const Block<T>)).value }
 }
 
 /// `[-0, +1, -]` Pushes a new userdata block of `size` bytes with `nuv`
@@ -173,10 +264,10 @@ pub unsafe fn value_at<'a, T: Udata>(ud: *const std::ffi::c_void) -> &'a T {
 ///
 /// # Safety
 /// `l` is a valid state, running a C function, with three free slots.
-pub unsafe fn alloc_block(l: L, size: usize, nuv: c_int) -> *mut std::ffi::c_void {
+unsafe fn alloc_block(l: L, size: usize, nuv: c_int) -> *mut std::ffi::c_void {
     // SAFETY: the contract; `lua_pcall` catches the allocation's error.
     unsafe {
-        ffi::lua_pushcfunction(l, new_block);
+        ffi::lua_pushcfunction(l, new_userdata_call);
         ffi::lua_pushinteger(l, size as ffi::lua_Integer);
         ffi::lua_pushinteger(l, nuv as ffi::lua_Integer);
         if ffi::lua_pcall(l, 2, 1, 0) != ffi::LUA_OK {
@@ -186,9 +277,9 @@ pub unsafe fn alloc_block(l: L, size: usize, nuv: c_int) -> *mut std::ffi::c_voi
     }
 }
 
-/// `new_block(size, nuv)`, called protected by `alloc_block`: a userdata of
+/// `new_userdata_call(size, nuv)`, called protected by `alloc_block`: a userdata of
 /// `size` bytes with `nuv` user values.
-unsafe extern "C-unwind" fn new_block(l: L) -> c_int {
+unsafe extern "C-unwind" fn new_userdata_call(l: L) -> c_int {
     // SAFETY: `alloc_block` calls this with two integers; the allocation's
     // error unwinds to its `lua_pcall`, past no Rust frame but this one.
     unsafe {
@@ -201,12 +292,13 @@ unsafe extern "C-unwind" fn new_block(l: L) -> c_int {
 
 /// `__gc` of every `T`: drops the value once.
 unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
-    // SAFETY: Lua calls a metatable's `__gc` with its object; the metatable
-    // is `T`'s, so the block is a `Block<T>`; `live` makes the drop happen
-    // once, and the value is not read after it (`udata` refuses a dead one).
+    // SAFETY: Lua calls a metatable's `__gc` on its running thread.
+    let lua = unsafe { Lua::from_raw(l) };
+    // SAFETY: the block, if one, is a `Block<T>` held by slot 1; `live`
+    // makes the drop happen once, and the value is not read after it
+    // (`udata` and `test_udata` refuse a dead one).
     unsafe {
-        let b = ffi::luaL_testudata(l, 1, T::NAME.as_ptr()) as *mut Block<T>;
-        if let Some(b) = b.as_mut() {
+        if let Some(b) = lua.block_ptr::<T>(1).as_mut() {
             if b.live.replace(false) {
                 ManuallyDrop::drop(&mut b.value);
             }

@@ -1,236 +1,222 @@
 //! The socket methods that never wait: timeouts, names, options, `setfd`,
 //! statistics, `bind`, `listen`, `shutdown`, and the module functions that
 //! make objects (`tcp`, `bind`, ...) or answer at once (`gettime`, `skip`).
+//! A method UDP objects share is a body over `UDP` (see `object::shared`);
+//! `udp` exports its copies.
 
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
-use super::object::{
-    ANY, Kind, MAX_VALUE, PendingOpt, Tcp, check_tcp, close_tcp, ensure_fd, ok, push_tcp, set_kind, tcp_close,
-};
+use super::object::{ANY, Kind, MAX_VALUE, PendingOpt, Sock, check, close, ok, push_sock, set_kind, shared};
 use super::options;
-use crate::engine;
-use crate::raw::{self, L, ffi};
+use crate::cfn;
+use crate::lua::{Error, Lua, Reg, Ret, lua_Integer, shown};
 use crate::sys;
 
-/// `[-0, +0, e]` Raises `bad argument #arg to '...' (invalid option 'name')`,
-/// as `luaL_checkoption` (LuaSocket's message for an unknown choice).
-pub(super) unsafe fn bad_option(l: L, arg: c_int, name: &CStr) -> ! {
-    // SAFETY: `l` is in a C function (for the message's position); "%s"
-    // keeps `name` literal.
-    unsafe {
-        let msg = ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), name.as_ptr());
-        ffi::luaL_argerror(l, arg, msg);
-    }
-    unreachable!("luaL_argerror returned")
+/// `bad argument #arg to '...' (invalid option 'name')`, as
+/// `luaL_checkoption` (LuaSocket's message for an unknown choice).
+pub(super) fn bad_option(arg: c_int, name: &[u8]) -> Error {
+    Error::arg_owned(arg, format!("invalid option '{}'", shown(name)))
 }
+
+cfn!(getfd = getfd_body::<false>);
 
 /// `sock:getfd()`: the descriptor, or -1.
-pub(super) unsafe extern "C-unwind" fn tcp_getfd(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        ffi::lua_pushinteger(l, (*t).fd as ffi::lua_Integer);
-        1
-    }
+pub(super) fn getfd_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let fd = check(lua, 1, shared::<UDP>())?.fd.get();
+    lua.push_int(fd as lua_Integer);
+    Ok(1)
 }
 
+cfn!(dirty = dirty_body::<false>);
+
 /// `sock:dirty()`: is received data buffered (a `receive` would not wait)?
-pub(super) unsafe extern "C-unwind" fn tcp_dirty(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        ffi::lua_pushboolean(l, !(*t).unread().is_empty() as c_int);
-        1
-    }
+pub(super) fn dirty_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let buffered = check(lua, 1, shared::<UDP>())?.unread_len() > 0;
+    lua.push_bool(buffered);
+    Ok(1)
 }
+
+cfn!(settimeout = settimeout_body::<false>);
 
 /// `sock:settimeout(t [, mode])`: `mode` "b" (default: each wait) or "t"
 /// (each call, also "r"); nil or negative: no timeout.
-pub(super) unsafe extern "C-unwind" fn tcp_settimeout(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        let v = if ffi::lua_isnoneornil(l, 2) != 0 { -1.0 } else { ffi::luaL_checknumber(l, 2) };
-        let v = if v.is_nan() { -1.0 } else { v };
-        let mode = ffi::luaL_optlstring(l, 3, c"b".as_ptr(), std::ptr::null_mut());
-        match *mode as u8 {
-            b'b' => (*t).block = v,
-            b't' | b'r' => (*t).total = v,
-            _ => raw::arg_error(l, 3, c"invalid timeout mode"),
-        }
-        ok(l)
+pub(super) fn settimeout_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, shared::<UDP>())?;
+    let v = lua.opt_num(2, -1.0)?;
+    let v = if v.is_nan() { -1.0 } else { v };
+    match lua.opt_bytes(3, b"b")?.first() {
+        Some(b'b') => s.block.set(v),
+        Some(b't' | b'r') => s.total.set(v),
+        _ => return Err(Error::arg(3, c"invalid timeout mode")),
     }
+    Ok(ok(lua))
 }
+
+cfn!(gettimeout = gettimeout_body::<false>);
 
 /// `sock:gettimeout()`: the block and total timeouts (-1: none).
-pub(super) unsafe extern "C-unwind" fn tcp_gettimeout(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        ffi::lua_pushnumber(l, (*t).block);
-        ffi::lua_pushnumber(l, (*t).total);
-        2
-    }
+pub(super) fn gettimeout_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, shared::<UDP>())?;
+    lua.push_num(s.block.get());
+    lua.push_num(s.total.get());
+    Ok(2)
 }
 
-/// `[-0, +3|2, m]` Pushes `host, port, family` of `addr`.
-pub(super) unsafe fn push_addr(l: L, addr: &sys::Addr) -> c_int {
+/// `[-0, +3, m]` Pushes `host, port, family` of `addr`.
+pub(super) fn push_addr(lua: &Lua, addr: &sys::Addr) -> c_int {
     let (host, port) = addr.host_port();
-    // SAFETY: valid state; `host` is dropped before anything may raise.
-    unsafe {
-        ffi::lua_pushlstring(l, host.as_ptr().cast(), host.len());
-        drop(host);
-        ffi::lua_pushinteger(l, port as ffi::lua_Integer);
-        let fam = if addr.family() == libc::AF_INET6 { c"inet6" } else { c"inet" };
-        ffi::lua_pushstring(l, fam.as_ptr());
-    }
+    lua.push_owned(host);
+    lua.push_int(port as lua_Integer);
+    lua.push_bytes(if addr.family() == libc::AF_INET6 { b"inet6" } else { b"inet" });
     3
 }
 
-unsafe fn sock_name(l: L, peer: bool) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = if peer { check_tcp(l, 1, &[Kind::Master, Kind::Client, Kind::Server]) } else { check_tcp(l, 1, ANY) };
-        if (*t).fd < 0 {
-            return raw::push_fail(l, c"closed");
-        }
-        match sys::name((*t).fd, peer) {
-            Ok(a) => push_addr(l, &a),
-            Err(e) => raw::push_fail(l, sys::strerror(e)),
-        }
+/// `[-0, +3|2, m]` Pushes `host, port, family` of the local or (`peer`)
+/// remote end of `s`, or `nil, message`.
+pub(super) fn push_name(lua: &Lua, s: &Sock, peer: bool) -> c_int {
+    if s.fd.get() < 0 {
+        return lua.fail(c"closed");
+    }
+    match sys::name(s.fd.get(), peer) {
+        Ok(a) => push_addr(lua, &a),
+        Err(e) => lua.fail(sys::strerror(e)),
     }
 }
+
+cfn!(getsockname = getsockname_body::<false>);
 
 /// `sock:getsockname()`: `host, port, family` of the local end.
-pub(super) unsafe extern "C-unwind" fn tcp_getsockname(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe { sock_name(l, false) }
+pub(super) fn getsockname_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, shared::<UDP>())?;
+    Ok(push_name(lua, s, false))
 }
+
+cfn!(getpeername = getpeername_body);
 
 /// `client:getpeername()`: `host, port, family` of the remote end.
-unsafe extern "C-unwind" fn tcp_getpeername(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe { sock_name(l, true) }
+fn getpeername_body(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[Kind::Master, Kind::Client, Kind::Server])?;
+    Ok(push_name(lua, s, true))
 }
 
+cfn!(shutdown = shutdown_body);
+
 /// `client:shutdown([how])`: "both" (default), "send" or "receive".
-unsafe extern "C-unwind" fn tcp_shutdown(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, &[Kind::Client]);
-        let how = CStr::from_ptr(ffi::luaL_optlstring(l, 2, c"both".as_ptr(), std::ptr::null_mut()));
-        let how = match how.to_bytes() {
-            b"both" => libc::SHUT_RDWR,
-            b"send" => libc::SHUT_WR,
-            b"receive" => libc::SHUT_RD,
-            _ => bad_option(l, 2, how),
-        };
-        if (*t).fd < 0 {
-            return raw::push_fail(l, c"closed");
-        }
-        match sys::shutdown((*t).fd, how) {
-            Ok(()) => ok(l),
-            Err(e) => raw::push_fail(l, sys::strerror(e)),
-        }
+fn shutdown_body(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[Kind::Client])?;
+    let how = if lua.is_nil(2) { c"both" } else { lua.check_cstr(2)? };
+    let how = match how.to_bytes() {
+        b"both" => libc::SHUT_RDWR,
+        b"send" => libc::SHUT_WR,
+        b"receive" => libc::SHUT_RD,
+        other => return Err(bad_option(2, other)),
+    };
+    if s.fd.get() < 0 {
+        return Ok(lua.fail(c"closed"));
+    }
+    match sys::shutdown(s.fd.get(), how) {
+        Ok(()) => Ok(ok(lua)),
+        Err(e) => Ok(lua.fail(sys::strerror(e))),
     }
 }
+
+cfn!(setoption = setoption_body);
 
 /// `sock:setoption(name, value)`: "keepalive", "reuseaddr", "reuseport",
 /// "tcp-nodelay", "ipv6-v6only" (booleans), "linger" (`{on = bool, timeout =
 /// seconds}`), "tcp-keepidle", "tcp-keepcnt", "tcp-keepintvl",
 /// "recv-buffer-size", "send-buffer-size" (integers).
-unsafe extern "C-unwind" fn tcp_setoption(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe { options::set(l, check_tcp(l, 1, ANY), options::TCP) }
+fn setoption_body(lua: &mut Lua) -> Ret {
+    options::set(lua, ANY, options::TCP)
 }
 
+cfn!(getoption = getoption_body);
+
 /// `sock:getoption(name)`: the option's value (a linger as `{on, timeout}`).
-unsafe extern "C-unwind" fn tcp_getoption(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe { options::get(l, check_tcp(l, 1, ANY), options::TCP) }
+fn getoption_body(lua: &mut Lua) -> Ret {
+    options::get(lua, ANY, options::TCP)
 }
+
+cfn!(getfamily = getfamily_body::<false>);
 
 /// `sock:getfamily()`: `"inet6"` for an IPv6 object, otherwise `"inet4"`
 /// (also before a `tcp()` or `udp()` object has a descriptor), as LuaSocket.
-pub(super) unsafe extern "C-unwind" fn sock_getfamily(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        let name = if (*t).family == libc::AF_INET6 { c"inet6" } else { c"inet4" };
-        ffi::lua_pushstring(l, name.as_ptr());
-        1
-    }
+pub(super) fn getfamily_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let six = check(lua, 1, shared::<UDP>())?.family.get() == libc::AF_INET6;
+    lua.push_bytes(if six { b"inet6" } else { b"inet4" });
+    Ok(1)
 }
+
+cfn!(setfd = setfd_body::<false>);
 
 /// `sock:setfd(fd)`: makes the object use descriptor `fd` (LuaSocket's
 /// "very dangerous" method: the old descriptor is not closed, and the
 /// object will close `fd`). A cothread waiting on the object gets "closed";
 /// `fd` is made non-blocking. Returns nothing.
-pub(super) unsafe extern "C-unwind" fn sock_setfd(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        let fd = ffi::luaL_checknumber(l, 2);
-        let fd = if fd >= 0.0 && fd <= c_int::MAX as f64 { fd as RawFd } else { -1 };
-        engine::detach(&raw mut (*t).src);
-        (*t).fd = fd;
-        if fd >= 0 {
-            let _ = sys::set_nonblocking(fd); // not a descriptor: its calls fail alike
-            if let Ok(f) = sys::domain(fd) {
-                (*t).family = f;
-            }
-            (*t).closed = false;
-            (*t).lazy = false;
-        } else {
-            (*t).closed = !(*t).lazy;
+pub(super) fn setfd_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, shared::<UDP>())?;
+    let fd = lua.check_num(2)?;
+    let fd = if fd >= 0.0 && fd <= c_int::MAX as f64 { fd as RawFd } else { -1 };
+    s.src.detach();
+    s.fd.set(fd);
+    if fd >= 0 {
+        let _ = sys::set_nonblocking(fd); // not a descriptor: its calls fail alike
+        if let Ok(f) = sys::domain(fd) {
+            s.family.set(f);
         }
-        0
+        s.closed.set(false);
+        s.lazy.set(false);
+    } else {
+        s.closed.set(!s.lazy.get());
     }
+    Ok(0)
 }
+
+cfn!(getstats = getstats_body);
 
 /// `client:getstats()`: bytes received (taken by `receive`), bytes sent,
 /// and the object's age in seconds.
-unsafe extern "C-unwind" fn tcp_getstats(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, &[Kind::Client]);
-        ffi::lua_pushinteger(l, (*t).received as ffi::lua_Integer);
-        ffi::lua_pushinteger(l, (*t).sent as ffi::lua_Integer);
-        ffi::lua_pushnumber(l, sys::wall_time() - (*t).birthday);
-        3
-    }
+fn getstats_body(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[Kind::Client])?;
+    lua.push_int(s.received.get() as lua_Integer);
+    lua.push_int(s.sent.get() as lua_Integer);
+    lua.push_num(sys::wall_time() - s.birthday.get());
+    Ok(3)
 }
+
+cfn!(setstats = setstats_body);
 
 /// `client:setstats([received [, sent [, age]]])`: sets what `getstats`
 /// counts from (nil keeps a value); returns 1.
-unsafe extern "C-unwind" fn tcp_setstats(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, &[Kind::Client]);
-        let count = |l: L, idx: c_int, old: u64| {
-            let v = ffi::luaL_optnumber(l, idx, old as ffi::lua_Number);
-            if v > 0.0 { v as u64 } else { 0 }
-        };
-        (*t).received = count(l, 2, (*t).received);
-        (*t).sent = count(l, 3, (*t).sent);
-        if ffi::lua_isnumber(l, 4) != 0 {
-            (*t).birthday = sys::wall_time() - ffi::lua_tonumberx(l, 4, std::ptr::null_mut());
-        }
-        ok(l)
+fn setstats_body(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[Kind::Client])?;
+    let count = |idx: c_int, old: u64| -> Result<u64, Error> {
+        let v = lua.opt_num(idx, old as f64)?;
+        Ok(if v > 0.0 { v as u64 } else { 0 })
+    };
+    s.received.set(count(2, s.received.get())?);
+    s.sent.set(count(3, s.sent.get())?);
+    if let Some(age) = lua.to_num(4) {
+        s.birthday.set(sys::wall_time() - age);
     }
+    Ok(ok(lua))
 }
 
-/// `[-0, +0, e]` Host (`"*"`: any, as None) and port (a string or a number)
-/// at `idx` and `idx + 1`.
-pub(super) unsafe fn check_host_port<'a>(l: L, idx: c_int) -> (Option<&'a CStr>, &'a CStr) {
-    // SAFETY: valid state; the strings stay on the stack while used (the
-    // caller keeps its arguments), and luaL_checklstring converts numbers in place.
-    unsafe {
-        let host = CStr::from_ptr(ffi::luaL_checklstring(l, idx, std::ptr::null_mut()));
-        let port = CStr::from_ptr(ffi::luaL_checklstring(l, idx + 1, std::ptr::null_mut()));
-        (if host.to_bytes() == b"*" { None } else { Some(host) }, port)
-    }
+/// Host (`"*"`: any, as None) and port (a string or a number, converted in
+/// its slot) at `idx` and `idx + 1`, as arguments.
+pub(super) fn check_host_port(lua: &Lua, idx: c_int) -> Result<(Option<&CStr>, &CStr), Error> {
+    let host = lua.check_cstr(idx)?;
+    let port = lua.check_cstr(idx + 1)?;
+    Ok((if host.to_bytes() == b"*" { None } else { Some(host) }, port))
+}
+
+/// Host and port at `idx` and `idx + 1` of a frame, which its method
+/// checked (`check_host_port`): none if they are not strings.
+pub(super) fn host_port_at(lua: &Lua, idx: c_int) -> Option<(Option<&CStr>, &CStr)> {
+    let host = lua.to_cstr(idx)?;
+    let port = lua.to_cstr(idx + 1)?;
+    Some((if host.to_bytes() == b"*" { None } else { Some(host) }, port))
 }
 
 /// The addresses for `host`/`port` that a socket of `family` and `kind` can use.
@@ -250,179 +236,180 @@ pub(super) fn resolve(
     }
 }
 
+cfn!(bind_method = bind_method_body);
+
 /// `master:bind(host, port)`: binds to the first address `host` resolves to
 /// ("*" for any; blocking name resolution).
-unsafe extern "C-unwind" fn tcp_bind(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, &[Kind::Master]);
-        let (host, port) = check_host_port(l, 2);
-        if (*t).closed {
-            return raw::push_fail(l, c"closed");
-        }
-        let msg = bind_to(t, host, port);
-        match msg {
-            None => ok(l),
-            Some(m) => raw::push_fail(l, m),
-        }
+fn bind_method_body(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[Kind::Master])?;
+    let (host, port) = check_host_port(lua, 2)?;
+    if s.closed.get() {
+        return Ok(lua.fail(c"closed"));
+    }
+    match bind_to(s, host, port) {
+        None => Ok(ok(lua)),
+        Some(m) => Ok(lua.fail(m)),
     }
 }
 
-/// Binds `t`; the message of a failure.
-pub(super) unsafe fn bind_to(t: *mut Tcp, host: Option<&CStr>, port: &CStr) -> Option<&'static CStr> {
-    // SAFETY: `t` is live; only Rust code runs (no Lua call while the vector lives).
-    unsafe {
-        let addrs = match resolve(host, port, (*t).family, (*t).kind, true) {
-            Ok(a) => a,
-            Err(m) => return Some(m),
-        };
-        let mut last = c"host or service not provided, or not known";
-        for a in &addrs {
-            if (*t).fd >= 0 && a.family() != (*t).family {
-                continue;
-            }
-            if let Err(e) = ensure_fd(t, a.family()) {
-                return Some(sys::strerror(e));
-            }
-            match sys::bind((*t).fd, a) {
-                Ok(()) => return None,
-                Err(e) => last = sys::strerror(e),
-            }
+/// Binds `s`; the message of a failure.
+pub(super) fn bind_to(s: &Sock, host: Option<&CStr>, port: &CStr) -> Option<&'static CStr> {
+    let addrs = match resolve(host, port, s.family.get(), s.kind.get(), true) {
+        Ok(a) => a,
+        Err(m) => return Some(m),
+    };
+    let mut last = c"host or service not provided, or not known";
+    for a in &addrs {
+        if s.fd.get() >= 0 && a.family() != s.family.get() {
+            continue;
         }
-        Some(last)
+        if let Err(e) = s.ensure_fd(a.family()) {
+            return Some(sys::strerror(e));
+        }
+        match sys::bind(s.fd.get(), a) {
+            Ok(()) => return None,
+            Err(e) => last = sys::strerror(e),
+        }
     }
+    Some(last)
 }
+
+/// A listen backlog argument (default 32), clamped to a `c_int`.
+fn backlog(lua: &Lua, arg: c_int) -> Result<c_int, Error> {
+    Ok(lua.opt_int(arg, 32)?.clamp(0, c_int::MAX as lua_Integer) as c_int)
+}
+
+cfn!(listen = listen_body);
 
 /// `master:listen([backlog])`: makes it a server (backlog default 32).
-unsafe extern "C-unwind" fn tcp_listen(l: L) -> c_int {
-    // SAFETY: a method of the module.
-    unsafe {
-        let t = check_tcp(l, 1, &[Kind::Master]);
-        let backlog = ffi::luaL_optinteger(l, 2, 32).clamp(0, c_int::MAX as ffi::lua_Integer) as c_int;
-        if (*t).closed {
-            return raw::push_fail(l, c"closed");
+fn listen_body(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[Kind::Master])?;
+    let backlog = backlog(lua, 2)?;
+    if s.closed.get() {
+        return Ok(lua.fail(c"closed"));
+    }
+    let family = if s.family.get() == libc::AF_UNSPEC { libc::AF_INET } else { s.family.get() };
+    if let Err(e) = s.ensure_fd(family) {
+        return Ok(lua.fail(sys::strerror(e)));
+    }
+    match sys::listen(s.fd.get(), backlog) {
+        Ok(()) => {
+            set_kind(lua, 1, s, Kind::Server);
+            Ok(ok(lua))
         }
-        if let Err(e) = ensure_fd(t, if (*t).family == libc::AF_UNSPEC { libc::AF_INET } else { (*t).family }) {
-            return raw::push_fail(l, sys::strerror(e));
-        }
-        match sys::listen((*t).fd, backlog) {
-            Ok(()) => {
-                set_kind(l, 1, t, Kind::Server);
-                ok(l)
-            }
-            Err(e) => raw::push_fail(l, sys::strerror(e)),
-        }
+        Err(e) => Ok(lua.fail(sys::strerror(e))),
     }
 }
 
+cfn!(skip = skip_body);
+
 /// `socket.skip(n, ...)`: the arguments after the first `n` of `...`.
-unsafe extern "C-unwind" fn skip(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe {
-        let n = ffi::luaL_checkinteger(l, 1);
-        let rest = ffi::lua_gettop(l) as ffi::lua_Integer - 1;
-        rest.saturating_sub(n.max(0)).max(0) as c_int
-    }
+fn skip_body(lua: &mut Lua) -> Ret {
+    let n = lua.check_int(1)?;
+    let rest = lua.top() as lua_Integer - 1;
+    Ok(rest.saturating_sub(n.max(0)).max(0) as c_int)
 }
+
+cfn!(unload = unload_body);
 
 /// `socket.__unload()`: LuaSocket's hook for unloading the library; nothing
 /// to release here.
-unsafe extern "C-unwind" fn unload(_l: L) -> c_int {
-    0
+fn unload_body(_lua: &mut Lua) -> Ret {
+    Ok(0)
 }
 
+cfn!(gettime = gettime_body);
+
 /// `socket.gettime()`: wall-clock seconds since the epoch (LuaSocket's).
-unsafe extern "C-unwind" fn gettime(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe { ffi::lua_pushnumber(l, sys::wall_time()) };
-    1
+fn gettime_body(lua: &mut Lua) -> Ret {
+    lua.push_num(sys::wall_time());
+    Ok(1)
 }
 
 // ===== constructors =====
 
-unsafe fn new_tcp(l: L, family: c_int) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe {
-        if family == libc::AF_UNSPEC {
-            push_tcp(l, -1, family, Kind::Master, true);
-            return 1;
+/// `[-0, +1|2, m]` A new TCP master object of `family` (`AF_UNSPEC`: made
+/// lazily), or `nil, message`.
+fn new_tcp(lua: &Lua, family: c_int) -> Ret {
+    let lazy = family == libc::AF_UNSPEC;
+    let s = push_sock(lua, -1, family, Kind::Master, lazy);
+    if !lazy {
+        if let Err(e) = s.ensure_fd(family) {
+            return Ok(lua.fail(sys::strerror(e)));
         }
-        let t = push_tcp(l, -1, family, Kind::Master, false);
-        if let Err(e) = ensure_fd(t, family) {
-            return raw::push_fail(l, sys::strerror(e));
-        }
-        1
     }
+    Ok(1)
 }
+
+cfn!(tcp = tcp_body);
 
 /// `socket.tcp()`: a master object whose family follows its first bind or
 /// connect.
-unsafe extern "C-unwind" fn tcp(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe { new_tcp(l, libc::AF_UNSPEC) }
+fn tcp_body(lua: &mut Lua) -> Ret {
+    new_tcp(lua, libc::AF_UNSPEC)
 }
+
+cfn!(tcp4 = tcp4_body);
 
 /// `socket.tcp4()`: an IPv4 master object.
-unsafe extern "C-unwind" fn tcp4(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe { new_tcp(l, libc::AF_INET) }
+fn tcp4_body(lua: &mut Lua) -> Ret {
+    new_tcp(lua, libc::AF_INET)
 }
 
+cfn!(tcp6 = tcp6_body);
+
 /// `socket.tcp6()`: an IPv6-only master object.
-unsafe extern "C-unwind" fn tcp6(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe { new_tcp(l, libc::AF_INET6) }
+fn tcp6_body(lua: &mut Lua) -> Ret {
+    new_tcp(lua, libc::AF_INET6)
 }
+
+cfn!(bind = bind_body);
 
 /// `socket.bind(host, port [, backlog])`: a server listening on `host:port`
 /// (with "reuseaddr").
-unsafe extern "C-unwind" fn bind(l: L) -> c_int {
-    // SAFETY: a function of the module.
-    unsafe {
-        let (host, port) = check_host_port(l, 1);
-        let backlog = ffi::luaL_optinteger(l, 3, 32).clamp(0, c_int::MAX as ffi::lua_Integer) as c_int;
-        let t = push_tcp(l, -1, libc::AF_UNSPEC, Kind::Master, true);
-        let one = 1i32.to_ne_bytes();
-        let mut value = [0u8; MAX_VALUE];
-        value[..4].copy_from_slice(&one);
-        (*t).pending.push(PendingOpt { level: libc::SOL_SOCKET, name: libc::SO_REUSEADDR, value, len: 4 });
-        let failed = bind_to(t, host, port).or_else(|| sys::listen((*t).fd, backlog).err().map(sys::strerror));
-        match failed {
-            None => {
-                set_kind(l, -1, t, Kind::Server);
-                1
-            }
-            Some(m) => {
-                close_tcp(t);
-                raw::push_fail(l, m)
-            }
+fn bind_body(lua: &mut Lua) -> Ret {
+    let (host, port) = check_host_port(lua, 1)?;
+    let backlog = backlog(lua, 3)?;
+    let s = push_sock(lua, -1, libc::AF_UNSPEC, Kind::Master, true);
+    let mut value = [0u8; MAX_VALUE];
+    value[..4].copy_from_slice(&1i32.to_ne_bytes());
+    s.pending.borrow_mut().push(PendingOpt { level: libc::SOL_SOCKET, name: libc::SO_REUSEADDR, value, len: 4 });
+    let failed = bind_to(s, host, port).or_else(|| sys::listen(s.fd.get(), backlog).err().map(sys::strerror));
+    match failed {
+        None => {
+            set_kind(lua, -1, s, Kind::Server);
+            Ok(1)
+        }
+        Some(m) => {
+            s.close();
+            Ok(lua.fail(m))
         }
     }
 }
 
 /// The methods every TCP class has that never wait.
-pub(super) const METHODS: &[raw::Reg] = &[
-    (c"bind", tcp_bind),
-    (c"close", tcp_close),
-    (c"dirty", tcp_dirty),
-    (c"getfamily", sock_getfamily),
-    (c"getfd", tcp_getfd),
-    (c"getoption", tcp_getoption),
-    (c"getpeername", tcp_getpeername),
-    (c"getsockname", tcp_getsockname),
-    (c"getstats", tcp_getstats),
-    (c"gettimeout", tcp_gettimeout),
-    (c"listen", tcp_listen),
-    (c"setfd", sock_setfd),
-    (c"setoption", tcp_setoption),
-    (c"setsockname", tcp_bind),
-    (c"setstats", tcp_setstats),
-    (c"settimeout", tcp_settimeout),
-    (c"shutdown", tcp_shutdown),
+pub(super) const METHODS: &[Reg] = &[
+    (c"bind", bind_method),
+    (c"close", close),
+    (c"dirty", dirty),
+    (c"getfamily", getfamily),
+    (c"getfd", getfd),
+    (c"getoption", getoption),
+    (c"getpeername", getpeername),
+    (c"getsockname", getsockname),
+    (c"getstats", getstats),
+    (c"gettimeout", gettimeout),
+    (c"listen", listen),
+    (c"setfd", setfd),
+    (c"setoption", setoption),
+    (c"setsockname", bind_method),
+    (c"setstats", setstats),
+    (c"settimeout", settimeout),
+    (c"shutdown", shutdown),
 ];
 
 /// The module functions that never wait.
-pub(super) const FUNCTIONS: &[raw::Reg] = &[
+pub(super) const FUNCTIONS: &[Reg] = &[
     (c"tcp", tcp),
     (c"tcp4", tcp4),
     (c"tcp6", tcp6),

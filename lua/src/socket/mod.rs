@@ -1,11 +1,13 @@
 //! `cothread.socket`: LuaSocket's TCP and UDP surface on the waiting engine.
 //!
-//! Sockets are full userdata (`Tcp`) holding a non-blocking descriptor,
+//! Sockets are full userdata (`Sock`) holding a non-blocking descriptor,
 //! LuaSocket's timeouts, a read buffer and the engine's `Source`. As in
 //! LuaSocket, each class has its own metatable (registry `cothread.tcp{master}`,
 //! ...), whose `__index` holds the protocol's methods and the field `class`
 //! (`"tcp{master}"`, ...): a change of class (`listen`, `connect`,
-//! `setpeername`) changes the object's metatable (`set_kind`).
+//! `setpeername`) changes the object's metatable (`set_kind`). The classes
+//! are the layer's (`Udata::CLASSES`), which checks that an object is a
+//! `Sock` under any of them.
 //!
 //! Files: this one (the module table, its classes), `object` (the socket
 //! object: kinds, checks, closing, timeouts), `methods` (what never waits:
@@ -32,53 +34,41 @@ mod select;
 mod tcp;
 mod udp;
 
-use object::{Kind, MARK, tcp_close, tcp_gc, tcp_tostring};
+use object::{Kind, Sock, close, tostring};
 
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, Reg, lua_Integer};
 use crate::sys;
 
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.socket";
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_module(l: L) {
-    // SAFETY: valid state (contract); `make_module` pushes one table.
-    unsafe { raw::push_module_once(l, MODULE, |l| make_module(l)) }
+pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
+    lua.push_once(MODULE, make_module)
 }
 
 /// `[-0, +0, m]` Registers the metatable of class `kind` (once per Lua
-/// state): marked with `MARK`, its metamethods, and an `__index` with the
-/// protocol's `methods` and `class`. Methods and metamethods get the
-/// metatable as upvalue 1 (`to_sock`).
-unsafe fn new_class(l: L, kind: Kind, methods: &[&[raw::Reg]]) {
-    // SAFETY: valid state with the slots checked first; pushes are balanced
-    // as the comments show.
-    unsafe {
-        raw::check_stack(l, 4);
-        raw::metatable_once(l, kind.registry(), |l| {
-            ffi::lua_pushboolean(l, 1);
-            ffi::lua_rawsetp(l, -2, (&raw const MARK).cast()); // mt[MARK] = true
-            for (name, f) in
-                [(c"__gc", tcp_gc as ffi::lua_CFunction), (c"__close", tcp_close), (c"__tostring", tcp_tostring)]
-            {
-                ffi::lua_pushvalue(l, -1);
-                ffi::lua_pushcclosure(l, f, 1);
-                ffi::lua_setfield(l, -2, name.as_ptr());
-            }
-            ffi::lua_createtable(l, 0, 32); // mt index
-            for (name, f) in methods.iter().flat_map(|m| m.iter()) {
-                ffi::lua_pushvalue(l, -2);
-                ffi::lua_pushcclosure(l, *f, 1);
-                ffi::lua_setfield(l, -2, name.as_ptr());
-            }
-            ffi::lua_pushstring(l, kind.name().as_ptr());
-            ffi::lua_setfield(l, -2, c"class".as_ptr());
-            ffi::lua_setfield(l, -2, c"__index".as_ptr());
-        });
-        ffi::lua_pop(l, 1);
+/// state): its metamethods, and an `__index` with the protocol's `methods`
+/// and `class`.
+fn new_class(lua: &mut Lua, kind: Kind, methods: &[&[Reg]]) {
+    let made = lua.udata_class::<Sock>(kind.class(), |lua| {
+        lua.push_fn(close);
+        lua.set_field(-2, c"__close");
+        lua.push_fn(tostring);
+        lua.set_field(-2, c"__tostring");
+        lua.new_table(0, 32); // mt index
+        for (name, f) in methods.iter().flat_map(|m| m.iter()) {
+            lua.push_fn(*f);
+            lua.set_field(-2, name);
+        }
+        lua.push_bytes(kind.name().to_bytes());
+        lua.set_field(-2, c"class");
+        lua.set_field(-2, c"__index");
+        Ok(())
+    });
+    // The filling never fails (a memory error raises): the table is pushed.
+    if made.is_ok() {
+        lua.pop(1);
     }
 }
 
@@ -86,49 +76,40 @@ unsafe fn new_class(l: L, kind: Kind, methods: &[&[raw::Reg]]) {
 const HELPERS: &str = include_str!("helpers.lua");
 
 /// `[-0, +0, e]` Runs the helpers' chunk with the module table on the top.
-unsafe fn add_helpers(l: L) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 3);
-        raw::load_chunk(l, HELPERS, c"=cothread.socket");
-        ffi::lua_pushvalue(l, -2); // M chunk M
-        ffi::lua_call(l, 1, 0);
-    }
+fn add_helpers(lua: &mut Lua) -> Result<(), Error> {
+    lua.load(HELPERS, c"=cothread.socket")?;
+    lua.push_value(-2); // M chunk M
+    lua.call(1, 0)
 }
 
 /// `[-0, +1, m]` Registers the metatables and pushes a new module table.
-unsafe fn make_module(l: L) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 6);
-        for kind in [Kind::Master, Kind::Client, Kind::Server] {
-            new_class(l, kind, &[methods::METHODS, tcp::METHODS]);
-        }
-        for kind in [Kind::Unconnected, Kind::Connected] {
-            new_class(l, kind, &[udp::METHODS]);
-        }
-        let functions = [methods::FUNCTIONS, tcp::FUNCTIONS, select::FUNCTIONS, udp::FUNCTIONS];
-        ffi::lua_createtable(l, 0, 32);
-        for (name, f) in functions.iter().flat_map(|f| f.iter()) {
-            ffi::lua_pushcfunction(l, *f);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        // LuaSocket's constants: select takes any descriptor this process
-        // may have (epoll and poll(2), no FD_SETSIZE); an invalid descriptor
-        // is -1; receive and receivefrom take 8192 bytes by default.
-        for (name, v) in
-            [(c"_SETSIZE", sys::max_descriptors()), (c"_SOCKETINVALID", -1), (c"_DATAGRAMSIZE", udp::DEFAULT_SIZE)]
-        {
-            ffi::lua_pushinteger(l, v as ffi::lua_Integer);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        if let Err(e) = protect::add_functions(&mut crate::lua::Lua::from_raw(l)) {
-            e.raise(l);
-        }
-        add_helpers(l);
-        crate::dns::push_module(l);
-        ffi::lua_setfield(l, -2, c"dns".as_ptr());
-        ffi::lua_pushfstring(l, c"cothread.socket %s".as_ptr(), cothread::ffi::cot_version_string());
-        ffi::lua_setfield(l, -2, c"_VERSION".as_ptr());
+fn make_module(lua: &mut Lua) -> Result<(), Error> {
+    for kind in [Kind::Master, Kind::Client, Kind::Server] {
+        new_class(lua, kind, &[methods::METHODS, tcp::METHODS]);
     }
+    for kind in [Kind::Unconnected, Kind::Connected] {
+        new_class(lua, kind, &[udp::METHODS]);
+    }
+    let functions = [methods::FUNCTIONS, tcp::FUNCTIONS, select::FUNCTIONS, udp::FUNCTIONS];
+    lua.new_table(0, 32);
+    for (name, f) in functions.iter().flat_map(|f| f.iter()) {
+        lua.push_fn(*f);
+        lua.set_field(-2, name);
+    }
+    // LuaSocket's constants: select takes any descriptor this process
+    // may have (epoll and poll(2), no FD_SETSIZE); an invalid descriptor
+    // is -1; receive and receivefrom take 8192 bytes by default.
+    for (name, v) in
+        [(c"_SETSIZE", sys::max_descriptors()), (c"_SOCKETINVALID", -1), (c"_DATAGRAMSIZE", udp::DEFAULT_SIZE)]
+    {
+        lua.push_int(v as lua_Integer);
+        lua.set_field(-2, name);
+    }
+    protect::add_functions(lua)?;
+    add_helpers(lua)?;
+    crate::dns::push(lua);
+    lua.set_field(-2, c"dns");
+    lua.push_owned(format!("cothread.socket {}", cothread::VERSION));
+    lua.set_field(-2, c"_VERSION");
+    Ok(())
 }

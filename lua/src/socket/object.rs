@@ -1,20 +1,24 @@
-//! The socket object (`Tcp`, for TCP and UDP alike): its kinds, pending
+//! The socket object (`Sock`, for TCP and UDP alike): its kinds, pending
 //! options, checks, closing, its metamethods, and LuaSocket's timeouts as
 //! deadlines. The module's other files use it; `mod.rs` assembles them.
+//!
+//! Each kind is a class of the layer's userdata (`Udata::CLASSES`): a
+//! metatable of its own, so a change of kind is a change of metatable
+//! (`set_kind`), and one check finds a `Sock` under any of them.
 
+use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
 use crate::buffer::Buffer;
-use crate::engine::{self, Source, SourceKind, Why};
-use crate::raw::{self, L, ffi};
+use crate::cfn;
+use crate::engine::{self, Frame, Source, SourceKind, Why};
+use crate::lua::{Classes, Error, Lua, Ret, Type, Udata, lua_Integer};
 use crate::sys;
-
-/// The key that marks the metatables of socket objects (its address).
-pub(super) static MARK: u8 = 0;
 
 // ===== objects =====
 
+/// The kinds of socket objects, in the order of `CLASSES`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Kind {
     Master,
@@ -36,15 +40,9 @@ impl Kind {
         }
     }
 
-    /// The registry name of the class's metatable.
-    pub(super) fn registry(self) -> &'static CStr {
-        match self {
-            Kind::Master => c"cothread.tcp{master}",
-            Kind::Client => c"cothread.tcp{client}",
-            Kind::Server => c"cothread.tcp{server}",
-            Kind::Unconnected => c"cothread.udp{unconnected}",
-            Kind::Connected => c"cothread.udp{connected}",
-        }
+    /// Its class, an index of `CLASSES`.
+    pub(super) fn class(self) -> usize {
+        self as usize
     }
 
     pub(super) fn is_udp(self) -> bool {
@@ -70,245 +68,224 @@ pub(super) struct PendingOpt {
 
 /// A socket object: TCP (kinds master, client, server), or UDP (kinds
 /// unconnected and connected: the read buffer is then only scratch space
-/// for a datagram).
-pub(super) struct Tcp {
+/// for a datagram). No borrow of a `RefCell` here spans a call into Lua.
+pub(super) struct Sock {
     /// The descriptor, or -1 (not made yet, or closed).
-    pub(super) fd: RawFd,
+    pub(super) fd: Cell<RawFd>,
     /// `AF_INET`, `AF_INET6`, or `AF_UNSPEC` until the first bind/connect.
-    pub(super) family: c_int,
+    pub(super) family: Cell<c_int>,
     /// Made by `tcp()`: the family follows the first address used.
-    pub(super) lazy: bool,
-    pub(super) closed: bool,
-    pub(super) kind: Kind,
+    pub(super) lazy: Cell<bool>,
+    pub(super) closed: Cell<bool>,
+    /// Its kind; its metatable is the kind's class.
+    pub(super) kind: Cell<Kind>,
     /// LuaSocket's timeouts (seconds; negative: none): per wait, per call.
-    pub(super) block: f64,
-    pub(super) total: f64,
+    pub(super) block: Cell<f64>,
+    pub(super) total: Cell<f64>,
     /// Read buffer.
-    pub(super) rb: Buffer,
+    pub(super) rb: RefCell<Buffer>,
     /// The longest line `receive("*l")` takes, in bytes (0: no limit; the
     /// `maxline` option).
-    pub(super) maxline: usize,
+    pub(super) maxline: Cell<usize>,
     /// The last `recv` came back short: the socket is most likely empty, so
     /// a read that needs more data waits for readiness before trying again
     /// (as libuv reads only on readiness). Cleared when a wait or `select`
     /// finds it readable.
-    pub(super) drained: bool,
-    pub(super) pending: Vec<PendingOpt>,
+    pub(super) drained: Cell<bool>,
+    pub(super) pending: RefCell<Vec<PendingOpt>>,
     /// Its side in the waiting engine.
     pub(super) src: Source,
-    /// Dropped by `__gc`.
-    pub(super) gone: bool,
     /// LuaSocket's statistics (`getstats`): bytes taken by `receive`, bytes
     /// sent, and the wall-clock time the object was made (seconds).
-    pub(super) received: u64,
-    pub(super) sent: u64,
-    pub(super) birthday: f64,
+    pub(super) received: Cell<u64>,
+    pub(super) sent: Cell<u64>,
+    pub(super) birthday: Cell<f64>,
 }
 
-impl Tcp {
-    pub(super) fn unread(&self) -> &[u8] {
-        self.rb.unread()
-    }
+/// The classes of socket objects, in the order of `Kind`.
+static CLASSES: Classes = Classes(&[
+    c"cothread.tcp{master}",
+    c"cothread.tcp{client}",
+    c"cothread.tcp{server}",
+    c"cothread.udp{unconnected}",
+    c"cothread.udp{connected}",
+]);
 
-    pub(super) fn consume(&mut self, n: usize) {
-        self.rb.consume(n)
+// SAFETY: c"cothread.socket.object", `CLASSES` and the five class names
+// are this type's only (no other `Udata`, no other registry field).
+unsafe impl Udata for Sock {
+    const NAME: &'static CStr = c"cothread.socket.object";
+    const CLASSES: Option<&'static Classes> = Some(&CLASSES);
+}
+
+impl Drop for Sock {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
-/// `[-0, +1, m]` Pushes a new socket object over `fd` (-1: none yet), which
-/// it owns from now on: should the allocation fail, `fd` is closed before
-/// the memory error goes on.
-pub(super) unsafe fn push_tcp(l: L, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> *mut Tcp {
-    // SAFETY: the block is fresh, sized for a `Tcp` and aligned for any C
-    // type (Lua's userdata alignment; `Tcp` needs 8); it is written before
-    // the metatable makes `__gc` reach it. A failed allocation left its
-    // error on the top, raised once the descriptor is closed.
-    unsafe {
-        raw::check_stack(l, 4);
-        let t = crate::lua::alloc_block(l, std::mem::size_of::<Tcp>(), 0) as *mut Tcp;
-        if t.is_null() {
-            if fd >= 0 {
-                sys::close(fd);
-            }
-            ffi::lua_error(l);
-        }
-        t.write(Tcp {
-            fd,
-            family,
-            lazy,
-            closed: false,
-            kind,
-            block: -1.0,
-            total: -1.0,
-            rb: Buffer::default(),
-            maxline: 0,
-            drained: false,
-            pending: Vec::new(),
+impl Sock {
+    fn new(fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> Sock {
+        Sock {
+            fd: Cell::new(fd),
+            family: Cell::new(family),
+            lazy: Cell::new(lazy),
+            closed: Cell::new(false),
+            kind: Cell::new(kind),
+            block: Cell::new(-1.0),
+            total: Cell::new(-1.0),
+            rb: RefCell::new(Buffer::default()),
+            maxline: Cell::new(0),
+            drained: Cell::new(false),
+            pending: RefCell::new(Vec::new()),
             src: Source::new(SourceKind::Socket),
-            gone: false,
-            received: 0,
-            sent: 0,
-            birthday: sys::wall_time(),
-        });
-        ffi::luaL_setmetatable(l, kind.registry().as_ptr());
-        t
+            received: Cell::new(0),
+            sent: Cell::new(0),
+            birthday: Cell::new(sys::wall_time()),
+        }
+    }
+
+    /// How many received bytes are buffered.
+    pub(super) fn unread_len(&self) -> usize {
+        self.rb.borrow().unread().len()
+    }
+
+    /// Counts `n` more bytes taken by `receive`.
+    pub(super) fn count_received(&self, n: usize) {
+        self.received.set(self.received.get() + n as u64);
+    }
+
+    /// Its source, for the engine.
+    pub(super) fn source(&self) -> *mut Source {
+        (&raw const self.src).cast_mut()
+    }
+
+    /// Applies the pending options to the new descriptor.
+    fn apply_pending(&self) -> sys::SysResult<()> {
+        let fd = self.fd.get();
+        if self.family.get() == libc::AF_INET6 {
+            let one = 1i32.to_ne_bytes();
+            sys::setsockopt(fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, &one)?;
+        }
+        for o in self.pending.borrow().iter() {
+            sys::setsockopt(fd, o.level, o.name, &o.value[..o.len])?;
+        }
+        self.pending.borrow_mut().clear();
+        Ok(())
+    }
+
+    /// Makes the descriptor for `family` if it has none yet.
+    pub(super) fn ensure_fd(&self, family: c_int) -> sys::SysResult<()> {
+        if self.fd.get() >= 0 {
+            return Ok(());
+        }
+        let fd = sys::socket(family, self.kind.get().socktype())?;
+        self.fd.set(fd);
+        self.family.set(family);
+        if let Err(e) = self.apply_pending() {
+            sys::close(fd);
+            self.fd.set(-1);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Closes the descriptor (the operations waiting on it end with
+    /// "closed") and empties the buffer.
+    pub(super) fn close(&self) {
+        self.src.detach(); // before the descriptor its poll handle watches
+        if self.fd.get() >= 0 {
+            sys::close(self.fd.get());
+            self.fd.set(-1);
+        }
+        self.closed.set(true);
+        self.rb.borrow_mut().release();
     }
 }
 
-/// `[-0, +0, m]` Makes `t`, the object at `idx`, of class `kind`.
-pub(super) unsafe fn set_kind(l: L, idx: c_int, t: *mut Tcp, kind: Kind) {
-    // SAFETY: `t` is the userdata at `idx` (caller's contract); the registry
-    // holds every class's metatable once the module is made.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        (*t).kind = kind;
-        ffi::luaL_getmetatable(l, kind.registry().as_ptr());
-        ffi::lua_setmetatable(l, idx);
+/// `[-0, +1, m]` Pushes a new socket object.
+pub(super) fn push_sock(lua: &Lua, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> &Sock {
+    lua.new_udata_class(Sock::new(fd, family, kind, lazy), kind.class())
+}
+
+/// `[-0, +0, m]` Makes `s`, the object at `idx`, of kind `kind`.
+pub(super) fn set_kind(lua: &Lua, idx: c_int, s: &Sock, kind: Kind) {
+    s.kind.set(kind);
+    lua.set_class::<Sock>(idx, kind.class());
+}
+
+/// `[-0, +0, -]` The socket object (TCP or UDP) at `idx`, if it is one.
+#[inline]
+pub(super) fn to_sock(lua: &Lua, idx: c_int) -> Option<&Sock> {
+    lua.test_udata::<Sock>(idx)
+}
+
+/// `[-0, +0, -]` The socket in slot 1 of an operation's frame (its method
+/// checked it; a collected one is none).
+pub(super) fn sock_of(f: &Frame) -> Option<&Sock> {
+    to_sock(&f.lua, f.at(1))
+}
+
+/// `[-0, +0, -]` Argument `arg` as a socket of one of `kinds`, with
+/// LuaSocket's messages ("tcp{client} expected, got tcp{master}").
+#[inline]
+pub(super) fn check<'a>(lua: &'a Lua, arg: c_int, kinds: &[Kind]) -> Result<&'a Sock, Error> {
+    match to_sock(lua, arg) {
+        Some(s) if kinds.contains(&s.kind.get()) => Ok(s),
+        s => Err(wrong_kind(lua, arg, kinds, s)),
     }
 }
 
-/// `[-0, +0, -]` The socket object (TCP or UDP) at `idx`, or null: the
-/// methods hold their class's metatable as upvalue 1, which the object's
-/// usually is; any other metatable is looked at for the mark of ours (no
-/// lookup by name).
-pub(super) unsafe fn to_sock(l: L, idx: c_int) -> *mut Tcp {
-    // SAFETY: two free slots (every caller is a C function or a step, which
-    // have at least that); an upvalue index past a function's upvalues reads
-    // as nil (not equal). Only this module puts `MARK`'s address in a
-    // metatable, and only on userdata holding a `Tcp`.
-    unsafe {
-        if ffi::lua_type(l, idx) != ffi::LUA_TUSERDATA || ffi::lua_getmetatable(l, idx) == 0 {
-            return std::ptr::null_mut();
-        }
-        let mut same = ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(1)) != 0;
-        if !same {
-            same = ffi::lua_rawgetp(l, -1, (&raw const MARK).cast()) != ffi::LUA_TNIL;
-            ffi::lua_pop(l, 1);
-        }
-        ffi::lua_pop(l, 1);
-        if same { ffi::lua_touserdata(l, idx) as *mut Tcp } else { std::ptr::null_mut() }
-    }
-}
-
-/// `[-0, +0, e]` The socket at `idx`, raising unless it is one of `kinds`.
-pub(super) unsafe fn check_tcp(l: L, idx: c_int, kinds: &[Kind]) -> *mut Tcp {
-    // SAFETY: `to_sock` returns a live `Tcp` or null; the messages are
-    // pushed before `luaL_argerror` raises them.
-    unsafe {
-        let t = to_sock(l, idx);
-        let expected = match kinds {
-            [k] => k.name(),
-            [k, ..] if k.is_udp() => c"udp{any}",
-            _ => c"tcp{any}",
-        };
-        if t.is_null() {
-            let msg =
-                ffi::lua_pushfstring(l, c"%s expected, got %s".as_ptr(), expected.as_ptr(), ffi::luaL_typename(l, idx));
-            ffi::luaL_argerror(l, idx, msg);
-        }
-        if !kinds.contains(&(*t).kind) {
-            let msg =
-                ffi::lua_pushfstring(l, c"%s expected, got %s".as_ptr(), expected.as_ptr(), (*t).kind.name().as_ptr());
-            ffi::luaL_argerror(l, idx, msg);
-        }
-        t
-    }
+/// The error of `check`: `s` (the socket at `arg`, if one) is none of
+/// `kinds`.
+#[cold]
+fn wrong_kind(lua: &Lua, arg: c_int, kinds: &[Kind], s: Option<&Sock>) -> Error {
+    let expected = match kinds {
+        [k] => k.name(),
+        [k, ..] if k.is_udp() => c"udp{any}",
+        _ => c"tcp{any}",
+    };
+    let got = match s {
+        Some(s) => s.kind.get().name(),
+        None => lua.kind(arg).name(),
+    };
+    Error::arg_owned(arg, format!("{} expected, got {}", expected.to_string_lossy(), got.to_string_lossy()))
 }
 
 /// Any socket object: the methods every class has, TCP or UDP.
 pub(super) const ANY: &[Kind] = &[Kind::Master, Kind::Client, Kind::Server, Kind::Unconnected, Kind::Connected];
 
+/// UDP objects of either kind.
+pub(super) const UDP_ANY: &[Kind] = &[Kind::Unconnected, Kind::Connected];
+
+/// The kinds a method that TCP and UDP share takes: any, or for UDP's copy
+/// (`UDP` true) UDP's, so that its message says "udp{any} expected".
+pub(super) const fn shared<const UDP: bool>() -> &'static [Kind] {
+    if UDP { UDP_ANY } else { ANY }
+}
+
 /// `[-0, +1, -]` Pushes LuaSocket's success value, 1.
-pub(super) unsafe fn ok(l: L) -> c_int {
-    // SAFETY: callers are C functions or steps, with a free slot.
-    unsafe { ffi::lua_pushinteger(l, 1) };
+pub(super) fn ok(lua: &Lua) -> c_int {
+    lua.push_int(1);
     1
 }
 
-/// Applies the pending options to the new descriptor of `t`.
-pub(super) unsafe fn apply_pending(t: *mut Tcp) -> sys::SysResult<()> {
-    // SAFETY: `t` is a live object; only Rust code runs.
-    unsafe {
-        if (*t).family == libc::AF_INET6 {
-            let one = 1i32.to_ne_bytes();
-            sys::setsockopt((*t).fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, &one)?;
-        }
-        for o in &(*t).pending {
-            sys::setsockopt((*t).fd, o.level, o.name, &o.value[..o.len])?;
-        }
-        (*t).pending.clear();
-        Ok(())
-    }
-}
-
-/// Makes the descriptor of `t` for `family` if it has none yet.
-pub(super) unsafe fn ensure_fd(t: *mut Tcp, family: c_int) -> sys::SysResult<()> {
-    // SAFETY: `t` is a live object; only Rust code runs.
-    unsafe {
-        if (*t).fd >= 0 {
-            return Ok(());
-        }
-        let fd = sys::socket(family, (*t).kind.socktype())?;
-        (*t).fd = fd;
-        (*t).family = family;
-        if let Err(e) = apply_pending(t) {
-            sys::close(fd);
-            (*t).fd = -1;
-            return Err(e);
-        }
-        Ok(())
-    }
-}
-
-/// Closes the descriptor of `t` (the operations waiting on it end with
-/// "closed") and empties its buffer.
-pub(super) unsafe fn close_tcp(t: *mut Tcp) {
-    // SAFETY: `t` is live; its source is detached before the descriptor
-    // closes (the engine's poll handle watches it).
-    unsafe {
-        engine::detach(&raw mut (*t).src);
-        if (*t).fd >= 0 {
-            sys::close((*t).fd);
-            (*t).fd = -1;
-        }
-        (*t).closed = true;
-        (*t).rb.release();
-    }
-}
-
-pub(super) unsafe extern "C-unwind" fn tcp_gc(l: L) -> c_int {
-    // SAFETY: Lua calls this with a `Tcp` userdata (a class metatable's
-    // `__gc`); `gone` makes the drop happen once, though `__close` or a
-    // resurrection may reach the object again.
-    unsafe {
-        let t = ffi::lua_touserdata(l, 1) as *mut Tcp;
-        if !t.is_null() && !(*t).gone {
-            close_tcp(t);
-            (*t).gone = true;
-            std::ptr::drop_in_place(t);
-        }
-    }
-    0
-}
+cfn!(pub(super) close = close_body::<false>);
 
 /// `sock:close()`, also `__close`: closes the socket; a cothread waiting on
 /// it gets "closed". Closing again does nothing.
-pub(super) unsafe extern "C-unwind" fn tcp_close(l: L) -> c_int {
-    // SAFETY: `check_tcp` returns a live socket or raises.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        close_tcp(t);
-        ok(l)
-    }
+pub(super) fn close_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    check(lua, 1, shared::<UDP>())?.close();
+    Ok(ok(lua))
 }
 
-pub(super) unsafe extern "C-unwind" fn tcp_tostring(l: L) -> c_int {
-    // SAFETY: `check_tcp` returns a live socket or raises.
-    unsafe {
-        let t = check_tcp(l, 1, ANY);
-        ffi::lua_pushfstring(l, c"%s: %p".as_ptr(), (*t).kind.name().as_ptr(), t as *const std::ffi::c_void);
-        1
-    }
+cfn!(pub(super) tostring = tostring_body);
+
+/// `__tostring`: `tcp{client}: 0x...`.
+fn tostring_body(lua: &mut Lua) -> Ret {
+    let kind = check(lua, 1, ANY)?.kind.get();
+    lua.push_owned(format!("{}: {:p}", kind.name().to_string_lossy(), lua.to_pointer(1)));
+    Ok(1)
 }
 
 // ===== timeouts =====
@@ -323,39 +300,41 @@ pub(super) fn timeout_ns(secs: f64) -> Option<u64> {
     (secs >= 0.0).then(|| engine::ns_of(secs))
 }
 
+/// The deadline of a call with total timeout `total` (none: no limit).
+pub(super) fn call_deadline(total: f64) -> Option<u64> {
+    timeout_ns(total).map(engine::deadline_in)
+}
+
 /// `[-0, +1, -]` Pushes the deadline of a call with total timeout `total`
-/// (nil: none).
-pub(super) unsafe fn push_deadline(l: L, total: f64) {
-    // SAFETY: callers are C functions with a free slot.
-    unsafe {
-        match timeout_ns(total) {
-            Some(ns) => ffi::lua_pushinteger(l, engine::deadline_in(ns) as ffi::lua_Integer),
-            None => ffi::lua_pushnil(l),
-        }
+/// (nil: none), for its frame.
+pub(super) fn push_deadline(lua: &Lua, total: f64) {
+    match call_deadline(total) {
+        Some(d) => lua.push_int(d as lua_Integer),
+        None => lua.push_nil(),
     }
 }
 
-/// The deadline of the next wait of an operation on `t` whose call deadline
-/// is at index `slot` of `l`: `Err` if it has passed already.
-pub(super) unsafe fn wait_deadline(l: L, t: *mut Tcp, slot: c_int) -> Result<Option<u64>, ()> {
-    // SAFETY: `slot` is a valid index of the operation's frame; `t` is live.
-    unsafe {
-        let call = (ffi::lua_type(l, slot) == ffi::LUA_TNUMBER)
-            .then(|| ffi::lua_tointegerx(l, slot, std::ptr::null_mut()) as u64);
-        let block = timeout_ns((*t).block);
-        if call.is_none() && block.is_none() {
-            return Ok(None); // no timeout: no need to read the clock
-        }
-        let now = now_ns();
-        let each = block.map(|ns| now.saturating_add(ns));
-        let d = match (call, each) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        match d {
-            Some(d) if d <= now => Err(()),
-            d => Ok(d),
-        }
+/// The call deadline in frame slot `slot` (`push_deadline`'s).
+pub(super) fn deadline_at(lua: &Lua, slot: c_int) -> Option<u64> {
+    (lua.kind(slot) == Type::Number).then(|| lua.to_int(slot).unwrap_or(0) as u64)
+}
+
+/// The deadline of the next wait of an operation on `s` whose call deadline
+/// is `call`: `Err` if it has passed already.
+pub(super) fn wait_deadline(s: &Sock, call: Option<u64>) -> Result<Option<u64>, ()> {
+    let block = timeout_ns(s.block.get());
+    if call.is_none() && block.is_none() {
+        return Ok(None); // no timeout: no need to read the clock
+    }
+    let now = now_ns();
+    let each = block.map(|ns| now.saturating_add(ns));
+    let d = match (call, each) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    match d {
+        Some(d) if d <= now => Err(()),
+        d => Ok(d),
     }
 }
 
@@ -371,14 +350,24 @@ pub(super) fn failure(why: Why) -> Option<&'static CStr> {
     }
 }
 
-/// Calls `each` with the source of the socket in slot 1 of the frame at
-/// `base` of `l` (if it has a descriptor), for direction `dir`.
-pub(super) unsafe fn one_source(l: L, base: c_int, dir: u32, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
-    // SAFETY: slot 1 of a socket operation's frame holds its live `Tcp`.
-    unsafe {
-        let t = ffi::lua_touserdata(l, base + 1) as *mut Tcp;
-        if (*t).fd >= 0 {
-            each(&raw mut (*t).src, (*t).fd, dir);
+/// Calls `each` with the source of the socket in slot 1 of the frame (if
+/// it has a descriptor), for direction `dir`.
+pub(super) fn one_source(f: &Frame, dir: u32, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    if let Some(s) = sock_of(f).filter(|s| s.fd.get() >= 0) {
+        each(s.source(), s.fd.get(), dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_kind_is_the_class_of_its_name() {
+        for k in ANY {
+            let registry = CLASSES.0[k.class()].to_bytes();
+            assert_eq!(registry.strip_prefix(b"cothread."), Some(k.name().to_bytes()));
         }
+        assert_eq!(ANY.len(), CLASSES.0.len());
     }
 }

@@ -6,52 +6,76 @@
 use std::ffi::c_int;
 use std::os::fd::RawFd;
 
-use super::object::{Tcp, failure, push_deadline, to_sock};
+use super::object::{Sock, failure, push_deadline, to_sock};
+use crate::cfn;
 use crate::engine::{self, Frame, Next, Operation, READ, Source, WRITE, Why};
-use crate::park::{cothread_of, drive_raw};
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, Reg, Ret, Type, lua_Integer};
+use crate::park::{drive, in_cothread};
 use crate::sys;
 
 /// An element of a select list.
-enum Item {
-    Sock(*mut Tcp),
-    Other(&'static engine::Selectable, *mut std::ffi::c_void),
+enum Item<'a> {
+    Sock(&'a Sock),
+    /// A selectable object: its source, and whether a read would take
+    /// something now.
+    Other {
+        src: &'a Source,
+        pending: bool,
+    },
 }
 
 /// `[-0, +0, -]` The select element at `idx`, if it is one (a socket; in the
 /// read list, a selectable object).
-unsafe fn item_at(l: L, idx: c_int, read: bool) -> Option<Item> {
-    // SAFETY: callers have two free slots (C functions, steps).
-    unsafe {
-        let t = to_sock(l, idx);
-        if !t.is_null() {
-            return Some(Item::Sock(t));
+fn item_at(lua: &Lua, idx: c_int, read: bool) -> Option<Item<'_>> {
+    if let Some(s) = to_sock(lua, idx) {
+        return Some(Item::Sock(s));
+    }
+    if !read {
+        return None;
+    }
+    let sel = engine::selectable_at(lua, idx)?;
+    let src = (sel.source)(lua, idx)?;
+    Some(Item::Other { src, pending: (sel.pending)(lua, idx) })
+}
+
+/// Calls `f` with each element of the list at `idx` (not a table: none),
+/// in order, for direction `dir`. Raw reads only: nothing raises.
+fn each_item(lua: &Lua, idx: c_int, dir: u32, mut f: impl FnMut(Item<'_>)) {
+    if lua.kind(idx) != Type::Table {
+        return;
+    }
+    let mut i = 1;
+    while lua.with_index(idx, i, |lua, ty| {
+        if ty == Type::Nil {
+            return false;
         }
-        if !read {
-            return None;
+        if let Some(item) = item_at(lua, -1, dir == READ) {
+            f(item);
         }
-        engine::selectable_at(l, idx).map(|(s, ud)| Item::Other(s, ud))
+        true
+    }) {
+        i += 1;
     }
 }
 
-/// Calls `f` with each element of the list at `idx` (nil: none), and its
-/// direction. Raw reads only: nothing raises.
-unsafe fn each_item(l: L, idx: c_int, dir: u32, mut f: impl FnMut(Item)) {
-    // SAFETY: the lists were checked by `select` to hold only elements; an
-    // element stays alive while its list holds it (the frame holds the list).
-    unsafe {
-        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-            return;
-        }
-        let mut i = 1;
-        while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-            if let Some(item) = item_at(l, -1, dir == READ) {
-                f(item);
+/// Every element of the list at argument `idx` is one, or the error.
+fn check_list(lua: &Lua, idx: c_int) -> Result<(), Error> {
+    let mut i = 1;
+    loop {
+        let more = lua.with_index(idx, i, |lua, ty| {
+            if ty == Type::Nil {
+                return Ok(false);
             }
-            ffi::lua_pop(l, 1);
-            i += 1;
+            if item_at(lua, -1, idx == 1).is_none() {
+                let got = lua.kind(-1).name().to_string_lossy();
+                return Err(Error::arg_owned(idx, format!("socket expected at index {i}, got {got}")));
+            }
+            Ok(true)
+        })?;
+        if !more {
+            return Ok(());
         }
-        ffi::lua_pop(l, 1);
+        i += 1;
     }
 }
 
@@ -61,103 +85,86 @@ struct Select;
 
 impl Operation for Select {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the frame `select` built.
-        unsafe { select_step(f, why) }
+        select_step(f, why)
     }
 
     fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
-        // SAFETY: as `step`; the sockets and selectables are live (their
-        // lists hold them).
-        unsafe {
-            for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
-                each_item(f.l(), idx, dir, |item| match item {
-                    Item::Sock(t) if (*t).fd >= 0 => each(&raw mut (*t).src, (*t).fd, dir),
-                    Item::Sock(_) => {}
-                    Item::Other(s, ud) => each((s.source)(ud), -1, READ),
-                });
-            }
+        for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
+            each_item(&f.lua, idx, dir, |item| match item {
+                Item::Sock(s) if s.fd.get() >= 0 => each(s.source(), s.fd.get(), dir),
+                Item::Sock(_) => {}
+                Item::Other { src, .. } => each((&raw const *src).cast_mut(), -1, READ),
+            });
         }
     }
 }
+
+cfn!(select = select_body);
 
 /// `socket.select(recvt, sendt [, timeout])`: the sockets of `recvt` that
 /// are readable (or hold buffered data) and those of `sendt` that are
 /// writable, as lists that also map each socket to its index; with none
 /// ready after `timeout` seconds (nil or negative: no limit),
 /// `{}, {}, "timeout"`.
-unsafe extern "C-unwind" fn select(l: L) -> c_int {
-    // SAFETY: a module function: the lists are checked (raising on a bad
-    // element) before the frame is built in the function's own stack.
-    unsafe {
-        for idx in [1, 2] {
-            if ffi::lua_isnoneornil(l, idx) != 0 {
-                continue;
-            }
-            ffi::luaL_checktype(l, idx, ffi::LUA_TTABLE);
-            let mut i = 1;
-            while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-                if item_at(l, -1, idx == 1).is_none() {
-                    let msg = ffi::lua_pushfstring(
-                        l,
-                        c"socket expected at index %d, got %s".as_ptr(),
-                        i as c_int,
-                        ffi::luaL_typename(l, -1),
-                    );
-                    ffi::luaL_argerror(l, idx, msg);
-                }
-                ffi::lua_pop(l, 1);
-                i += 1;
-            }
-            ffi::lua_pop(l, 1);
+fn select_body(lua: &mut Lua) -> Ret {
+    for idx in [1, 2] {
+        if !lua.is_nil(idx) {
+            lua.check_type(idx, Type::Table)?;
+            check_list(lua, idx)?;
         }
-        let timeout = if ffi::lua_isnoneornil(l, 3) != 0 { -1.0 } else { ffi::luaL_checknumber(l, 3) };
-        ffi::lua_settop(l, 3);
-        push_deadline(l, timeout);
-        drive_raw(l, Select)
     }
+    let timeout = lua.opt_num(3, -1.0)?;
+    lua.set_top(3);
+    push_deadline(lua, timeout);
+    drive(lua, Select)
+}
+
+/// The lists of a select's frame, with their directions.
+fn lists(f: &Frame) -> [(c_int, u32); 2] {
+    [(f.at(1), READ), (f.at(2), WRITE)]
 }
 
 /// Marks (`Source::sel`) the elements of the lists that are ready now;
-/// returns whether any is.
-unsafe fn select_poll(f: &Frame) -> bool {
-    // SAFETY: the frame of `Select`; raw reads only, so nothing raises while
-    // the vectors live.
-    unsafe {
-        let mut socks: Vec<(*mut Tcp, u32)> = Vec::new();
-        let mut any = false;
-        for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
-            each_item(f.l(), idx, dir, |item| match item {
-                Item::Sock(t) => {
-                    (*t).src.sel.set(0);
-                    if (*t).fd >= 0 {
-                        socks.push((t, dir));
-                    }
+/// returns whether any is. Two passes over the lists: the first clears the
+/// marks and gathers the sockets' descriptors, `poll(2)` runs between, and
+/// the second, over the same elements in the same order, marks them.
+fn select_poll(f: &Frame) -> bool {
+    let mut fds: Vec<libc::pollfd> = Vec::new();
+    let mut any = false;
+    for (idx, dir) in lists(f) {
+        each_item(&f.lua, idx, dir, |item| match item {
+            Item::Sock(s) => {
+                s.src.sel.set(0);
+                if s.fd.get() >= 0 {
+                    fds.push(sys::pollfd(s.fd.get(), if dir == READ { sys::POLL_IN } else { sys::POLL_OUT }));
                 }
-                Item::Other(s, ud) => {
-                    let pending = (s.pending)(ud);
-                    (*(s.source)(ud)).sel.set(if pending { READ } else { 0 });
-                    any |= pending;
-                }
-            });
-        }
-        let mut fds: Vec<libc::pollfd> = socks
-            .iter()
-            .map(|&(t, dir)| sys::pollfd((*t).fd, if dir == READ { sys::POLL_IN } else { sys::POLL_OUT }))
-            .collect();
-        let _ = sys::poll(&mut fds, 0);
-        for (&(t, dir), fd) in socks.iter().zip(&fds) {
+            }
+            Item::Other { src, pending } => {
+                src.sel.set(if pending { READ } else { 0 });
+                any |= pending;
+            }
+        });
+    }
+    let _ = sys::poll(&mut fds, 0);
+    let mut polled = fds.iter();
+    for (idx, dir) in lists(f) {
+        each_item(&f.lua, idx, dir, |item| {
+            let Item::Sock(s) = item else { return };
+            if s.fd.get() < 0 {
+                return; // not polled
+            }
+            let Some(fd) = polled.next() else { return };
             let failed = fd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0;
-            let ready = failed || fd.revents & fd.events != 0 || (dir == READ && !(*t).unread().is_empty());
-            if ready {
-                (*t).src.sel.set((*t).src.sel.get() | dir);
+            if failed || fd.revents & fd.events != 0 || (dir == READ && s.unread_len() > 0) {
+                s.src.sel.set(s.src.sel.get() | dir);
                 if dir == READ {
-                    (*t).drained = false;
+                    s.drained.set(false);
                 }
                 any = true;
             }
-        }
-        any
+        });
     }
+    any
 }
 
 /// `[-0, +1, m]` Pushes the list of the elements of the list at `idx`
@@ -165,75 +172,64 @@ unsafe fn select_poll(f: &Frame) -> bool {
 /// i`, as LuaSocket's), through its metatable: `pairs` and `next` see only
 /// the list, as with cosock's `select`, whose results programs iterate with
 /// `pairs`.
-unsafe fn push_selected(f: &Frame, idx: c_int, dir: u32) {
-    // SAFETY: the frame of `Select`; the elements stay in their lists.
+fn push_selected(lua: &mut Lua, idx: c_int, dir: u32) {
+    lua.new_table(0, 0);
+    let out = lua.top();
+    if lua.kind(idx) != Type::Table {
+        return;
+    }
+    let mut n: lua_Integer = 0;
+    let mut i = 1;
     // Stack: out, then (once an element is ready) its metatable `map`.
-    unsafe {
-        let l = f.l();
-        raw::check_stack(l, 4);
-        ffi::lua_newtable(l);
-        let out = ffi::lua_gettop(l);
-        let mut n = 0;
-        if ffi::lua_type(l, idx) != ffi::LUA_TTABLE {
-            return;
-        }
-        let mut i = 1;
-        while ffi::lua_rawgeti(l, idx, i) != ffi::LUA_TNIL {
-            let ready = match item_at(l, -1, dir == READ) {
-                Some(Item::Sock(t)) => (*t).fd >= 0 && (*t).src.sel.get() & dir != 0,
-                Some(Item::Other(s, ud)) => (*(s.source)(ud)).sel.get() & dir != 0,
-                None => false,
-            };
-            if ready {
-                if n == 0 {
-                    ffi::lua_createtable(l, 0, 2); // out sock map
-                    ffi::lua_pushvalue(l, -1);
-                    ffi::lua_setfield(l, -2, c"__index".as_ptr()); // map.__index = map
-                    ffi::lua_rotate(l, -2, 1); // out map sock
-                }
-                n += 1;
-                ffi::lua_pushvalue(l, -1);
-                ffi::lua_rawseti(l, out, n);
-                ffi::lua_pushinteger(l, n);
-                ffi::lua_rawset(l, out + 1); // map[sock] = n
-            } else {
-                ffi::lua_pop(l, 1);
+    while lua.get_index(idx, i) != Type::Nil {
+        let ready = match item_at(lua, -1, dir == READ) {
+            Some(Item::Sock(s)) => s.fd.get() >= 0 && s.src.sel.get() & dir != 0,
+            Some(Item::Other { src, .. }) => src.sel.get() & dir != 0,
+            None => false,
+        };
+        if ready {
+            if n == 0 {
+                lua.new_table(0, 2); // out sock map
+                lua.push_value(-1);
+                lua.set_field(-2, c"__index"); // map.__index = map
+                lua.insert(-2); // out map sock
             }
-            i += 1;
+            n += 1;
+            lua.push_value(-1);
+            lua.set_index(out, n);
+            lua.push_int(n);
+            lua.set_table(out + 1); // map[sock] = n
+        } else {
+            lua.pop(1);
         }
-        ffi::lua_pop(l, 1);
-        if n > 0 {
-            ffi::lua_setmetatable(l, out);
-        }
+        i += 1;
+    }
+    lua.pop(1);
+    if n > 0 {
+        lua.set_metatable_top(out);
     }
 }
 
-unsafe fn select_step(f: &mut Frame, why: Why) -> Next {
-    // SAFETY: the frame of `Select`.
-    unsafe {
-        // A socket of the lists closed: the others may still be ready.
-        let msg = if why == Why::Closed { None } else { failure(why) };
-        if msg.is_none() && select_poll(f) {
-            push_selected(f, f.at(1), READ);
-            push_selected(f, f.at(2), WRITE);
-            return Next::Done(2);
-        }
-        let msg = match msg {
-            Some(m) => m,
-            None => {
-                let d = (ffi::lua_type(f.l(), f.at(4)) == ffi::LUA_TNUMBER)
-                    .then(|| ffi::lua_tointegerx(f.l(), f.at(4), std::ptr::null_mut()) as u64);
-                match d {
-                    Some(d) if d <= cothread::time::monotonic_ns() => c"timeout",
-                    d => return Next::Wait(d),
-                }
-            }
-        };
-        ffi::lua_newtable(f.l());
-        ffi::lua_newtable(f.l());
-        ffi::lua_pushstring(f.l(), msg.as_ptr());
-        Next::Done(3)
+fn select_step(f: &mut Frame, why: Why) -> Next {
+    // A socket of the lists closed: the others may still be ready.
+    let msg = if why == Why::Closed { None } else { failure(why) };
+    if msg.is_none() && select_poll(f) {
+        let [(r, _), (w, _)] = lists(f);
+        push_selected(&mut f.lua, r, READ);
+        push_selected(&mut f.lua, w, WRITE);
+        return Next::Done(2);
     }
+    let msg = match msg {
+        Some(m) => m,
+        None => match f.lua.to_int(f.at(4)).map(|d| d as u64) {
+            Some(d) if d <= cothread::time::monotonic_ns() => c"timeout",
+            d => return Next::Wait(d),
+        },
+    };
+    f.lua.new_table(0, 0);
+    f.lua.new_table(0, 0);
+    f.lua.push_bytes(msg.to_bytes());
+    Next::Done(3)
 }
 
 /// `socket.sleep`. Frame: 1 seconds, 2 deadline.
@@ -242,31 +238,27 @@ struct Sleep;
 
 impl Operation for Sleep {
     fn step(&mut self, f: &mut Frame, why: Why) -> Next {
-        // SAFETY: the frame `sleep` built (slot 2: the deadline, an integer).
-        unsafe {
-            match why {
-                Why::Start => Next::Wait(Some(ffi::lua_tointegerx(f.l(), f.at(2), std::ptr::null_mut()) as u64)),
-                _ => Next::Done(0),
-            }
+        match why {
+            Why::Start => Next::Wait(Some(f.lua.to_int(f.at(2)).unwrap_or(0) as u64)),
+            _ => Next::Done(0),
         }
     }
 }
+
+cfn!(sleep = sleep_body);
 
 /// `socket.sleep(seconds)`: suspends the calling cothread (blocks outside
 /// cothreads) for `seconds`. `seconds <= 0` in a cothread yields once
 /// through the event loop (cosock's `sleep(0)`).
-unsafe extern "C-unwind" fn sleep(l: L) -> c_int {
-    // SAFETY: a module function; the frame is built in its own stack.
-    unsafe {
-        let s = ffi::luaL_checknumber(l, 1);
-        ffi::lua_settop(l, 1);
-        if s.is_nan() || (s <= 0.0 && cothread_of(l).is_none()) {
-            return 0;
-        }
-        push_deadline(l, s.max(0.0));
-        drive_raw(l, Sleep)
+fn sleep_body(lua: &mut Lua) -> Ret {
+    let s = lua.check_num(1)?;
+    lua.set_top(1);
+    if s.is_nan() || (s <= 0.0 && !in_cothread(lua)) {
+        return Ok(0);
     }
+    push_deadline(lua, s.max(0.0));
+    drive(lua, Sleep)
 }
 
 /// `select` and `sleep`.
-pub(super) const FUNCTIONS: &[raw::Reg] = &[(c"select", select), (c"sleep", sleep)];
+pub(super) const FUNCTIONS: &[Reg] = &[(c"select", select), (c"sleep", sleep)];

@@ -69,10 +69,8 @@ impl Stream {
     /// "closed"; the descriptor closes now, or when a job still running on
     /// it lets go of it.
     pub(super) fn close(&self) {
-        // SAFETY: `src` is this live stream's source; `detach` changes only
-        // its `Cell`s and the engine's records (before the descriptor its
-        // poll handle watches closes).
-        unsafe { engine::detach((&raw const self.src).cast_mut()) };
+        // Before the descriptor its poll handle watches closes.
+        self.src.detach();
         if let Some(core) = self.core.borrow_mut().take() {
             if let Ok(mut g) = core.try_lock() {
                 if g.fd >= 0 {

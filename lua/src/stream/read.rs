@@ -106,7 +106,7 @@ fn step(f: &mut Frame, w: In) -> Out {
             return Out::Done(done + 1);
         }
         let Some(s) = stream_of(f) else { return Out::Done(f.lua.fail(c"closed")) };
-        f.lua.push_held(&s.out);
+        f.lua.push_held(&s.out, Vec::as_slice);
         if fmt == Format::Number && !f.lua.numeral_on_top() {
             f.lua.push_nil();
             return Out::Done(done + 1);
