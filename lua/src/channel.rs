@@ -218,9 +218,9 @@ impl Operation for Receive {
         }
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         if let Some(r) = f.lua.test_udata::<Receiver>(f.at(1)) {
-            each((&raw const r.link.src).cast_mut(), -1, READ);
+            each(&r.link.src, -1, READ);
         }
     }
 }

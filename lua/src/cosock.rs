@@ -52,7 +52,8 @@ unsafe extern "C-unwind" fn waitinfo(l: L) -> c_int {
         let task = registry::task_of(l, 1);
         let co = ffi::lua_tothread(l, 1);
         let e = (*p).engine;
-        let info = task.and_then(|t| (!e.is_null()).then(|| (*e).wait_info(co, t)).flatten());
+        let info =
+            task.and_then(|t| (!e.is_null()).then(|| (*e).wait_info(&crate::lua::Thread::from_raw(co), t)).flatten());
         let woke = task.and_then(|t| (!e.is_null()).then(|| (*e).last_wake(t)).flatten());
         ffi::lua_pushinteger(l, info.map_or(0, |i| i.readers) as ffi::lua_Integer);
         ffi::lua_pushinteger(l, info.map_or(0, |i| i.writers) as ffi::lua_Integer);

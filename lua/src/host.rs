@@ -7,7 +7,7 @@ use std::ffi::{CStr, c_int};
 use cothread::When;
 use cothread::reactor::Loop;
 
-use crate::engine::{self, Engine, Fire, Frame, LoopRef, Next, OnEnd, Operation, Why};
+use crate::engine::{self, Engine, Fire, Frame, HostLoop, LoopRef, Next, OnEnd, Operation, Why};
 use crate::park::{cothread_of, drive_raw};
 use crate::raw::{self, L, ffi};
 use crate::state::this;
@@ -33,7 +33,11 @@ pub unsafe extern "C-unwind" fn attach(l: L) -> c_int {
             raw::error(l, c"cothread.attach: this scheduler uses its event loop already");
         }
         let key = (*p).new_key();
-        (*p).engine = Box::into_raw(Box::new(Engine::new(&raw mut (*p).core, key, LoopRef::Host(lp))));
+        (*p).engine = Box::into_raw(Box::new(Engine::new(
+            engine::CoreRef::new(&raw mut (*p).core),
+            key,
+            LoopRef::Host(HostLoop::new(lp)),
+        )));
         ffi::lua_pushboolean(l, 1);
         1
     }

@@ -8,7 +8,7 @@ use std::ffi::c_int;
 use cothread::Task;
 
 use crate::engine::{self, Frame, Next, Operation, STEP_SLOTS, Why};
-use crate::lua::{Error, Lua, Ret, YIELD};
+use crate::lua::{Error, Lua, Ret, Thread, YIELD};
 use crate::raw::{self, L, ffi};
 use crate::state::{self, CURRENT, Quick, State};
 
@@ -57,7 +57,7 @@ fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first
     let l = lua.raw();
     // SAFETY: `lua` runs this C function (a body's handle); `lua` itself is
     // not used while the frame's handle is.
-    let mut f = unsafe { Frame::new(l, 0) };
+    let mut f = Frame::new(unsafe { Lua::from_raw(l) }, 0);
     let mut why = Why::Start;
     loop {
         f.lua.check_stack(STEP_SLOTS)?;
@@ -74,7 +74,7 @@ fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first
         why = match caller {
             // SAFETY: `l` is `p`'s running cothread (`cothread_of` says so);
             // `park` hands `op` (plain data) over to the engine.
-            Some((p, task)) => match unsafe { park(l, p, task, op, next) } {
+            Some((p, task)) => match unsafe { park(&mut f, p, task, op, next) } {
                 Ok(()) => return Ok(YIELD),
                 Err(m) => Why::Failed(m),
             },
@@ -97,18 +97,21 @@ pub unsafe fn drive_raw<O: Operation + Copy + 'static>(l: L, op: O) -> c_int {
 
 /// Parks `op` of the running cothread (task `task` of `p`) on the engine.
 unsafe fn park<O: Operation + 'static>(
-    l: L,
+    f: &mut Frame,
     p: *mut State,
     task: Task,
     op: O,
     next: Next,
 ) -> Result<(), &'static std::ffi::CStr> {
-    // SAFETY: `l` is `p`'s running cothread (checked by `cothread_of`);
+    let l = f.lua.raw();
+    // SAFETY: `l` is `p`'s running cothread (checked by `cothread_of`), a
+    // registered one: its scheduler keeps it alive while the engine holds
+    // its record (unregistering it takes the record out: `cancel`).
     // `engine_of` may raise before the operation is boxed.
     unsafe {
         let e = state::engine_of(l, p);
         raw::check_stack(l, 1);
-        engine::park(l, e, task, Box::new(op), next)?;
+        engine::park(f, &*e, Thread::from_raw(l), task, Box::new(op), next)?;
         (*p).quick = Some(Quick::Park);
         Ok(())
     }

@@ -340,7 +340,9 @@ fn wait_blocking(p: &Proc, deadline: Option<u64>, errno_out: &mut i32) -> Why {
             return Why::Done;
         }
         // The pidfd becomes readable when the child ends.
-        match engine::block_on(deadline, |each| each(std::ptr::null_mut(), fd.as_raw_fd(), engine::READ)) {
+        match engine::block_on(deadline, |each| {
+            each(&engine::Source::new(engine::SourceKind::Pipe), fd.as_raw_fd(), engine::READ)
+        }) {
             Why::Ready => {}
             why => return why,
         }

@@ -61,7 +61,7 @@ pub unsafe fn unregister_dead(l: L, co: L, task: Task) {
     unsafe {
         let e = (*this(l)).engine;
         if !e.is_null() {
-            engine::drop_parked(e, co);
+            engine::drop_parked(&*e, co);
         }
         unregister(l, co, task);
     }
@@ -149,7 +149,10 @@ pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
         let idx = ffi::lua_absindex(l, idx);
         // A thread unregistered after its operation ended still holds the
         // results: its next resume gets them.
-        let delivered = ffi::lua_status(co) == ffi::LUA_YIELD && (engine::is_delivered(co) || engine::settle(l, co));
+        let delivered = ffi::lua_status(co) == ffi::LUA_YIELD && {
+            let t = crate::lua::Thread::from_raw(co);
+            engine::is_delivered(&t) || crate::lua::or_raise(engine::settle(crate::lua::Lua::from_raw(l), &t), l)
+        };
         let task = (*p).core.task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
         push_uv(l, UV_ALIVE);
         ffi::lua_pushvalue(l, idx);
@@ -178,7 +181,7 @@ pub unsafe fn unregister(l: L, co: L, task: Task) {
         }
         let e = (*p).engine;
         if !e.is_null() {
-            engine::cancel(l, e, co); // left while parked: nothing resumes it later
+            engine::cancel(&mut crate::lua::Lua::from_raw(l), &*e, &crate::lua::Thread::from_raw(co)); // left while parked: nothing resumes it later
             (*e).forget(task);
         }
         if (*p).core.task_free(task).is_err() {

@@ -353,7 +353,8 @@ unsafe fn resume_head(l: L, p: *mut State, base: c_int) -> Option<Turn> {
         let nargs = if data & OPERATION_BIT != 0 {
             let _ = (*p).core.set_data(task, co as usize);
             ffi::lua_settop(l, base);
-            match engine::finish(l, (*p).engine, co) {
+            let (runner, co_) = (crate::lua::Lua::from_raw(l), crate::lua::Thread::from_raw(co));
+            match crate::lua::or_raise(engine::finish(runner, (*p).engine.as_ref(), &co_), l) {
                 Finish::Resume(n) => n,
                 Finish::Parked => return Some(Turn::Continue),
             }

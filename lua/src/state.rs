@@ -285,7 +285,7 @@ pub unsafe fn engine_of(l: L, p: *mut State) -> *mut Engine {
         if (*p).engine.is_null() {
             let key = (*p).new_key();
             let core = &raw mut (*p).core;
-            let failed = match Engine::with_own_loop(core, key) {
+            let failed = match Engine::with_own_loop(engine::CoreRef::new(core), key) {
                 Ok(e) => {
                     (*p).engine = Box::into_raw(Box::new(e));
                     None
@@ -314,7 +314,7 @@ pub unsafe fn poll_io(p: *mut State, block: Block) -> bool {
     // SAFETY: `p` is live; its engine, if any, too.
     unsafe {
         let e = (*p).engine;
-        !e.is_null() && engine::poll(e, block)
+        !e.is_null() && engine::poll(&*e, block)
     }
 }
 
@@ -358,9 +358,10 @@ unsafe extern "C-unwind" fn state_gc(l: L) -> c_int {
             // Lua closes: no ticket made then would be finalized (its
             // operation would leak), and no cothread runs again.
             if !(*p).engine.is_null() && !closing(l) {
-                ffi::lua_pushcfunction(l, engine::abandon);
-                ffi::lua_pushlightuserdata(l, (*p).engine.cast());
-                if ffi::lua_pcall(l, 1, 0, 0) != ffi::LUA_OK {
+                let e = &*(*p).engine;
+                if let Err(crate::lua::Error::Value) =
+                    crate::lua::Lua::from_raw(l).protected(&mut |lua| engine::abandon_all(lua, e))
+                {
                     ffi::lua_pop(l, 1);
                 }
             }

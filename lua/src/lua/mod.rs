@@ -51,7 +51,7 @@ use std::ffi::c_int;
 pub use error::{Error, Ret, or_raise, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use thread::{L, Lua};
+pub use thread::{L, Lua, Thread};
 pub use udata::{Classes, Udata};
 
 pub use mlua::ffi::{self, lua_Integer, lua_State};

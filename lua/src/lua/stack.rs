@@ -11,7 +11,7 @@ use std::ffi::{CStr, c_int, c_void};
 use mlua::ffi::{self, lua_Integer};
 
 use super::error::{Error, shown};
-use super::thread::{L, Lua};
+use super::thread::{L, Lua, Thread};
 
 /// The type of a value (`lua_type`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -506,6 +506,47 @@ impl Lua {
         self.push_owned(msg);
         self.push_int(errno as lua_Integer);
         3
+    }
+}
+
+impl Lua {
+    // ===== other threads =====
+
+    /// `[-0, +n, -]` Moves the top `n` values of `co` (suspended, with that
+    /// many) onto this stack, and makes room for `extra` more above them;
+    /// an error if this stack cannot grow so far, nothing moved then.
+    pub fn take_from(&mut self, co: &Thread, n: c_int, extra: c_int) -> Result<(), Error> {
+        self.check_stack(n + extra)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if !co.is_suspended() || !(0..=co.top()).contains(&n) {
+            std::process::abort(); // a bug of ours: a read outside its frame
+        }
+        // SAFETY: two threads of one state (`Thread::from_raw`); `co` holds
+        // `n` values (checked) and nothing runs on it; this stack has room.
+        unsafe { ffi::lua_xmove(co.l, self.l, n) };
+        Ok(())
+    }
+
+    /// `[-n, +0, -]` Moves the top `n` values of this stack onto `co`
+    /// (suspended): whether they moved. Nothing moves if `co` is not
+    /// suspended or its stack cannot grow.
+    pub fn give_to(&mut self, co: &Thread, n: c_int) -> bool {
+        if n == 0 {
+            return true;
+        }
+        self.slot(-n);
+        // SAFETY: two threads of one state; this stack holds `n` values
+        // (checked by `slot`); `co` is suspended (nothing runs on it) with
+        // room for them (`lua_checkstack` answers 0 instead of raising).
+        unsafe {
+            if !co.is_suspended() || ffi::lua_checkstack(co.l, n) == 0 {
+                return false;
+            }
+            ffi::lua_xmove(self.l, co.l, n);
+        }
+        true
     }
 }
 

@@ -2,7 +2,9 @@
 //! module ([`Lua`]), and the raw pointer under it ([`L`]). The other files
 //! of the layer add its methods; the parent module says why they are safe.
 
-use mlua::ffi::lua_State;
+use std::ffi::{c_int, c_void};
+
+use mlua::ffi::{self, lua_State};
 
 /// A raw Lua state pointer (a thread).
 pub type L = *mut lua_State;
@@ -29,5 +31,104 @@ impl Lua {
     #[inline]
     pub fn raw(&self) -> L {
         self.l
+    }
+}
+
+/// Another thread of the same Lua state, seen from a thread that runs a C
+/// function of the module: a suspended cothread whose stack the engine
+/// moves values into and out of. Its methods change its stack only while it
+/// is suspended in a yield (`is_suspended`), where the stack is the
+/// yielding C function's frame and nothing runs on it; a method asked to
+/// reach below the top or outside a yield does nothing.
+pub struct Thread {
+    pub(super) l: L,
+}
+
+impl Thread {
+    /// The thread `l`.
+    ///
+    /// # Safety
+    /// `l` is a live thread of the Lua state of every `Lua` it is used with,
+    /// for as long as the `Thread` is used (a registered cothread: its
+    /// scheduler keeps it alive).
+    #[inline]
+    pub unsafe fn from_raw(l: L) -> Thread {
+        Thread { l }
+    }
+
+    /// The raw pointer, as an identity.
+    #[inline]
+    pub fn raw(&self) -> L {
+        self.l
+    }
+
+    /// Is it suspended in a yield?
+    #[inline]
+    pub fn is_suspended(&self) -> bool {
+        // SAFETY: a live thread (`from_raw`); reads its status only.
+        unsafe { ffi::lua_status(self.l) == ffi::LUA_YIELD }
+    }
+
+    /// The number of values on its stack (in its current frame).
+    #[inline]
+    pub fn top(&self) -> c_int {
+        // SAFETY: a live thread; reads only.
+        unsafe { ffi::lua_gettop(self.l) }
+    }
+
+    /// The light userdata on the top of its stack, if the top value is one
+    /// (a tag or a key; never dereferenced here).
+    #[inline]
+    pub fn light_on_top(&self) -> Option<*mut c_void> {
+        // SAFETY: a live thread; reads the type and value of its top slot,
+        // which exists (top > 0).
+        unsafe {
+            if ffi::lua_gettop(self.l) == 0 || ffi::lua_type(self.l, -1) != ffi::LUA_TLIGHTUSERDATA {
+                return None;
+            }
+            Some(ffi::lua_touserdata(self.l, -1))
+        }
+    }
+
+    /// Is the top value a full userdata?
+    #[inline]
+    pub fn udata_on_top(&self) -> bool {
+        // SAFETY: a live thread; reads the type of its top slot, which exists.
+        unsafe { ffi::lua_gettop(self.l) > 0 && ffi::lua_type(self.l, -1) == ffi::LUA_TUSERDATA }
+    }
+
+    /// Makes room for `n` more values: whether its stack could grow.
+    #[inline]
+    pub fn reserve(&self, n: c_int) -> bool {
+        // SAFETY: a live thread of the state; growing its stack moves it,
+        // and Lua corrects its own pointers into it (no reference into a
+        // thread's stack leaves this layer). It answers 0 instead of raising.
+        unsafe { ffi::lua_checkstack(self.l, n) != 0 }
+    }
+
+    /// Pops `n` values, if it is suspended with that many.
+    #[inline]
+    pub fn pop(&self, n: c_int) {
+        if self.is_suspended() && (0..=self.top()).contains(&n) {
+            // SAFETY: a suspended thread with `n` values in its frame: the
+            // new top stays inside the frame, and nothing runs on it that
+            // could hold a reference into the slots that go.
+            unsafe { ffi::lua_settop(self.l, -n - 1) }
+        }
+    }
+
+    /// Pushes a light userdata, if it is suspended and its stack can grow:
+    /// whether it did.
+    #[inline]
+    pub fn push_light(&self, p: *mut c_void) -> bool {
+        // SAFETY: a suspended thread with room for one more value (checked;
+        // `lua_checkstack` answers 0 instead of raising).
+        unsafe {
+            if !self.is_suspended() || ffi::lua_checkstack(self.l, 1) == 0 {
+                return false;
+            }
+            ffi::lua_pushlightuserdata(self.l, p);
+            true
+        }
     }
 }
