@@ -147,6 +147,8 @@ pub struct WaitInfo {
 /// The waiting engine of one scheduler: a handle on its state.
 pub struct Engine {
     pub(super) rc: Rc<RefCell<Inner>>,
+    /// The private key parked cothreads wait on (also in `Inner`).
+    key: usize,
 }
 
 /// The state of an engine.
@@ -207,7 +209,7 @@ impl Engine {
                 abandoning: Vec::new(),
             })
         });
-        Engine { rc }
+        Engine { rc, key }
     }
 
     /// An engine on a loop of its own.
@@ -225,7 +227,7 @@ impl Engine {
     /// The private key parked cothreads wait on.
     #[inline]
     pub fn key(&self) -> usize {
-        self.rc.borrow().key
+        self.key
     }
 
     /// Operations that can end by themselves: they keep `run` going.

@@ -5,11 +5,13 @@
 //! An object embeds a [`Source`] (in its userdata block, which never moves).
 //! It is *attached* to the engine of the first scheduler whose cothread waits
 //! on it, and moves to another engine only while nothing waits on it in the
-//! first. The engine keeps the source's address to forget it when the engine
-//! goes first (`watch`); the object detaches itself when it closes or is
-//! collected. So neither keeps the other alive, and neither outlives the
-//! other's knowledge of it. The engine reaches a source only through its
-//! `Cell`s, so objects hold theirs shared.
+//! first. The source holds a weak link to its engine and its id there; the
+//! engine keeps no address of the source (it forgets an id, and the
+//! source's link then names an id the engine does not know). The object
+//! detaches itself when it closes or is collected. So neither keeps the
+//! other alive, and a link outliving its engine finds nothing. The engine
+//! reaches a source only through its `Cell`s, so objects hold theirs
+//! shared.
 //!
 //! This file is the object's side. A source reaches its engine through the
 //! [`Owner`] trait, which the engine implements: the engine's files name

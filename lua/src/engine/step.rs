@@ -2,7 +2,7 @@
 //! when the resume loop takes its cothread (`finish`), delivering its
 //! results; and the entry points that make operations due (`poll`, and
 //! `detach` and `fire` in `source`, through the engine's `Owner`) or take
-//! them out (`cancel`, `abandon_all`). See the parent module for the states.
+//! them out (`cancel`; `ticket::abandon_all`). See the parent module for the states.
 //!
 //! A step may raise (a memory error while pushing) and its allocations may
 //! run finalizers that call back into the engine. So the operation leaves
@@ -290,14 +290,6 @@ pub fn drop_parked(e: &Engine, co: crate::lua::L) {
     if let Some(id) = found {
         drop_op(&mut s, id);
     }
-}
-
-/// Moves every operation parked in `e` into a ticket (its scheduler is
-/// collected), so that a cothread scheduled again elsewhere ends its call.
-/// Call it protected: should making a ticket raise, the rest are dropped
-/// with the engine.
-pub fn abandon_all(lua: &mut Lua, e: &Engine) {
-    ticket::abandon_all(lua, e);
 }
 
 /// Does `co` hold an operation's results (a cothread unregistered after its

@@ -92,10 +92,11 @@ pub fn settle(mut runner: Lua, co: &Thread) -> Result<bool, Error> {
     Ok(true)
 }
 
-/// Moves every parked operation of `e` into a ticket (its scheduler goes).
-/// Called in a protected call: should making a ticket raise, the rest are
-/// dropped with the engine.
-pub(super) fn abandon_all(lua: &mut Lua, e: &Engine) {
+/// Moves every parked operation of `e` into a ticket (its scheduler is
+/// collected), so that a cothread scheduled again elsewhere ends its call.
+/// Call it protected: should making a ticket raise, the rest are dropped
+/// with the engine.
+pub fn abandon_all(lua: &mut Lua, e: &Engine) {
     // The ids wait in the engine (not on the Rust stack, which a raise
     // would skip) while tickets are made; each is checked again before use.
     {

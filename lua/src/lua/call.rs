@@ -75,8 +75,10 @@ impl Lua {
         f: fn(&mut T),
     ) -> Result<c_int, Error> {
         let this = lua(cx);
-        if nargs > 0 {
-            this.slot(-nargs);
+        match nargs {
+            0 => {}
+            1.. => _ = this.slot(-nargs),
+            _ => std::process::abort(), // a bug of ours
         }
         this.check_stack(2)?;
         let (l, below) = (this.l, this.top() - nargs);
