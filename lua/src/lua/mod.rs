@@ -41,6 +41,7 @@
 
 mod call;
 mod error;
+pub mod raw;
 mod stack;
 mod table;
 mod thread;
@@ -48,19 +49,23 @@ mod udata;
 
 use std::ffi::c_int;
 
-pub use error::{Error, Ret, or_raise, shown};
+pub use error::{Error, Ret, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use thread::{L, Lua};
+pub use thread::{L, Lua, Status};
 pub use udata::{Classes, Udata};
 
-pub use mlua::ffi::{self, lua_Integer, lua_State};
+pub use mlua::ffi::{self, lua_Integer};
 
 /// What a body answers instead of a count of results when its cothread
 /// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,
 /// once the body's frames are gone), and the function returns the values
 /// it is resumed with.
 pub const YIELD: c_int = c_int::MIN;
+
+/// What a body answers to yield every value on its stack (a yield
+/// operation: its name and arguments), once its frames are gone.
+pub const YIELD_ALL: c_int = c_int::MIN + 1;
 
 /// Ends the C function running on `l` as its body answered: with `n`
 /// results, with a yield (`YIELD`), or by raising the error.
@@ -74,6 +79,10 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
             // SAFETY: the contract; a yield from a C function longjmps to
             // `lua_resume`, past this plain frame only.
             unsafe { ffi::lua_yield(l, 0) }
+        }
+        Ok(YIELD_ALL) => {
+            // SAFETY: as for `YIELD`, with the values on the stack.
+            unsafe { ffi::lua_yield(l, ffi::lua_gettop(l)) }
         }
         Ok(n) => n,
         // SAFETY: the contract.

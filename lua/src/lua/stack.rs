@@ -250,6 +250,30 @@ impl Lua {
         unsafe { ffi::lua_touserdata(self.l, idx) }
     }
 
+    /// `[-0, +0, -]` The address of the value at `idx` (`lua_topointer`), as
+    /// an identity: equal short strings are one object in Lua 5.4.
+    pub fn to_identity(&self, idx: c_int) -> *const c_void {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; reads only, within the frame.
+        unsafe { ffi::lua_topointer(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The C function at `idx`, if it is one (an identity).
+    pub fn to_cfunction(&self, idx: c_int) -> Option<ffi::lua_CFunction> {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; reads only, within the frame.
+        unsafe { ffi::lua_tocfunction(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` Are the values at `a` and `b` primitively equal
+    /// (`rawequal`)?
+    pub fn raw_equal(&self, a: c_int, b: c_int) -> bool {
+        let (a, b) = (self.readable(a), self.readable(b));
+        // SAFETY: a valid state; compares two slots of the frame, no
+        // metamethod.
+        unsafe { ffi::lua_rawequal(self.l, a, b) != 0 }
+    }
+
     // ===== argument checks =====
 
     /// `[-0, +0, -]` Argument `arg` is present (nil counts).

@@ -2,7 +2,9 @@
 //! module ([`Lua`]), and the raw pointer under it ([`L`]). The other files
 //! of the layer add its methods; the parent module says why they are safe.
 
-use mlua::ffi::lua_State;
+use std::ffi::c_int;
+
+use mlua::ffi::{self, lua_State};
 
 /// A raw Lua state pointer (a thread).
 pub type L = *mut lua_State;
@@ -29,5 +31,78 @@ impl Lua {
     #[inline]
     pub fn raw(&self) -> L {
         self.l
+    }
+}
+
+/// What `coroutine.status` would say of a coroutine, seen from another.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Status {
+    Running,
+    Suspended,
+    Normal,
+    Dead,
+}
+
+impl Lua {
+    /// `[-0, +0, -]` The thread at `idx`, as an identity (or to resume it),
+    /// if the value there is one.
+    pub fn to_thread(&self, idx: c_int) -> Option<L> {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state (rule 1); reads only, within the frame.
+        let co = unsafe { ffi::lua_tothread(self.l, idx) };
+        (!co.is_null()).then_some(co)
+    }
+
+    /// `[-0, +0, -]` The status of the thread at `idx` (lcorolib's
+    /// `auxstatus`); `None` if the value there is not a thread.
+    pub fn thread_status(&self, idx: c_int) -> Option<Status> {
+        let co = self.to_thread(idx)?;
+        if co == self.l {
+            return Some(Status::Running);
+        }
+        // SAFETY: `co` is the thread in a slot of this frame, so alive while
+        // `&self` is borrowed (rule 3); `lua_Debug` is plain data, which
+        // `lua_getstack` only fills; the rest reads its status and top.
+        Some(unsafe {
+            match ffi::lua_status(co) {
+                ffi::LUA_YIELD => Status::Suspended,
+                ffi::LUA_OK => {
+                    let mut ar: ffi::lua_Debug = std::mem::zeroed();
+                    if ffi::lua_getstack(co, 0, &mut ar) != 0 {
+                        Status::Normal
+                    } else if ffi::lua_gettop(co) == 0 {
+                        Status::Dead
+                    } else {
+                        Status::Suspended
+                    }
+                }
+                _ => Status::Dead,
+            }
+        })
+    }
+
+    /// `[-0, +0, -]` May the running C function yield (`lua_isyieldable`)?
+    pub fn is_yieldable(&self) -> bool {
+        // SAFETY: a valid state; reads a counter of the thread.
+        unsafe { ffi::lua_isyieldable(self.l) != 0 }
+    }
+
+    /// `[-0, +1, -]` Pushes the thread `co`.
+    ///
+    /// # Safety
+    /// `co` is a live thread of this Lua state (another state's thread, or
+    /// a collected one, would corrupt memory).
+    pub unsafe fn push_thread(&self, co: L) {
+        self.room(1);
+        // SAFETY: the contract; both threads share one global state, so the
+        // thread value moves between their stacks.
+        unsafe {
+            if co == self.l {
+                ffi::lua_pushthread(self.l);
+            } else {
+                ffi::lua_pushthread(co);
+                ffi::lua_xmove(co, self.l, 1);
+            }
+        }
     }
 }

@@ -41,6 +41,10 @@ pub unsafe trait Udata: Sized + 'static {
     /// Its classes, if its objects change class (none: one metatable,
     /// `NAME`).
     const CLASSES: Option<&'static Classes> = None;
+
+    /// Runs in its `__gc`, just before the value is dropped: what must
+    /// still talk to Lua (nothing, by default).
+    fn finalize(&self, _lua: &mut Lua) {}
 }
 
 /// The registry names of the metatables of a `Udata` type whose objects
@@ -193,6 +197,20 @@ impl Lua {
         }
     }
 
+    /// Runs `f` with the live `T` in upvalue `n` of the running C closure
+    /// (`None` if the value there is not one, or was collected). The
+    /// reference is not tied to a stack slot: the closure holds it.
+    pub fn with_upvalue<T: Udata, R>(&mut self, n: c_int, f: impl FnOnce(&mut Lua, Option<&T>) -> R) -> R {
+        let b = self.block_ptr::<T>(Lua::upvalue(n));
+        // SAFETY: null or a `Block<T>` (`block_ptr`), held by an upvalue of
+        // the closure that runs: reachable, so not collected, for the whole
+        // call (only the debug library could replace it, the caveat of every
+        // check here). `f` cannot keep the reference (it is higher-ranked),
+        // and only `gc`, on an unreachable block, takes `&mut`.
+        let t = unsafe { b.as_ref() }.filter(|b| b.live.get()).map(|b| &*b.value);
+        f(self, t)
+    }
+
     /// `[-0, +1, -]` Pushes user value `n` of the userdata at `idx` and says
     /// its type (`None` if it has no such value).
     pub fn get_uservalue(&self, idx: c_int, n: c_int) -> Type {
@@ -290,18 +308,26 @@ unsafe extern "C-unwind" fn new_userdata_call(l: L) -> c_int {
     1
 }
 
-/// `__gc` of every `T`: drops the value once.
+/// `__gc` of every `T`: finalizes and drops the value once.
 unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     // SAFETY: Lua calls a metatable's `__gc` on its running thread.
-    let lua = unsafe { Lua::from_raw(l) };
-    // SAFETY: the block, if one, is a `Block<T>` held by slot 1; `live`
-    // makes the drop happen once, and the value is not read after it
-    // (`udata` and `test_udata` refuse a dead one).
+    let mut lua = unsafe { Lua::from_raw(l) };
+    let b = lua.block_ptr::<T>(1);
+    // SAFETY: null or a `Block<T>` held by slot 1, only read here.
+    let live = unsafe { b.as_ref() }.is_some_and(|b| b.live.get());
+    if !live {
+        return 0;
+    }
+    // SAFETY: as above; `finalize` gets it shared, and slot 1 stays.
+    T::finalize(unsafe { &(*b).value }, &mut lua);
+    // SAFETY: the block is unreachable but for this finalizer (Lua calls
+    // `__gc` on such objects only), so no other reference to it is alive;
+    // `live` makes the drop happen once, and the value is not read after
+    // it (`udata`, `test_udata` and `with_upvalue` refuse a dead one).
     unsafe {
-        if let Some(b) = lua.block_ptr::<T>(1).as_mut() {
-            if b.live.replace(false) {
-                ManuallyDrop::drop(&mut b.value);
-            }
+        let b = &mut *b;
+        if b.live.replace(false) {
+            ManuallyDrop::drop(&mut b.value);
         }
     }
     0
