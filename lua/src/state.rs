@@ -24,7 +24,7 @@ use cothread::{Sched, Task};
 
 use crate::builtin::Builtin;
 use crate::engine::{self, Block, Engine, OPERATION_BIT};
-use crate::lua::{Error, L, Lua, REGISTRY, Type, Udata};
+use crate::lua::{Classes, Error, L, Lua, REGISTRY, Type, Udata};
 
 thread_local! {
     /// The scheduler resuming a cothread on this thread, innermost first (set
@@ -46,17 +46,18 @@ pub enum Quick {
     Park,
 }
 
-/// User value slots of the state userdata.
-pub const UV_MODULE: c_int = 1; // the scheduler table (fields error, trap, time, idle)
-pub const UV_ALIVE: c_int = 2; // thread -> task handle (integer)
-pub const UV_KEYOF: c_int = 3; // signal value -> key (weak keys)
-pub const UV_HELD: c_int = 4; // key -> signal value, while the key has waiters
-pub const UV_YIELDOPS: c_int = 5; // name -> {nfixed, handler} (handler false: built-in)
-pub const UV_WHENS: c_int = 6; // name -> {nfixed, handler} (handler false: built-in)
-pub const UV_PLUGINS: c_int = 7; // plugin function -> {n = count, results...}
-pub const UV_NAMES: c_int = 8; // the built-in operation names (kept alive: their addresses are cached)
-pub const UV_TIME: c_int = 9; // the default `time` function
-pub const NUV: c_int = 9;
+/// User value slots of the state userdata (1 is the layer's tag of a
+/// `State`: see `Udata::CLASSES`).
+pub const UV_MODULE: c_int = 2; // the scheduler table (fields error, trap, time, idle)
+pub const UV_ALIVE: c_int = 3; // thread -> task handle (integer)
+pub const UV_KEYOF: c_int = 4; // signal value -> key (weak keys)
+pub const UV_HELD: c_int = 5; // key -> signal value, while the key has waiters
+pub const UV_YIELDOPS: c_int = 6; // name -> {nfixed, handler} (handler false: built-in)
+pub const UV_WHENS: c_int = 7; // name -> {nfixed, handler} (handler false: built-in)
+pub const UV_PLUGINS: c_int = 8; // plugin function -> {n = count, results...}
+pub const UV_NAMES: c_int = 9; // the built-in operation names (kept alive: their addresses are cached)
+pub const UV_TIME: c_int = 10; // the default `time` function
+pub const NUV: c_int = 9; // after the layer's tag, user value 1
 
 /// Tables this large are replaced by fresh ones once empty, to give memory back.
 pub const SHRINK_AFTER: usize = 256;
@@ -97,6 +98,9 @@ pub struct State {
 // SAFETY: the name is this type's alone.
 unsafe impl Udata for State {
     const NAME: &'static CStr = c"cothread.state";
+    // One class: its tag is a cheaper check than a metatable's (every
+    // scheduler function makes it).
+    const CLASSES: Option<&'static Classes> = Some(&STATE_CLASSES);
 
     /// Its parked cothreads keep their calls, in tickets; not when Lua
     /// closes: no ticket made then would be finalized (its operation would
@@ -112,6 +116,8 @@ unsafe impl Udata for State {
         }
     }
 }
+
+static STATE_CLASSES: Classes = Classes(&[c"cothread.state"]);
 
 impl Drop for State {
     fn drop(&mut self) {
@@ -260,13 +266,13 @@ pub fn resuming<R>(st: &State, resume: impl FnOnce() -> R) -> R {
 /// `[-0, +1, m]` Pushes a new state userdata with its user values (the
 /// module table slot is left for the caller to fill).
 pub fn push_new(lua: &mut Lua) -> Result<(), Error> {
-    lua.udata_metatable::<State>(|lua| {
+    lua.udata_class::<State>(0, |lua| {
         lua.push_bytes(b"cothread.state");
         lua.set_field(-2, c"__metatable");
         Ok(())
     })?;
     lua.pop(1);
-    lua.new_udata(State::new(), NUV);
+    lua.new_udata_class(State::new(), 0, NUV);
     for uv in [UV_ALIVE, UV_HELD, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
         lua.new_table(0, 0);
         lua.set_uservalue(-2, uv);

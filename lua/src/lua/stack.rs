@@ -119,11 +119,16 @@ impl Lua {
     /// `idx` for a read: as it is if it names a slot of this function's
     /// stack, a pseudo-index or a slot above the top (which reads as none);
     /// a negative index below the frame, or 0, becomes one above the top.
-    /// So no read reaches outside the frame.
+    /// So no read reaches outside the frame. (Lua reads a positive index at
+    /// or above the top as none without touching the slot, and an upvalue
+    /// index past the closure's as none: those need no look at the top.)
     #[inline]
     pub(super) fn readable(&self, idx: c_int) -> c_int {
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
         let top = self.top();
-        if idx == 0 || (idx < 0 && idx > ffi::LUA_REGISTRYINDEX && -idx > top) { top + 1 } else { idx }
+        if idx == 0 || -idx > top { top + 1 } else { idx }
     }
 
     /// `idx` for a write: it must name a value on the stack (`1..=top` or

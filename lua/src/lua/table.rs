@@ -118,7 +118,8 @@ impl Lua {
     /// `[-1, +1, -]` Replaces the key on the top by `t[key]` of the table at
     /// `t` (raw) and says its type (nil if `t` is not a table).
     pub fn get_table(&mut self, t: c_int) -> Type {
-        let t = self.abs(t);
+        // (`lua_rawget` finds the table before it pops the key: `t` may be
+        // relative to the top.)
         if self.kind(t) != Type::Table {
             self.pop(1);
             self.push_nil();

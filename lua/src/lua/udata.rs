@@ -135,12 +135,13 @@ impl Lua {
     }
 
     /// `[-0, +1, m]` Pushes a new userdata holding `value`, of class `class`
-    /// of `T` (`udata_class` made it), tagged as `T`'s (its one user value).
-    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize) -> &T {
+    /// of `T` (`udata_class` made it), tagged as `T`'s (user value 1), with
+    /// `nuv` more user values (nil), from 2.
+    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize, nuv: c_int) -> &T {
         let classes = T::CLASSES.expect("a type with classes");
-        let t = self.new_block(value, 1, classes.0[class]);
+        let t = self.new_block(value, 1 + nuv.max(0), classes.0[class]);
         self.push_light(classes.tag());
-        // SAFETY: the new userdata is below its tag, and has one user value:
+        // SAFETY: the new userdata is below its tag, and has user value 1:
         // the only write of a `Classes` address into a user value.
         unsafe { ffi::lua_setiuservalue(self.l, -2, 1) };
         t
