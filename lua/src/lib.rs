@@ -9,8 +9,8 @@
 //! a conversion into Rust errors would not.
 //!
 //! Files, by layer (each names only files before it: no import circle, as
-//! `tests/layers` checks): `lua` (a safe handle over the C API) and `raw`
-//! (helpers over it); `buffer`, `reader` (read buffers and io's formats),
+//! `tests/layers` checks): `lua` (a safe handle over the C API, and the
+//! older raw helpers the engine uses); `buffer`, `reader` (read buffers and io's formats),
 //! `sys` (the socket system calls) and `builtin` (the built-in operation
 //! names); `engine` (the waiting engine: every call that may wait is an
 //! operation it drives to its end); the

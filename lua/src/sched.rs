@@ -298,7 +298,8 @@ crate::cfn!(pub run_c = run);
 /// replaced `idle`, the event loop is polled without blocking, so I/O goes on.
 fn call_idle(lua: &mut Lua, st: &State, wake: u64) -> Result<(), Error> {
     crate::state::push_field(lua, c"idle");
-    let default = lua.to_cfunction(-1).is_some_and(|f| std::ptr::fn_addr_eq(f, time::idle_default_c as ffi::lua_CFunction));
+    let default =
+        lua.to_cfunction(-1).is_some_and(|f| std::ptr::fn_addr_eq(f, time::idle_default_c as ffi::lua_CFunction));
     time::push(lua, st, wake);
     lua.call(1, 0)?;
     if !default && st.io_armed() > 0 {
@@ -343,7 +344,14 @@ fn resume_head(lua: &mut Lua, st: &State, base: c_int) -> Result<Option<Turn>, E
         let nargs = lua.top() - base;
         // SAFETY: `co` is live (above) and suspended, a thread of this Lua
         // state; the values move after its stack has room for them.
-        if nargs > 0 && !unsafe { ffi::lua_checkstack(co, nargs) != 0 && { ffi::lua_xmove(l, co, nargs); true } } {
+        if nargs > 0
+            && !unsafe {
+                ffi::lua_checkstack(co, nargs) != 0 && {
+                    ffi::lua_xmove(l, co, nargs);
+                    true
+                }
+            }
+        {
             return Err(Error::msg(c"too many values to resume a cothread with"));
         }
         nargs

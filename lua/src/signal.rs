@@ -110,7 +110,7 @@ pub fn settle_signals(lua: &mut Lua, st: &State) {
 /// 1 is its state, 2 the table of its parts (so their keys stay).
 struct Combined(Cell<usize>);
 
-// SAFETY: the name is this type's alone.
+// SAFETY: "cothread.combined" names no other registry field.
 unsafe impl Udata for Combined {
     const NAME: &'static CStr = c"cothread.combined";
 

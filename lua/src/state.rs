@@ -1,15 +1,16 @@
 //! One scheduler instance: the core scheduler, the Lua side kept in the
 //! user values of its userdata, and how a C function finds it.
 //!
-//! The `State` lives in a full userdata (freed by its `__gc`) whose user values
-//! hold the Lua side (see the `UV_*` slots). Every function of an instance is a
-//! C closure whose first upvalue is that userdata. What the slots map is kept
-//! by the modules above: cothreads to tasks in `registry`, signal values to
-//! keys in `signal`.
+//! The `State` is a `Udata` whose user values hold the Lua side (see the
+//! `UV_*` slots). Every function of an instance is a C closure whose first
+//! upvalue is that userdata, lent to its body by `with_state`. What the
+//! slots map is kept by the modules above: cothreads to tasks in
+//! `registry`, signal values to keys in `signal`.
 //!
-//! Rust references into a `State` never live across a call into Lua: Lua may
-//! re-enter (a cothread calls `schedule`) or longjmp out (an error). Code reaches
-//! the state through `*mut State` in short expressions instead.
+//! Lua may re-enter (a cothread calls `schedule`) while a body holds the
+//! state, so it is shared: what changes is in `Cell`s, and the core in a
+//! `RefCell` borrowed for one call of it at a time (`core()`), never across
+//! a call into Lua.
 //!
 //! A task's user value is its thread, with `engine::OPERATION_BIT` set while
 //! the engine has something to do before the thread resumes (see `engine`):
@@ -95,7 +96,8 @@ pub struct State {
     pub quick: Cell<Option<Quick>>,
 }
 
-// SAFETY: the name is this type's alone.
+// SAFETY: "cothread.state" names only this type's metatable, and
+// `STATE_CLASSES` is a static of its own.
 unsafe impl Udata for State {
     const NAME: &'static CStr = c"cothread.state";
     // One class: its tag is a cheaper check than a metatable's (every
@@ -257,10 +259,13 @@ pub fn with_resuming<H: Borrow<Lua>, R>(lua: H, f: impl FnOnce(H, &State, Task) 
 /// restoring the outer one after.
 #[inline]
 pub fn resuming<R>(st: &State, resume: impl FnOnce() -> R) -> R {
-    let outer = CURRENT.replace(st);
-    let r = resume();
-    CURRENT.set(outer);
-    r
+    // One look-up of the thread-local for both writes: this is the hot path.
+    CURRENT.with(|c| {
+        let outer = c.replace(st);
+        let r = resume();
+        c.set(outer);
+        r
+    })
 }
 
 /// `[-0, +1, m]` Pushes a new state userdata with its user values (the
@@ -300,7 +305,7 @@ const SENTINEL: &CStr = c"cothread.closing";
 /// The closing sentinel: set once Lua closes.
 struct Sentinel(Cell<bool>);
 
-// SAFETY: the name is this type's alone.
+// SAFETY: "cothread.sentinel" names no other registry field.
 unsafe impl Udata for Sentinel {
     const NAME: &'static CStr = c"cothread.sentinel";
 

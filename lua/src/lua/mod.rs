@@ -97,6 +97,9 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
 macro_rules! cfn {
     ($(#[$meta:meta])* $vis:vis $name:ident = $body:path) => {
         $(#[$meta])*
+        ///
+        /// # Safety
+        /// Called by Lua, as a C function, on its running thread.
         $vis unsafe extern "C-unwind" fn $name(l: $crate::lua::L) -> ::std::ffi::c_int {
             // SAFETY: Lua calls this C function with its running thread,
             // which is what `from_raw` asks; the body cannot keep the `Lua`,

@@ -259,14 +259,16 @@ impl Lua {
     /// an identity: equal short strings are one object in Lua 5.4.
     pub fn to_identity(&self, idx: c_int) -> *const c_void {
         let idx = self.readable(idx);
-        // SAFETY: a valid state; reads only, within the frame.
+        // SAFETY: a valid state; `lua_topointer` only reads the slot (a
+        // `readable` one) and converts nothing.
         unsafe { ffi::lua_topointer(self.l, idx) }
     }
 
     /// `[-0, +0, -]` The C function at `idx`, if it is one (an identity).
     pub fn to_cfunction(&self, idx: c_int) -> Option<ffi::lua_CFunction> {
         let idx = self.readable(idx);
-        // SAFETY: a valid state; reads only, within the frame.
+        // SAFETY: a valid state; answers the pointer of a light C function
+        // or C closure in a `readable` slot, or none; nothing is called.
         unsafe { ffi::lua_tocfunction(self.l, idx) }
     }
 

@@ -48,7 +48,8 @@ impl Lua {
     /// if the value there is one.
     pub fn to_thread(&self, idx: c_int) -> Option<L> {
         let idx = self.readable(idx);
-        // SAFETY: a valid state (rule 1); reads only, within the frame.
+        // SAFETY: a valid state (rule 1); a thread read from a `readable`
+        // slot is only an address here.
         let co = unsafe { ffi::lua_tothread(self.l, idx) };
         (!co.is_null()).then_some(co)
     }

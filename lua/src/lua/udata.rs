@@ -321,8 +321,9 @@ unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     }
     // SAFETY: as above; `finalize` gets it shared, and slot 1 stays.
     T::finalize(unsafe { &(*b).value }, &mut lua);
-    // SAFETY: the block is unreachable but for this finalizer (Lua calls
-    // `__gc` on such objects only), so no other reference to it is alive;
+    // SAFETY: no other reference to the block is alive: Lua calls `__gc` on
+    // an object nothing reaches any more (no slot or upvalue of a running
+    // body holds it), or on every object as it closes, when no body runs;
     // `live` makes the drop happen once, and the value is not read after
     // it (`udata`, `test_udata` and `with_upvalue` refuse a dead one).
     unsafe {
