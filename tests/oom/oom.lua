@@ -158,6 +158,13 @@ local function errors()
   ok, e = pcall(cothread.wait, nil)
   if e == MEM then error(MEM, 0) end
   if ok or type(e) ~= "string" then wrong("a bad argument", e) end
+
+  -- A message made at the error (freed if Lua cannot copy it).
+  local s = socket.tcp()
+  ok, e = pcall(s.setoption, s, LONG)
+  s:close()
+  if e == MEM then error(MEM, 0) end
+  if ok or not tostring(e):find("option '" .. LONG:sub(1, 40), 1, true) then wrong("a made message", e) end
 end
 
 local function channels()
