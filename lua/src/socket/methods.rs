@@ -7,7 +7,7 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
-use super::object::{ANY, Kind, MAX_VALUE, PendingOpt, Sock, check, close, ok, push_sock, set_kind, shared};
+use super::object::{Kind, MAX_VALUE, PendingOpt, Sock, check, close, ok, push_sock, set_kind, shared};
 use super::options;
 use crate::cfn;
 use crate::lua::{Error, Lua, Reg, Ret, lua_Integer, shown};
@@ -121,21 +121,22 @@ fn shutdown_body(lua: &mut Lua) -> Ret {
     }
 }
 
-cfn!(setoption = setoption_body);
+cfn!(setoption = setoption_body::<false>);
 
 /// `sock:setoption(name, value)`: "keepalive", "reuseaddr", "reuseport",
 /// "tcp-nodelay", "ipv6-v6only" (booleans), "linger" (`{on = bool, timeout =
 /// seconds}`), "tcp-keepidle", "tcp-keepcnt", "tcp-keepintvl",
-/// "recv-buffer-size", "send-buffer-size" (integers).
-fn setoption_body(lua: &mut Lua) -> Ret {
-    options::set(lua, ANY, options::TCP)
+/// "recv-buffer-size", "send-buffer-size" (integers); for UDP, LuaSocket's
+/// UDP options.
+pub(super) fn setoption_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    options::set(lua, shared::<UDP>(), if UDP { options::UDP } else { options::TCP })
 }
 
-cfn!(getoption = getoption_body);
+cfn!(getoption = getoption_body::<false>);
 
 /// `sock:getoption(name)`: the option's value (a linger as `{on, timeout}`).
-fn getoption_body(lua: &mut Lua) -> Ret {
-    options::get(lua, ANY, options::TCP)
+pub(super) fn getoption_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    options::get(lua, shared::<UDP>(), if UDP { options::UDP } else { options::TCP })
 }
 
 cfn!(getfamily = getfamily_body::<false>);

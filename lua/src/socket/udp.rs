@@ -14,14 +14,13 @@ use std::ffi::CStr;
 use std::os::fd::RawFd;
 
 use super::methods::{
-    bind_to, check_host_port, dirty_body, getfamily_body, getfd_body, getsockname_body, gettimeout_body, new_body,
-    push_name, setfd_body, settimeout_body,
+    bind_to, check_host_port, dirty_body, getfamily_body, getfd_body, getoption_body, getsockname_body,
+    gettimeout_body, new_body, push_name, setfd_body, setoption_body, settimeout_body,
 };
 use super::object::{
     Kind, Sock, UDP_ANY, check, close_body, deadline_at, failure, ok, one_source, push_deadline, set_kind, sock_of,
     wait_deadline,
 };
-use super::options;
 use super::tcp::{Started, start_connect};
 use crate::cfn;
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
@@ -45,19 +44,8 @@ cfn!(getsockname = getsockname_body::<true>);
 cfn!(getfamily = getfamily_body::<true>);
 cfn!(setfd = setfd_body::<true>);
 
-cfn!(setoption = setoption_body);
-
-/// `udp:setoption(name, value)`: LuaSocket's UDP options.
-fn setoption_body(lua: &mut Lua) -> Ret {
-    options::set(lua, UDP_ANY, options::UDP)
-}
-
-cfn!(getoption = getoption_body);
-
-/// `udp:getoption(name)`.
-fn getoption_body(lua: &mut Lua) -> Ret {
-    options::get(lua, UDP_ANY, options::UDP)
-}
+cfn!(setoption = setoption_body::<true>);
+cfn!(getoption = getoption_body::<true>);
 
 cfn!(getpeername = getpeername_body);
 
