@@ -32,7 +32,10 @@
 //!    collector does not move objects.
 //! 4. **Userdata are shared, never `&mut`.** [`Udata`] values are reached as
 //!    `&T`; what changes lives in `Cell`s, so two handles to one userdata
-//!    cannot break Rust's aliasing rules.
+//!    cannot break Rust's aliasing rules. Only the collector drops them:
+//!    Lua code reaches no `__gc` (each metatable's `__metatable` is a copy
+//!    without it), so a finalizer of Lua's, which may run at any allocation,
+//!    cannot drop a value a body is reading.
 //! 5. **Stack space.** Every push first makes room (`lua_checkstack`), so a
 //!    body need not count slots; a stack that cannot grow is an `Error`.
 //!

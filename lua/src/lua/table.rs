@@ -239,6 +239,35 @@ impl Lua {
         }
     }
 
+    /// `[-0, +0, m]` Copies every entry of the table at `from` into the
+    /// table at `to` (raw gets and sets), but the string key `skip`.
+    pub fn copy_fields(&mut self, from: c_int, to: c_int, skip: &CStr) {
+        let (from, to) = (self.abs(from), self.abs(to));
+        if self.kind(from) != Type::Table || self.kind(to) != Type::Table {
+            return;
+        }
+        self.room(4);
+        // SAFETY: two tables (checked) and room for a key, a value and
+        // their copies. Each iteration pushes the key and value `next`
+        // gives, copies both (`lua_rawset` pops the copies, so `to` changes
+        // but `from`, which `next` walks, does not) and pops the value, so
+        // the key `next` left is on the top again. A raw set raises only
+        // for a nil or NaN key, which `next` never gives, or for memory.
+        unsafe {
+            ffi::lua_pushnil(self.l);
+            while ffi::lua_next(self.l, from) != 0 {
+                let skipped = ffi::lua_type(self.l, -2) == ffi::LUA_TSTRING
+                    && CStr::from_ptr(ffi::lua_tolstring(self.l, -2, std::ptr::null_mut())) == skip;
+                if !skipped {
+                    ffi::lua_pushvalue(self.l, -2);
+                    ffi::lua_pushvalue(self.l, -2);
+                    ffi::lua_rawset(self.l, to);
+                }
+                ffi::lua_settop(self.l, -2);
+            }
+        }
+    }
+
     /// `[-1, +0, m]` Pops the top value into the registry and answers its
     /// reference (`luaL_ref`).
     pub fn reference(&mut self) -> c_int {

@@ -4,7 +4,9 @@
 //! registered as `T::NAME`, whose `__gc` drops the value. Lua may still hand
 //! a collected userdata to a method (an object resurrected by another
 //! finalizer), so the block says whether its value is alive and the check
-//! refuses a dead one.
+//! refuses a dead one. Lua code cannot call the `__gc` itself: the
+//! metatable's `__metatable` is a copy without it, which is what
+//! `getmetatable` answers (the debug library aside, as for any C library).
 //!
 //! A type whose objects change class (LuaSocket's `tcp{master}` becomes
 //! `tcp{client}`) lists its classes in `T::CLASSES`, a `static`: one
@@ -88,8 +90,8 @@ impl Lua {
     }
 
     /// `[-0, +1, m]` The metatable registered as `name`, made now for `T`
-    /// if there is none: `__name`, `__gc`, and what `fill` adds (it finds
-    /// the table on the top). The table is registered only once complete: a
+    /// if there is none: `__name`, `__gc`, what `fill` adds (it finds the
+    /// table on the top), and `__metatable`, a copy of it all but `__gc`. The table is registered only once complete: a
     /// memory error in between registers nothing, and the next call makes
     /// it again, where a table registered first would stay without its
     /// `__gc` (objects never finalized) or methods. On an error nothing is
@@ -118,6 +120,13 @@ impl Lua {
             }
             return Err(e);
         }
+        // Lua code sees a copy without `__gc` (`getmetatable` answers
+        // `__metatable`): a finalizer called by hand, say from another
+        // object's finalizer while a body holds this value, would drop it
+        // under that body.
+        self.new_table(0, 8);
+        self.copy_fields(-2, -1, c"__gc");
+        self.set_field(-2, c"__metatable");
         self.push_value(-1);
         self.set_field(REGISTRY, name);
         Ok(())
