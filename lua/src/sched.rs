@@ -342,17 +342,14 @@ fn resume_head(lua: &mut Lua, st: &State, base: c_int) -> Result<Option<Turn>, E
         }
     } else {
         let nargs = lua.top() - base;
-        // SAFETY: `co` is live (above) and suspended, a thread of this Lua
-        // state; the values move after its stack has room for them.
-        if nargs > 0
-            && !unsafe {
-                ffi::lua_checkstack(co, nargs) != 0 && {
-                    ffi::lua_xmove(l, co, nargs);
-                    true
-                }
+        if nargs > 0 {
+            // SAFETY: `co` is live (above); growing a stack raises nothing.
+            if unsafe { ffi::lua_checkstack(co, nargs) } == 0 {
+                return Err(Error::msg(c"too many values to resume a cothread with"));
             }
-        {
-            return Err(Error::msg(c"too many values to resume a cothread with"));
+            // SAFETY: `co` is a suspended thread of this Lua state with room
+            // for the `nargs` values on the top of `lua` (checked above).
+            unsafe { ffi::lua_xmove(l, co, nargs) };
         }
         nargs
     };

@@ -271,11 +271,7 @@ pub fn resuming<R>(st: &State, resume: impl FnOnce() -> R) -> R {
 /// `[-0, +1, m]` Pushes a new state userdata with its user values (the
 /// module table slot is left for the caller to fill).
 pub fn push_new(lua: &mut Lua) -> Result<(), Error> {
-    lua.udata_class::<State>(0, |lua| {
-        lua.push_bytes(b"cothread.state");
-        lua.set_field(-2, c"__metatable");
-        Ok(())
-    })?;
+    lua.udata_class::<State>(0, |_| Ok(()))?;
     lua.pop(1);
     lua.new_udata_class(State::new(), 0, NUV);
     for uv in [UV_ALIVE, UV_HELD, UV_YIELDOPS, UV_WHENS, UV_NAMES] {
