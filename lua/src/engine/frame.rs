@@ -135,6 +135,14 @@ impl Frame {
     }
 }
 
+/// The frame's thread, for what takes a handle by `Borrow`
+/// (`state::with_resuming`, which finds the cothread parking).
+impl std::borrow::Borrow<Lua> for &mut Frame {
+    fn borrow(&self) -> &Lua {
+        &self.lua
+    }
+}
+
 /// Free stack slots a step may use above its frame (results included); a
 /// step that pushes more checks for them itself. Small enough that a frame
 /// of a few slots fits in a C function's `LUA_MINSTACK`: stepping on the

@@ -4,31 +4,37 @@
 //! file is the one place of the engine with `unsafe` code: each address
 //! comes through a constructor whose caller proves it good.
 
+use std::cell::{RefCell, RefMut};
+
 use cothread::ffi::cot_loop;
 use cothread::reactor::Loop;
 use cothread::{Sched, Task, When};
 
-/// The scheduler core the engine makes tasks ready in.
-pub struct CoreRef(*mut Sched);
+/// The scheduler core the engine makes tasks ready in, in its owner's
+/// `RefCell` (each use borrows it for one call of the core).
+pub struct CoreRef(*const RefCell<Sched>);
 
 impl CoreRef {
     /// The core at `p`.
     ///
     /// # Safety
-    /// `p` outlives the engine, on this thread, and its owner reaches it only
-    /// in short expressions that call neither the engine nor Lua: no other
-    /// reference to it is live while the engine uses it.
-    pub unsafe fn new(p: *mut Sched) -> CoreRef {
+    /// `p` outlives the engine, on this thread.
+    pub unsafe fn new(p: *const RefCell<Sched>) -> CoreRef {
         CoreRef(p)
+    }
+
+    /// The core, borrowed for one short use (its owner borrows it the
+    /// same way, never across a call into the engine).
+    fn core(&self) -> RefMut<'_, Sched> {
+        // SAFETY: `new`'s contract: the cell is live; a shared reference to
+        // it is all the `RefCell` needs to check its borrows.
+        unsafe { &*self.0 }.borrow_mut()
     }
 
     /// Sets the user value of `task` to `data` and moves it to the ready
     /// tail: whether the task is live.
     pub(super) fn make_ready(&self, task: Task, data: usize) -> bool {
-        // SAFETY: `new`'s contract: the core is live and nothing else
-        // borrows it now; the borrow ends in this block, which calls only
-        // the core (no engine, no Lua).
-        let core = unsafe { &mut *self.0 };
+        let mut core = self.core();
         let live = core.set_data(task, data).is_ok();
         if live {
             let _ = core.reschedule(task, When::Later);
@@ -39,8 +45,7 @@ impl CoreRef {
     /// Puts `task` back in the private queue `key` (its operation waits
     /// again).
     pub(super) fn wait(&self, task: Task, key: usize) {
-        // SAFETY: as in `make_ready`.
-        let _ = unsafe { &mut *self.0 }.reschedule(task, When::Wait(key));
+        let _ = self.core().reschedule(task, When::Wait(key));
     }
 }
 

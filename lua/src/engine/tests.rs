@@ -4,7 +4,7 @@
 //! is a module and does not link Lua, so nothing here may reach a Lua
 //! function, not even through a vtable), without a cothread.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::io::Write;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -48,13 +48,18 @@ fn write(mut s: &UnixStream) {
 }
 
 /// An engine over a fresh core (both boxed: the engine keeps the core's address).
-fn engine() -> (Box<Sched>, Box<Engine>) {
-    let mut core = Box::new(Sched::new());
+fn engine() -> (Box<RefCell<Sched>>, Box<Engine>) {
+    let core = Box::new(RefCell::new(Sched::new()));
     // SAFETY: the core is boxed (it does not move) and dropped after the
     // engine (the tests bind it first); the tests reach it between engine
     // calls only.
-    let e = Box::new(Engine::with_own_loop(unsafe { CoreRef::new(&raw mut *core) }, 1).unwrap());
+    let e = Box::new(Engine::with_own_loop(unsafe { CoreRef::new(&raw const *core) }, 1).unwrap());
     (core, e)
+}
+
+/// A new task of `core`, in no queue.
+fn new_task(core: &RefCell<Sched>) -> Task {
+    core.borrow_mut().task_new(0)
 }
 
 /// A thread that is only an identity: nothing here steps, so nothing
@@ -83,13 +88,14 @@ fn names(sources: &[(&Source, RawFd, u32)], each: &mut dyn FnMut(&Source, RawFd,
 
 /// The due operations (their tasks made ready, marked), with what they
 /// step with; forgets that they were due.
-fn due(core: &mut Sched, e: &Engine) -> Vec<(u64, Why)> {
+fn due(core: &RefCell<Sched>, e: &Engine) -> Vec<(u64, Why)> {
     let mut v = Vec::new();
     let mut s = e.inner();
     let key = s.key;
     for id in s.records.ids() {
         let r = s.records.get_mut(id).unwrap();
         if r.queued {
+            let mut core = core.borrow_mut();
             assert_eq!(core.data(r.task), Ok(OPERATION_BIT), "marked");
             assert_eq!(core.ready().find(|&t| t == r.task), Some(r.task), "made ready");
             r.queued = false;
@@ -102,7 +108,7 @@ fn due(core: &mut Sched, e: &Engine) -> Vec<(u64, Why)> {
 }
 
 /// Runs the loop until something is due (bounded).
-fn poll_some(core: &mut Sched, e: &Engine) -> Vec<(u64, Why)> {
+fn poll_some(core: &RefCell<Sched>, e: &Engine) -> Vec<(u64, Why)> {
     for _ in 0..200 {
         e.inner().run_loop(Block::Until(cothread::time::monotonic_ns() + 10_000_000));
         let v = due(core, e);
@@ -131,36 +137,36 @@ fn attached(src: &Source) -> bool {
 
 #[test]
 fn readiness_makes_a_waiting_operation_due_once() {
-    let (mut core, e) = engine();
-    let task = core.task_new(0);
+    let (core, e) = engine();
+    let task = new_task(&core);
     let (a, b) = socketpair();
     let src = Source::new(SourceKind::Socket);
     let id = wait(&e, task, &[(&src, a.as_raw_fd(), READ)], None);
     assert_eq!(e.armed(), 1, "a descriptor keeps run going");
     run(&e, Block::No);
-    assert!(due(&mut core, &e).is_empty());
+    assert!(due(&core, &e).is_empty());
     write(&b);
     run(&e, Block::Forever);
     run(&e, Block::No); // level-triggered: ready again, still due once
-    assert_eq!(due(&mut core, &e), vec![(id, Why::Ready)]);
+    assert_eq!(due(&core, &e), vec![(id, Why::Ready)]);
     end(&e, id);
     assert_eq!(e.armed(), 0);
     write(&b);
     run(&e, Block::No);
-    assert!(due(&mut core, &e).is_empty(), "an ended operation is never due again");
+    assert!(due(&core, &e).is_empty(), "an ended operation is never due again");
     drop(e);
     assert!(!attached(&src), "the engine let go of the source");
 }
 
 #[test]
 fn a_deadline_makes_it_due_with_timeout_and_loses_to_readiness_in_the_same_turn() {
-    let (mut core, e) = engine();
-    let (t1, t2) = (core.task_new(0), core.task_new(0));
+    let (core, e) = engine();
+    let (t1, t2) = (new_task(&core), new_task(&core));
     let (a, b) = socketpair();
     let src = Source::new(SourceKind::Socket);
     let t0 = cothread::time::monotonic_ns();
     let timed = wait(&e, t1, &[(&src, a.as_raw_fd(), READ)], Some(t0 + 20_000_000));
-    assert_eq!(poll_some(&mut core, &e), vec![(timed, Why::Timeout)]);
+    assert_eq!(poll_some(&core, &e), vec![(timed, Why::Timeout)]);
     assert!(cothread::time::monotonic_ns() - t0 >= 20_000_000);
     end(&e, timed);
     // Due and ready in one turn: the readiness wins.
@@ -168,14 +174,14 @@ fn a_deadline_makes_it_due_with_timeout_and_loses_to_readiness_in_the_same_turn(
     write(&b);
     std::thread::sleep(std::time::Duration::from_millis(5));
     run(&e, Block::No);
-    assert_eq!(due(&mut core, &e), vec![(both, Why::Ready)]);
+    assert_eq!(due(&core, &e), vec![(both, Why::Ready)]);
     end(&e, both);
 }
 
 #[test]
 fn a_sleep_leaves_the_sources_until_the_next_wait() {
-    let (mut core, e) = engine();
-    let task = core.task_new(0);
+    let (core, e) = engine();
+    let task = new_task(&core);
     let (a, b) = socketpair();
     write(&b); // readable all along, as a listener with its queue full
     let src = Source::new(SourceKind::Socket);
@@ -189,7 +195,7 @@ fn a_sleep_leaves_the_sources_until_the_next_wait() {
         s.set_deadline(id, Some(t0 + 30_000_000));
         assert!(s.records.get(id).unwrap().sources.is_empty());
     }
-    assert_eq!(poll_some(&mut core, &e), vec![(id, Why::Timeout)], "the readable source did not wake it");
+    assert_eq!(poll_some(&core, &e), vec![(id, Why::Timeout)], "the readable source did not wake it");
     assert!(cothread::time::monotonic_ns() - t0 >= 30_000_000);
     {
         // Then a wait: on the source again.
@@ -198,19 +204,19 @@ fn a_sleep_leaves_the_sources_until_the_next_wait() {
         s.set_deadline(id, None);
         assert_eq!(s.records.get(id).unwrap().sources.len(), 1);
     }
-    assert_eq!(poll_some(&mut core, &e), vec![(id, Why::Ready)]);
+    assert_eq!(poll_some(&core, &e), vec![(id, Why::Ready)]);
     end(&e, id);
 }
 
 #[test]
 fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
-    let (mut core, e) = engine();
-    let (t1, t2) = (core.task_new(0), core.task_new(0));
+    let (core, e) = engine();
+    let (t1, t2) = (new_task(&core), new_task(&core));
     let id = wait(&e, t1, &[], None);
     e.inner().submit(id, Box::new(|| Box::new(42u32)));
     e.inner().rearm(id, false);
     assert_eq!(e.armed(), 1, "a job keeps run going");
-    assert_eq!(poll_some(&mut core, &e), vec![(id, Why::Done)]);
+    assert_eq!(poll_some(&core, &e), vec![(id, Why::Done)]);
     let got = e.inner().records.get_mut(id).unwrap().payload.take().and_then(|p| p.downcast::<u32>().ok());
     assert_eq!(got.map(|b| *b), Some(42));
     end(&e, id);
@@ -230,7 +236,7 @@ fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
     let _ = tx.send(());
     for _ in 0..100 {
         run(&e, Block::Until(cothread::time::monotonic_ns() + 5_000_000));
-        assert!(due(&mut core, &e).is_empty(), "the late job makes nothing due");
+        assert!(due(&core, &e).is_empty(), "the late job makes nothing due");
         if Arc::strong_count(&owned) == 1 {
             break;
         }
@@ -240,8 +246,8 @@ fn a_job_makes_it_due_with_its_payload_and_an_ended_one_drops_it() {
 
 #[test]
 fn an_outside_event_fires_once_and_its_cleanup_runs_however_it_ends() {
-    let (mut core, e) = engine();
-    let task = core.task_new(0);
+    let (core, e) = engine();
+    let task = new_task(&core);
     let ran = Rc::new(Cell::new(0));
     for fired in [true, false] {
         let id = wait(&e, task, &[], None);
@@ -251,12 +257,12 @@ fn an_outside_event_fires_once_and_its_cleanup_runs_however_it_ends() {
         if fired {
             fire.fire_with(Box::new(7i32));
             run(&e, Block::No);
-            assert_eq!(due(&mut core, &e), vec![(id, Why::Done)]);
+            assert_eq!(due(&core, &e), vec![(id, Why::Done)]);
         }
         end(&e, id);
         fire.fire(); // late: nobody's
         run(&e, Block::No);
-        assert!(due(&mut core, &e).is_empty());
+        assert!(due(&core, &e).is_empty());
     }
     assert_eq!(ran.get(), 2, "the cleanup ran for the fired and the ended wait");
     assert_eq!(e.armed(), 0);
@@ -264,9 +270,9 @@ fn an_outside_event_fires_once_and_its_cleanup_runs_however_it_ends() {
 
 #[test]
 fn a_source_moves_between_engines_only_when_idle() {
-    let (mut c1, e1) = engine();
+    let (c1, e1) = engine();
     let (_c2, e2) = engine();
-    let task = c1.task_new(0);
+    let task = new_task(&c1);
     let ch = Source::new(SourceKind::Channel);
     let id = wait(&e1, task, &[(&ch, -1, READ)], None);
     assert_eq!(e1.armed(), 0, "a channel alone does not keep run going");
@@ -294,8 +300,8 @@ fn wait_failing(e: &Engine, task: Task, src: &Source) -> Result<bool, &'static s
 
 #[test]
 fn a_cothread_of_the_last_wake_keeps_what_it_waited_on() {
-    let (mut core, e) = engine();
-    let task = core.task_new(0);
+    let (core, e) = engine();
+    let task = new_task(&core);
     assert!(e.last_wake(task).is_none());
     e.inner().wakes.insert(task.to_raw(), Wake { time: 5, readers: 1, writers: 0 });
     assert_eq!(e.last_wake(task), Some(5));
@@ -319,19 +325,19 @@ fn on_a_host_loop_the_host_handles_run_and_a_dropped_engine_leaves_nothing_behin
         assert_eq!(cot_timer_init(host, std::ptr::null_mut(), &mut timer), 0);
         assert_eq!(cot_timer_start(host, timer, Some(fired), 1, 0), 0);
     }
-    let mut core = Box::new(Sched::new());
-    let task = core.task_new(0);
+    let core = Box::new(RefCell::new(Sched::new()));
+    let task = new_task(&core);
     // SAFETY: the host's loop lives until the end of the test and is used
     // here only between engine calls; the core is boxed and outlives the
     // engine, reached between engine calls only.
-    let e = unsafe { Engine::new(CoreRef::new(&raw mut *core), 1, LoopRef::Host(HostLoop::new(host))) };
+    let e = unsafe { Engine::new(CoreRef::new(&raw const *core), 1, LoopRef::Host(HostLoop::new(host))) };
     let (a, _b) = socketpair();
     let src = Source::new(SourceKind::Socket);
     wait(&e, task, &[(&src, a.as_raw_fd(), READ)], Some(cothread::time::monotonic_ns() + 5_000_000_000));
     // The scheduler's poll runs the host's loop: the host's timer fires there.
     while FIRED.load(Ordering::SeqCst) == 0 {
         run(&e, Block::Until(cothread::time::monotonic_ns() + 10_000_000));
-        assert!(due(&mut core, &e).is_empty());
+        assert!(due(&core, &e).is_empty());
     }
     drop(e); // parked operation, poll handle, timers: all left on the host's loop
     assert!(!attached(&src));

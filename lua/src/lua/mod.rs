@@ -32,7 +32,10 @@
 //!    collector does not move objects.
 //! 4. **Userdata are shared, never `&mut`.** [`Udata`] values are reached as
 //!    `&T`; what changes lives in `Cell`s, so two handles to one userdata
-//!    cannot break Rust's aliasing rules.
+//!    cannot break Rust's aliasing rules. Only the collector drops them:
+//!    Lua code reaches no `__gc` (each metatable's `__metatable` is a copy
+//!    without it), so a finalizer of Lua's, which may run at any allocation,
+//!    cannot drop a value a body is reading.
 //! 5. **Stack space.** Every push first makes room (`lua_checkstack`), so a
 //!    body need not count slots; a stack that cannot grow is an `Error`.
 //!
@@ -48,19 +51,23 @@ mod udata;
 
 use std::ffi::c_int;
 
-pub use error::{Error, Ret, or_raise, shown};
+pub use error::{Error, Ret, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use thread::{L, Lua, Thread};
+pub use thread::{L, Lua, Status, Thread};
 pub use udata::{Classes, Udata};
 
-pub use mlua::ffi::{self, lua_Integer, lua_State};
+pub use mlua::ffi::{self, lua_Integer};
 
 /// What a body answers instead of a count of results when its cothread
 /// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,
 /// once the body's frames are gone), and the function returns the values
 /// it is resumed with.
 pub const YIELD: c_int = c_int::MIN;
+
+/// What a body answers to yield every value on its stack (a yield
+/// operation: its name and arguments), once its frames are gone.
+pub const YIELD_ALL: c_int = c_int::MIN + 1;
 
 /// Ends the C function running on `l` as its body answered: with `n`
 /// results, with a yield (`YIELD`), or by raising the error.
@@ -75,6 +82,10 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
             // `lua_resume`, past this plain frame only.
             unsafe { ffi::lua_yield(l, 0) }
         }
+        Ok(YIELD_ALL) => {
+            // SAFETY: as for `YIELD`, with the values on the stack.
+            unsafe { ffi::lua_yield(l, ffi::lua_gettop(l)) }
+        }
         Ok(n) => n,
         // SAFETY: the contract.
         Err(e) => unsafe { e.raise(l) },
@@ -88,6 +99,9 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
 macro_rules! cfn {
     ($(#[$meta:meta])* $vis:vis $name:ident = $body:path) => {
         $(#[$meta])*
+        ///
+        /// # Safety
+        /// Called by Lua, as a C function, on its running thread.
         $vis unsafe extern "C-unwind" fn $name(l: $crate::lua::L) -> ::std::ffi::c_int {
             // SAFETY: Lua calls this C function with its running thread,
             // which is what `from_raw` asks; the body cannot keep the `Lua`,

@@ -119,11 +119,16 @@ impl Lua {
     /// `idx` for a read: as it is if it names a slot of this function's
     /// stack, a pseudo-index or a slot above the top (which reads as none);
     /// a negative index below the frame, or 0, becomes one above the top.
-    /// So no read reaches outside the frame.
+    /// So no read reaches outside the frame. (Lua reads a positive index at
+    /// or above the top as none without touching the slot, and an upvalue
+    /// index past the closure's as none: those need no look at the top.)
     #[inline]
     pub(super) fn readable(&self, idx: c_int) -> c_int {
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
         let top = self.top();
-        if idx == 0 || (idx < 0 && idx > ffi::LUA_REGISTRYINDEX && -idx > top) { top + 1 } else { idx }
+        if idx == 0 || -idx > top { top + 1 } else { idx }
     }
 
     /// `idx` for a write: it must name a value on the stack (`1..=top` or
@@ -248,6 +253,32 @@ impl Lua {
         let idx = self.readable(idx);
         // SAFETY: a valid state; reads only, within the frame.
         unsafe { ffi::lua_touserdata(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The address of the value at `idx` (`lua_topointer`), as
+    /// an identity: equal short strings are one object in Lua 5.4.
+    pub fn to_identity(&self, idx: c_int) -> *const c_void {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; `lua_topointer` only reads the slot (a
+        // `readable` one) and converts nothing.
+        unsafe { ffi::lua_topointer(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The C function at `idx`, if it is one (an identity).
+    pub fn to_cfunction(&self, idx: c_int) -> Option<ffi::lua_CFunction> {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; answers the pointer of a light C function
+        // or C closure in a `readable` slot, or none; nothing is called.
+        unsafe { ffi::lua_tocfunction(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` Are the values at `a` and `b` primitively equal
+    /// (`rawequal`)?
+    pub fn raw_equal(&self, a: c_int, b: c_int) -> bool {
+        let (a, b) = (self.readable(a), self.readable(b));
+        // SAFETY: a valid state; compares two slots of the frame, no
+        // metamethod.
+        unsafe { ffi::lua_rawequal(self.l, a, b) != 0 }
     }
 
     // ===== argument checks =====

@@ -34,6 +34,80 @@ impl Lua {
     }
 }
 
+/// What `coroutine.status` would say of a coroutine, seen from another.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Status {
+    Running,
+    Suspended,
+    Normal,
+    Dead,
+}
+
+impl Lua {
+    /// `[-0, +0, -]` The thread at `idx`, as an identity (or to resume it),
+    /// if the value there is one.
+    pub fn to_thread(&self, idx: c_int) -> Option<L> {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state (rule 1); a thread read from a `readable`
+        // slot is only an address here.
+        let co = unsafe { ffi::lua_tothread(self.l, idx) };
+        (!co.is_null()).then_some(co)
+    }
+
+    /// `[-0, +0, -]` The status of the thread at `idx` (lcorolib's
+    /// `auxstatus`); `None` if the value there is not a thread.
+    pub fn thread_status(&self, idx: c_int) -> Option<Status> {
+        let co = self.to_thread(idx)?;
+        if co == self.l {
+            return Some(Status::Running);
+        }
+        // SAFETY: `co` is the thread in a slot of this frame, so alive while
+        // `&self` is borrowed (rule 3); `lua_Debug` is plain data, which
+        // `lua_getstack` only fills; the rest reads its status and top.
+        Some(unsafe {
+            match ffi::lua_status(co) {
+                ffi::LUA_YIELD => Status::Suspended,
+                ffi::LUA_OK => {
+                    let mut ar: ffi::lua_Debug = std::mem::zeroed();
+                    if ffi::lua_getstack(co, 0, &mut ar) != 0 {
+                        Status::Normal
+                    } else if ffi::lua_gettop(co) == 0 {
+                        Status::Dead
+                    } else {
+                        Status::Suspended
+                    }
+                }
+                _ => Status::Dead,
+            }
+        })
+    }
+
+    /// `[-0, +0, -]` May the running C function yield (`lua_isyieldable`)?
+    pub fn is_yieldable(&self) -> bool {
+        // SAFETY: a valid state; reads a counter of the thread.
+        unsafe { ffi::lua_isyieldable(self.l) != 0 }
+    }
+
+    /// `[-0, +1, -]` Pushes the thread `co`.
+    ///
+    /// # Safety
+    /// `co` is a live thread of this Lua state (another state's thread, or
+    /// a collected one, would corrupt memory).
+    pub unsafe fn push_thread(&self, co: L) {
+        self.room(1);
+        // SAFETY: the contract; both threads share one global state, so the
+        // thread value moves between their stacks.
+        unsafe {
+            if co == self.l {
+                ffi::lua_pushthread(self.l);
+            } else {
+                ffi::lua_pushthread(co);
+                ffi::lua_xmove(co, self.l, 1);
+            }
+        }
+    }
+}
+
 /// Another thread of the same Lua state, seen from a thread that runs a C
 /// function of the module: a suspended cothread whose stack the engine
 /// moves values into and out of. Its methods change its stack only while it

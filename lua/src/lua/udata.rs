@@ -4,7 +4,9 @@
 //! registered as `T::NAME`, whose `__gc` drops the value. Lua may still hand
 //! a collected userdata to a method (an object resurrected by another
 //! finalizer), so the block says whether its value is alive and the check
-//! refuses a dead one.
+//! refuses a dead one. Lua code cannot call the `__gc` itself: the
+//! metatable's `__metatable` is a copy without it, which is what
+//! `getmetatable` answers (the debug library aside, as for any C library).
 //!
 //! A type whose objects change class (LuaSocket's `tcp{master}` becomes
 //! `tcp{client}`) lists its classes in `T::CLASSES`, a `static`: one
@@ -41,6 +43,10 @@ pub unsafe trait Udata: Sized + 'static {
     /// Its classes, if its objects change class (none: one metatable,
     /// `NAME`).
     const CLASSES: Option<&'static Classes> = None;
+
+    /// Runs in its `__gc`, just before the value is dropped: what must
+    /// still talk to Lua (nothing, by default).
+    fn finalize(&self, _lua: &mut Lua) {}
 }
 
 /// The registry names of the metatables of a `Udata` type whose objects
@@ -84,8 +90,8 @@ impl Lua {
     }
 
     /// `[-0, +1, m]` The metatable registered as `name`, made now for `T`
-    /// if there is none: `__name`, `__gc`, and what `fill` adds (it finds
-    /// the table on the top). The table is registered only once complete: a
+    /// if there is none: `__name`, `__gc`, what `fill` adds (it finds the
+    /// table on the top), and `__metatable`, a copy of it all but `__gc`. The table is registered only once complete: a
     /// memory error in between registers nothing, and the next call makes
     /// it again, where a table registered first would stay without its
     /// `__gc` (objects never finalized) or methods. On an error nothing is
@@ -114,6 +120,13 @@ impl Lua {
             }
             return Err(e);
         }
+        // Lua code sees a copy without `__gc` (`getmetatable` answers
+        // `__metatable`): a finalizer called by hand, say from another
+        // object's finalizer while a body holds this value, would drop it
+        // under that body.
+        self.new_table(0, 8);
+        self.copy_fields(-2, -1, c"__gc");
+        self.set_field(-2, c"__metatable");
         self.push_value(-1);
         self.set_field(REGISTRY, name);
         Ok(())
@@ -131,12 +144,13 @@ impl Lua {
     }
 
     /// `[-0, +1, m]` Pushes a new userdata holding `value`, of class `class`
-    /// of `T` (`udata_class` made it), tagged as `T`'s (its one user value).
-    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize) -> &T {
+    /// of `T` (`udata_class` made it), tagged as `T`'s (user value 1), with
+    /// `nuv` more user values (nil), from 2.
+    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize, nuv: c_int) -> &T {
         let classes = T::CLASSES.expect("a type with classes");
-        let t = self.new_block(value, 1, classes.0[class]);
+        let t = self.new_block(value, 1 + nuv.max(0), classes.0[class]);
         self.push_light(classes.tag());
-        // SAFETY: the new userdata is below its tag, and has one user value:
+        // SAFETY: the new userdata is below its tag, and has user value 1:
         // the only write of a `Classes` address into a user value.
         unsafe { ffi::lua_setiuservalue(self.l, -2, 1) };
         t
@@ -191,6 +205,20 @@ impl Lua {
             Some(_) => Err(Error::arg(arg, c"object already collected")),
             None => Err(Error::Type { arg, expected: T::NAME }),
         }
+    }
+
+    /// Runs `f` with the live `T` in upvalue `n` of the running C closure
+    /// (`None` if the value there is not one, or was collected). The
+    /// reference is not tied to a stack slot: the closure holds it.
+    pub fn with_upvalue<T: Udata, R>(&mut self, n: c_int, f: impl FnOnce(&mut Lua, Option<&T>) -> R) -> R {
+        let b = self.block_ptr::<T>(Lua::upvalue(n));
+        // SAFETY: null or a `Block<T>` (`block_ptr`), held by an upvalue of
+        // the closure that runs: reachable, so not collected, for the whole
+        // call (only the debug library could replace it, the caveat of every
+        // check here). `f` cannot keep the reference (it is higher-ranked),
+        // and only `gc`, on an unreachable block, takes `&mut`.
+        let t = unsafe { b.as_ref() }.filter(|b| b.live.get()).map(|b| &*b.value);
+        f(self, t)
     }
 
     /// `[-0, +1, -]` Pushes user value `n` of the userdata at `idx` and says
@@ -290,18 +318,27 @@ unsafe extern "C-unwind" fn new_userdata_call(l: L) -> c_int {
     1
 }
 
-/// `__gc` of every `T`: drops the value once.
+/// `__gc` of every `T`: finalizes and drops the value once.
 unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     // SAFETY: Lua calls a metatable's `__gc` on its running thread.
-    let lua = unsafe { Lua::from_raw(l) };
-    // SAFETY: the block, if one, is a `Block<T>` held by slot 1; `live`
-    // makes the drop happen once, and the value is not read after it
-    // (`udata` and `test_udata` refuse a dead one).
+    let mut lua = unsafe { Lua::from_raw(l) };
+    let b = lua.block_ptr::<T>(1);
+    // SAFETY: null or a `Block<T>` held by slot 1, only read here.
+    let live = unsafe { b.as_ref() }.is_some_and(|b| b.live.get());
+    if !live {
+        return 0;
+    }
+    // SAFETY: as above; `finalize` gets it shared, and slot 1 stays.
+    T::finalize(unsafe { &(*b).value }, &mut lua);
+    // SAFETY: no other reference to the block is alive: Lua calls `__gc` on
+    // an object nothing reaches any more (no slot or upvalue of a running
+    // body holds it), or on every object as it closes, when no body runs;
+    // `live` makes the drop happen once, and the value is not read after
+    // it (`udata`, `test_udata` and `with_upvalue` refuse a dead one).
     unsafe {
-        if let Some(b) = lua.block_ptr::<T>(1).as_mut() {
-            if b.live.replace(false) {
-                ManuallyDrop::drop(&mut b.value);
-            }
+        let b = &mut *b;
+        if b.live.replace(false) {
+            ManuallyDrop::drop(&mut b.value);
         }
     }
     0
