@@ -314,6 +314,19 @@ fn call_idle(lua: &mut Lua, st: &State, wake: u64) -> Result<(), Error> {
 // The hot path: it keeps the C API calls that move values between two
 // threads and resume one (`lua_xmove`, `lua_resume`), each argued here.
 
+/// The engine's part before `co` (its task marked with `OPERATION_BIT`)
+/// resumes: see `resume_head`. Out of line: the plain resume is the hot
+/// path.
+#[inline(never)]
+fn finish_due(lua: &mut Lua, st: &State, co: L) -> Result<Finish, Error> {
+    // SAFETY: `lua` runs a C function of the module (`run` or `step`): the
+    // runner the step needs, unused while it runs; the engine is live while
+    // its state is (a due operation means it was made); `co` is the live
+    // thread of a task (registered: the alive table holds it).
+    let (runner, e, co) = unsafe { (Lua::from_raw(lua.raw()), st.engine().as_ref(), Thread::from_raw(co)) };
+    engine::finish(runner, e, &co)
+}
+
 /// `[-n, +m, e]` Resumes the ready head with the values above `base`, leaving
 /// the values it produced there. `None` (and nothing changed) if nothing is
 /// ready.
@@ -334,12 +347,7 @@ fn resume_head(lua: &mut Lua, st: &State, base: c_int) -> Result<Option<Turn>, E
     let nargs = if data & OPERATION_BIT != 0 {
         let _ = st.core().set_data(task, co as usize);
         lua.set_top(base);
-        // SAFETY: `l` runs a C function of the module (`run` or `step`):
-        // the runner the step needs, `lua` unused while it runs; the engine
-        // is live while its state is (a due operation means it was made);
-        // `co` is live (above).
-        let (runner, e, co_) = unsafe { (Lua::from_raw(l), st.engine().as_ref(), Thread::from_raw(co)) };
-        match engine::finish(runner, e, &co_)? {
+        match finish_due(lua, st, co)? {
             Finish::Resume(n) => n,
             Finish::Parked => return Ok(Some(Turn::Continue)),
         }

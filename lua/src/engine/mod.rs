@@ -32,7 +32,7 @@
 //! |----------|----------------------------------------------|---------------------------------------|
 //! | Waiting  | in `records`, on its sources, its timer      | in the private queue `key`            |
 //! | Due      | Waiting, with `why` and `queued`             | in the ready queue, `OPERATION_BIT`   |
-//! | Stepping | `stepping`; its operation and frame out      | at the ready head, being resumed      |
+//! | Stepping | `stepping`; its operation lent, frame out    | at the ready head, being resumed      |
 //! | (ended)  | gone from `records`                          | resumed with its results              |
 //!
 //! A Waiting operation whose step answered `Next::Sleep` (an accept out of
@@ -65,9 +65,11 @@
 //! The engine owns its records (`slots`), reached by id; a record's
 //! cothread is a `lua::Thread`, used through layer 1's checked methods.
 //! While a step runs (Lua code, whose finalizers may close a source or
-//! send on a channel and so reach the engine again), the operation is out
-//! of its record and nothing of the engine is borrowed. The only addresses
-//! the engine follows are its scheduler's core and a host's loop (`link`).
+//! send on a channel and so reach the engine again), nothing of the engine
+//! is borrowed, and the step reaches its operation by address: lent, it
+//! stays its record's (`link::Lent`), so a step that raises leaks nothing.
+//! The other addresses the engine follows are its scheduler's core and a
+//! host's loop (`link`).
 //!
 //! If the cothread left its yield some other way (resumed by
 //! `coroutine.resume`, closed), the sentinel is gone (`parked_here`): the

@@ -22,7 +22,7 @@ use rustc_hash::FxHashMap;
 
 use super::event::{Event, Events, OnEnd};
 use super::frame::{Job, Next, Payload, Why};
-use super::link::{CoreRef, wall_seconds};
+use super::link::{CoreRef, Lent, wall_seconds};
 use super::lp::{LoopRef, Timers};
 use super::op::Operation;
 use super::slots::Slots;
@@ -46,8 +46,9 @@ pub(super) fn delivered_marker() -> *mut c_void {
 
 /// An operation while its cothread is parked.
 pub(super) struct Record {
-    /// The operation; out of the record while it steps (`stepping`).
+    /// The operation; lent to its step while it steps (`stepping`).
     pub(super) op: Option<Box<dyn Operation>>,
+    pub(super) lent: Option<Lent>,
     pub(super) task: Task,
     /// The parked cothread, and its frame's height (without the sentinel).
     pub(super) co: Thread,
@@ -82,6 +83,7 @@ impl Record {
     fn new((op, task, co, height): Parked) -> Record {
         Record {
             op: Some(op),
+            lent: None,
             task,
             co,
             height,
@@ -117,6 +119,7 @@ impl Record {
     /// Drops what an ended record holds, keeping its vector's capacity.
     fn empty(&mut self) {
         self.op = None;
+        self.lent = None;
         self.sources.clear();
         self.why = None;
         self.deferred = None;
@@ -233,7 +236,9 @@ impl Engine {
     /// Operations that can end by themselves: they keep `run` going.
     #[inline]
     pub fn armed(&self) -> usize {
-        self.rc.borrow().armed
+        // Read on every turn of the resume loop: no panic path (the state
+        // is never borrowed there).
+        self.rc.try_borrow().map_or(0, |e| e.armed)
     }
 
     /// What the operation of `co` (a parked cothread) waits for; if it has

@@ -2,13 +2,15 @@
 //! when the resume loop takes its cothread (`finish`), delivering its
 //! results; and the entry points that make operations due (`poll`, and
 //! `detach` and `fire` in `source`, through the engine's `Owner`) or take
-//! them out (`cancel`; `ticket::abandon_all`). See the parent module for the states.
+//! them out (`cancel`; `ticket::abandon_all`). The parent module has the
+//! states.
 //!
 //! A step may raise (a memory error while pushing) and its allocations may
-//! run finalizers that call back into the engine. So the operation leaves
-//! its record while it steps, and no borrow of the engine's state is held
-//! then; the record stays in the engine (`stepping`), and events for it
-//! meanwhile only set `deferred`.
+//! run finalizers that call back into the engine. So no borrow of the
+//! engine's state is held while a step runs, and the operation is lent to
+//! the step (`link::Lent`) but stays its record's: a raise leaks nothing.
+//! The record stays in the engine (`stepping`), and events for it meanwhile
+//! only set `deferred`.
 
 use std::ffi::{CStr, c_int, c_void};
 
@@ -16,6 +18,7 @@ use cothread::Task;
 
 use super::event::{Event, Fire};
 use super::frame::{Frame, Next, STEP_SLOTS, Why};
+use super::link::Lent;
 use super::lp::Block;
 use super::op::Operation;
 use super::records::{Engine, Inner, Wake, delivered_marker, parked_here, parked_token};
@@ -130,7 +133,7 @@ pub fn finish(runner: Lua, e: Option<&Engine>, co: &Thread) -> Result<Finish, Er
 
 /// Steps due operation `id` on `runner`.
 fn step_one(mut runner: Lua, e: &Engine, id: u64) -> Result<Finish, Error> {
-    let (mut op, mut why, payload, height) = {
+    let (op, mut why, payload, height) = {
         let mut s = e.inner();
         let s = &mut *s;
         let r = s.records.get_mut(id).expect("checked by `finish`");
@@ -152,24 +155,28 @@ fn step_one(mut runner: Lua, e: &Engine, id: u64) -> Result<Finish, Error> {
         r.stepping = true;
         // Not armed while it steps: should the step raise, it keeps nothing going.
         let unarm = std::mem::take(&mut r.armed);
-        let (op, payload) = (r.op.take().expect("a record holds its operation"), r.payload.take());
+        let lent = Lent::new(r.op.take().expect("a record holds its operation"));
+        let op = lent.op();
+        r.lent = Some(lent);
+        let payload = r.payload.take();
         s.stepping.push(id);
         if unarm {
             s.armed -= 1;
         }
         (op, why, payload, height)
     };
+    // SAFETY: the record is `stepping` from here until its operation is
+    // given back below: no path ends it or steps it meanwhile, so its lent
+    // operation lives and is borrowed here only.
+    let op = unsafe { op.get() };
     let base = runner.top() - height;
     let mut f = Frame::new(runner, base);
     f.set_payload(payload);
     loop {
-        let Ok(mut next) = super::guard::step(&mut *op, &mut f, why) else {
+        let Ok(mut next) = super::guard::step(op, &mut f, why) else {
             // The step raised (a memory error) holding a payload: it goes
             // with the frame, and the error on. The record keeps its
             // operation, stepping for good.
-            if let Some(r) = e.inner().records.get_mut(id) {
-                r.op = Some(op);
-            }
             return Err(Error::Value);
         };
         if matches!(why, Why::Cancelled | Why::Failed(_)) && !matches!(next, Next::Done(_)) {
@@ -177,6 +184,7 @@ fn step_one(mut runner: Lua, e: &Engine, id: u64) -> Result<Finish, Error> {
         }
         if let Next::Done(n) = next {
             let mut s = e.inner();
+            drop(give_back(&mut s, id));
             end_stepping(&mut s, id);
             return Ok(Finish::Resume(deliver(&mut f, &mut s, id, base, n)));
         }
@@ -206,6 +214,7 @@ fn step_one(mut runner: Lua, e: &Engine, id: u64) -> Result<Finish, Error> {
         s.rearm(id, real);
         // The frame (grown or shrunk by the step) goes back, under a new sentinel.
         let h = f.lua.top() - base;
+        let op = give_back(s, id);
         let r = s.records.get_mut(id).expect("still there");
         if !(r.co.reserve(h + 1) && f.lua.give_to(&r.co, h) && r.co.push_light(id as usize as *mut c_void)) {
             f.lua.set_top(base);
@@ -213,10 +222,16 @@ fn step_one(mut runner: Lua, e: &Engine, id: u64) -> Result<Finish, Error> {
             return Ok(Finish::Resume(0));
         }
         r.height = h;
-        r.op = Some(op);
+        r.op = op;
         s.core.wait(r.task, s.key);
         return Ok(Finish::Parked);
     }
+}
+
+/// The operation record `id` lent to its step, back in its box (the step's
+/// borrow of it is over).
+fn give_back(s: &mut Inner, id: u64) -> Option<Box<dyn Operation>> {
+    s.records.get_mut(id).and_then(|r| r.lent.take()).map(Lent::back)
 }
 
 /// Record `id` stepped: it is no longer `stepping`.
