@@ -297,8 +297,7 @@ crate::upvalue_fn!(pub RUN: State = run);
 /// replaced `idle`, the event loop is polled without blocking, so I/O goes on.
 fn call_idle(lua: &mut Lua, st: &State, wake: u64) -> Result<(), Error> {
     crate::state::push_field(lua, c"idle");
-    let default =
-        lua.to_cfunction(-1).is_some_and(|f| time::IDLE_DEFAULT.is(f));
+    let default = lua.to_cfunction(-1).is_some_and(|f| time::IDLE_DEFAULT.is(f));
     time::push(lua, st, wake);
     lua.call(1, 0)?;
     if !default && st.io_armed() > 0 {
