@@ -24,7 +24,11 @@ use crate::state::{SHRINK_AFTER, State, UV_HELD, UV_KEYOF, push_uv, push_weak_ta
 
 /// Is the value at `idx` no signal: nil, none or a float NaN?
 pub fn is_no_signal(lua: &Lua, idx: c_int) -> bool {
-    lua.is_nil(idx) || (lua.kind(idx) == Type::Number && lua.to_num(idx).is_some_and(f64::is_nan))
+    match lua.kind(idx) {
+        Type::Nil | Type::None => true,
+        Type::Number => lua.to_num(idx).is_some_and(f64::is_nan),
+        _ => false,
+    }
 }
 
 /// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
@@ -36,9 +40,7 @@ pub fn signal_key(lua: &mut Lua, st: &State, idx: c_int, make: bool) -> Option<u
     if let Some(k) = combined_key(lua, idx) {
         return Some(k);
     }
-    lua.get_uservalue_field(Lua::upvalue(1), UV_KEYOF, idx);
-    let k = lua.to_int(-1).unwrap_or(0) as usize;
-    lua.pop(1);
+    let k = lua.uservalue_field_int(Lua::upvalue(1), UV_KEYOF, idx).unwrap_or(0) as usize;
     if k != 0 || !make {
         return (k != 0).then_some(k);
     }

@@ -288,28 +288,30 @@ impl Lua {
         Type::of(unsafe { ffi::lua_getiuservalue(self.l, idx, n) })
     }
 
-    /// `[-0, +1, -]` Pushes `t[k]` (raw) and says its type, `t` being the
-    /// table in user value `n` of the userdata at `ud` and `k` the value at
-    /// `key` (nil if there is no such table or `k` is nil). One call for
-    /// what the scheduler does on every signal it looks up.
-    pub fn get_uservalue_field(&self, ud: c_int, n: c_int, key: c_int) -> Type {
+    /// `[-0, +0, -]` `t[k]` (raw) as an integer, `t` being the table in
+    /// user value `n` of the userdata at `ud` and `k` the value at `key`:
+    /// `None` if there is no such table or the value is no integer. One
+    /// call for what the scheduler does on every signal it looks up.
+    pub fn uservalue_field_int(&self, ud: c_int, n: c_int, key: c_int) -> Option<lua_Integer> {
         let (ud, key) = (self.abs(ud), self.abs(key));
         self.room(2);
+        let mut ok = 0;
         // SAFETY: a valid state with room for the table and the key; both
         // indices are within the frame (`abs`), read before anything is
-        // pushed; a raw read raises nothing, and the table's slot is then
-        // overwritten by the value.
-        unsafe {
+        // pushed; a raw read raises nothing, nor does an integer
+        // conversion, and the stack is as it was after.
+        let v = unsafe {
             if ffi::lua_getiuservalue(self.l, ud, n) != ffi::LUA_TTABLE {
                 ffi::lua_settop(self.l, -2);
-                ffi::lua_pushnil(self.l);
-                return Type::Nil;
+                return None;
             }
             ffi::lua_pushvalue(self.l, key);
-            let t = ffi::lua_rawget(self.l, -2);
-            ffi::lua_replace(self.l, -2);
-            Type::of(t)
-        }
+            ffi::lua_rawget(self.l, -2);
+            let v = ffi::lua_tointegerx(self.l, -1, &mut ok);
+            ffi::lua_settop(self.l, -3);
+            v
+        };
+        (ok != 0).then_some(v)
     }
 
     /// `[-0, +0, m]` Sets `t[i]` (raw) to the value at `value` (nil if
