@@ -36,8 +36,16 @@
 //!    Lua code reaches no `__gc` (each metatable's `__metatable` is a copy
 //!    without it), so a finalizer of Lua's, which may run at any allocation,
 //!    cannot drop a value a body is reading.
-//! 5. **Stack space.** Every push first makes room (`lua_checkstack`), so a
-//!    body need not count slots; a stack that cannot grow is an `Error`.
+//! 5. **Stack space.** Every push first makes room, so a body need not
+//!    count slots; a stack that cannot grow is an `Error`. A handle knows
+//!    the slots Lua promised its C function (`LUA_MINSTACK` at the call,
+//!    and what each `lua_checkstack` added) and calls `lua_checkstack`
+//!    only beyond them.
+//! 6. **Upvalues.** A closure of an [`UpvalueFn<T>`] (made by
+//!    [`upvalue_fn!`], pushed only by [`Lua::push_upvalue_fn`], which checks
+//!    the `T`) holds a `T` as upvalue 1, and its body reaches it unchecked
+//!    (`with_upvalue`): the scheduler's functions find their state so on
+//!    every call. Only the debug library could change the upvalue.
 //!
 //! Raw pointers leave the layer only as opaque identities (`Lua::raw`, a
 //! userdata's address for `%p`), to code that proves its own use.
