@@ -61,9 +61,14 @@ fn answer<'a>(r: Result<&'a mut Payload, &'static CStr>) -> Result<&'a Answer, &
     }
 }
 
-/// The payload of type `T`, or the message a call answers instead.
-fn payload_of<'a, T: 'static>(r: Result<&'a mut Payload, &'static CStr>) -> Result<&'a T, &'static CStr> {
-    r?.downcast_ref::<T>().ok_or(c"cancelled")
+/// What a resolver job of type `Result<T, ResolveError>` found, or the
+/// message a call answers instead.
+fn found<'a, T: 'static>(r: Result<&'a mut Payload, &'static CStr>) -> Result<&'a T, &'static CStr> {
+    match r?.downcast_ref::<Result<T, ResolveError>>() {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(sys::resolve_strerror(*e)),
+        None => Err(c"cancelled"),
+    }
 }
 
 /// `[-0, +1, m]` Pushes the numeric host of `a`.
@@ -112,38 +117,26 @@ fn push_found(lua: &mut Lua, r: Result<&mut Payload, &'static CStr>, field: &CSt
     }
 }
 
-fn toip_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    push_found(lua, r, c"ip")
+fn resolve_done<const REVERSE: bool>(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
+    push_found(lua, r, if REVERSE { c"name" } else { c"ip" })
 }
 
-cfn!(toip = toip_body);
+cfn!(toip = resolve_body::<false>);
+cfn!(tohostname = resolve_body::<true>);
 
 /// `dns.toip(name)`: the first address of `name` (IPv4 if it has one) and
 /// the resolved table `{name = canonical, alias = {}, ip = {...}}`.
-fn toip_body(lua: &mut Lua) -> Ret {
+/// `dns.tohostname(address)` (`REVERSE`): the host name of an address (or
+/// the canonical name of a name) and the resolved table.
+fn resolve_body<const REVERSE: bool>(lua: &mut Lua) -> Ret {
     lua.check_bytes(1)?;
     lua.set_top(1);
-    work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), false), toip_done)
-}
-
-fn tohostname_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    push_found(lua, r, c"name")
-}
-
-cfn!(tohostname = tohostname_body);
-
-/// `dns.tohostname(address)`: the host name of an address (or the canonical
-/// name of a name) and the resolved table.
-fn tohostname_body(lua: &mut Lua) -> Ret {
-    lua.check_bytes(1)?;
-    lua.set_top(1);
-    work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), true), tohostname_done)
+    work::call(lua, |f| lookup_job(string_arg(f, 1).unwrap_or_default(), REVERSE), resolve_done::<REVERSE>)
 }
 
 fn getaddrinfo_done(lua: &mut Lua, _base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
-    let a = match payload_of::<Result<sys::Found, ResolveError>>(r) {
-        Ok(Ok(found)) => found,
-        Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
+    let a = match found::<sys::Found>(r) {
+        Ok(a) => a,
         Err(m) => return lua.fail(m),
     };
     lua.new_table(a.addrs.len() as c_int, 0);
@@ -176,13 +169,12 @@ fn getaddrinfo_body(lua: &mut Lua) -> Ret {
 }
 
 /// What `getnameinfo` found: a host name per address, and the service.
-type NameInfo = Result<(Vec<CString>, CString), ResolveError>;
+type NameInfo = (Vec<CString>, CString);
 
 fn getnameinfo_done(lua: &mut Lua, base: c_int, r: Result<&mut Payload, &'static CStr>) -> c_int {
     let (at1, at2) = (base + 1, base + 2);
-    let (hosts, serv) = match payload_of::<NameInfo>(r) {
-        Ok(Ok(found)) => found,
-        Ok(Err(e)) => return lua.fail(sys::resolve_strerror(*e)),
+    let (hosts, serv) = match found::<NameInfo>(r) {
+        Ok(v) => v,
         Err(m) => return lua.fail(m),
     };
     let want_host = !lua.is_nil(at1);
@@ -215,7 +207,7 @@ fn getnameinfo_body(lua: &mut Lua) -> Ret {
         let (host, serv) = (string_arg(f, 1), string_arg(f, 2));
         Box::new(move || -> Payload {
             let q = Query { family: libc::AF_UNSPEC, socktype: libc::SOCK_STREAM, flags: 0 };
-            let r: NameInfo = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {
+            let r: Result<NameInfo, ResolveError> = sys::lookup(host.as_deref(), serv.as_deref(), q).map(|f| {
                 let mut hosts = Vec::new();
                 let mut service = CString::default();
                 for a in &f.addrs {
@@ -251,15 +243,6 @@ const FUNCTIONS: &[Reg] = &[
     (c"getnameinfo", getnameinfo),
     (c"gethostname", gethostname),
 ];
-
-/// `[-0, +1, m]` Pushes the module table, made once per Lua state.
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract (a valid state, in a C function).
-    push(&mut unsafe { Lua::from_raw(l) });
-}
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
 pub fn push(lua: &mut Lua) {

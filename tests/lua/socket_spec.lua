@@ -737,17 +737,6 @@ describe("bad input", function()
     assert.matches("tcp{any} expected, got userdata", msg)
   end)
 
-  it("refuses a socket finalized by hand, and finalizes it once", function()
-    local t = socket.tcp4()
-    assert.is_true(t:getfd() >= 0)
-    getmetatable(t).__gc(t)
-    assert.error_matches(function() t:getfd() end, "tcp{any} expected, got userdata")
-    assert.error_matches(function() t:close() end, "tcp{any} expected")
-    getmetatable(t).__gc(t)
-    t = nil
-    collectgarbage()
-  end)
-
   it("returns nil, message for invalid addresses", function()
     local r = { socket.connect("256.1.1.1", 80) }
     assert.is_nil(r[1])

@@ -11,7 +11,7 @@ use std::ffi::c_int;
 
 use super::frame::{Frame, Next, Why};
 use super::op::Operation;
-use crate::raw::{L, ffi};
+use crate::lua::raw::{L, ffi};
 
 /// What the protected call reads and writes.
 struct Call<'a> {

@@ -19,7 +19,7 @@ use super::lp::{LoopRef, Timers};
 use super::op::{Operation, Spent};
 use super::source::{Owner, READ, Source};
 use super::watch::Sources;
-use crate::raw::{L, ffi};
+use crate::lua::raw::{L, ffi};
 
 /// Bit 0 of a task's user value (a thread pointer, aligned): before its
 /// cothread resumes, the engine has something to do (`finish`): step its due

@@ -21,7 +21,7 @@ use super::op::Operation;
 use super::records::{Engine, Wake, delivered_marker, parked_here, parked_token};
 use super::source::READ;
 use super::ticket;
-use crate::raw::{self, L, ffi};
+use crate::lua::raw::{self, L, ffi};
 
 /// Parks the operation `op` of the running cothread `l` (task `task`), whose
 /// whole stack is the operation's frame, after a step answered `next` (a

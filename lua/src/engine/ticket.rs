@@ -16,7 +16,7 @@ use std::ffi::{CStr, c_int};
 use super::frame::{Frame, Next, STEP_SLOTS, Why};
 use super::op::{Operation, Spent};
 use super::records::{Engine, delivered_marker, parked_here};
-use crate::raw::{self, L, ffi};
+use crate::lua::raw::{self, L, ffi};
 
 /// Metatable name of tickets.
 const TICKET: &CStr = c"cothread.ticket";

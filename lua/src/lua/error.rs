@@ -4,7 +4,7 @@ use std::ffi::{CStr, CString, c_int};
 
 use mlua::ffi;
 
-use super::thread::L;
+use super::thread::{L, Lua};
 
 /// What a body returns: how many results it pushed, or its error.
 pub type Ret = Result<c_int, Error>;
@@ -88,29 +88,24 @@ impl Error {
     }
 }
 
-/// The value of `r`, or its error raised: for C functions not yet written as
-/// bodies.
-///
-/// # Safety
-/// As `Error::raise`.
-pub unsafe fn or_raise<T>(r: Result<T, Error>, l: L) -> T {
-    match r {
-        Ok(v) => v,
-        // SAFETY: the contract.
-        Err(e) => unsafe { e.raise(l) },
-    }
-}
-
 /// `[-0, +1, m]` Pushes `msg` (dropping its Rust copy) and returns Lua's.
 ///
 /// # Safety
-/// `l` is a valid state with a free slot.
+/// `l` is the running thread of a C function, with a free slot.
 unsafe fn push_msg(l: L, msg: Msg) -> *const std::ffi::c_char {
-    // SAFETY: valid state (contract); the text is copied by the push.
-    unsafe {
-        match msg {
-            Msg::Static(s) => ffi::lua_pushstring(l, s.as_ptr()),
-            Msg::Owned(s) => ffi::lua_pushstring(l, s.as_ptr()),
+    match msg {
+        // SAFETY: a valid state with a free slot (contract); Lua copies the
+        // text, which is static.
+        Msg::Static(s) => unsafe { ffi::lua_pushstring(l, s.as_ptr()) },
+        Msg::Owned(s) => {
+            // SAFETY: the contract is `from_raw`'s. `push_owned` copies in a
+            // protected call and frees the Rust copy before a memory error
+            // goes on, so an error cannot leak it.
+            let lua = unsafe { Lua::from_raw(l) };
+            lua.push_owned(s.into_bytes());
+            // SAFETY: a string on the top, just pushed; it stays there,
+            // anchoring the text answered, until the error is raised.
+            unsafe { ffi::lua_tolstring(l, -1, std::ptr::null_mut()) }
         }
     }
 }

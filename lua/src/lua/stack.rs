@@ -91,12 +91,15 @@ impl Lua {
         unsafe { ffi::lua_settop(self.l, -n - 1) }
     }
 
-    /// `[-0, +0, -]` `idx` as an absolute index.
+    /// `[-0, +0, -]` `idx` as an absolute index (a pseudo-index as it is; a
+    /// negative index below the frame, or 0, one above the top).
     #[inline]
     pub fn abs(&self, idx: c_int) -> c_int {
-        let idx = self.readable(idx);
-        // SAFETY: a valid state; arithmetic only.
-        unsafe { ffi::lua_absindex(self.l, idx) }
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
+        let top = self.top();
+        if idx == 0 || -idx > top { top + 1 } else { top + idx + 1 }
     }
 
     /// `[-0, +0, -]` Makes room for `n` more values.
@@ -108,22 +111,41 @@ impl Lua {
     /// Room for `n` more values, or an abort: the trampoline's raise needs
     /// the same, and Lua's stack limit (a million slots) is far above what
     /// a body pushes.
+    ///
+    /// Room once made stays while the C function runs: Lua never shrinks a
+    /// stack below the top its running functions were promised (the
+    /// `LUA_MINSTACK` of the call, raised by each `lua_checkstack`). So the
+    /// handle keeps the index below which slots are known (`limit`), and a
+    /// push under it costs a look at the top only: most bodies stay within
+    /// their first `LUA_MINSTACK` slots. The index is absolute, so pushes of
+    /// code that did not count them cannot fool it.
     #[inline]
     pub(super) fn room(&self, n: c_int) {
+        let top = self.top();
+        if top + n <= self.limit.get() {
+            return;
+        }
+        let ask = n.max(ffi::LUA_MINSTACK);
         // SAFETY: a valid state; `lua_checkstack` does not raise.
-        if unsafe { ffi::lua_checkstack(self.l, n) } == 0 {
+        if unsafe { ffi::lua_checkstack(self.l, ask) } == 0 {
             std::process::abort();
         }
+        self.limit.set(top + ask);
     }
 
     /// `idx` for a read: as it is if it names a slot of this function's
     /// stack, a pseudo-index or a slot above the top (which reads as none);
     /// a negative index below the frame, or 0, becomes one above the top.
-    /// So no read reaches outside the frame.
+    /// So no read reaches outside the frame. (Lua reads a positive index at
+    /// or above the top as none without touching the slot, and an upvalue
+    /// index past the closure's as none: those need no look at the top.)
     #[inline]
     pub(super) fn readable(&self, idx: c_int) -> c_int {
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
         let top = self.top();
-        if idx == 0 || (idx < 0 && idx > ffi::LUA_REGISTRYINDEX && -idx > top) { top + 1 } else { idx }
+        if idx == 0 || -idx > top { top + 1 } else { idx }
     }
 
     /// `idx` for a write: it must name a value on the stack (`1..=top` or
@@ -248,6 +270,32 @@ impl Lua {
         let idx = self.readable(idx);
         // SAFETY: a valid state; reads only, within the frame.
         unsafe { ffi::lua_touserdata(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The address of the value at `idx` (`lua_topointer`), as
+    /// an identity: equal short strings are one object in Lua 5.4.
+    pub fn to_identity(&self, idx: c_int) -> *const c_void {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; `lua_topointer` only reads the slot (a
+        // `readable` one) and converts nothing.
+        unsafe { ffi::lua_topointer(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The C function at `idx`, if it is one (an identity).
+    pub fn to_cfunction(&self, idx: c_int) -> Option<ffi::lua_CFunction> {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; answers the pointer of a light C function
+        // or C closure in a `readable` slot, or none; nothing is called.
+        unsafe { ffi::lua_tocfunction(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` Are the values at `a` and `b` primitively equal
+    /// (`rawequal`)?
+    pub fn raw_equal(&self, a: c_int, b: c_int) -> bool {
+        let (a, b) = (self.readable(a), self.readable(b));
+        // SAFETY: a valid state; compares two slots of the frame, no
+        // metamethod.
+        unsafe { ffi::lua_rawequal(self.l, a, b) != 0 }
     }
 
     // ===== argument checks =====

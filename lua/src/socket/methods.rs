@@ -7,7 +7,7 @@
 use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
-use super::object::{ANY, Kind, MAX_VALUE, PendingOpt, Sock, check, close, ok, push_sock, set_kind, shared};
+use super::object::{Kind, MAX_VALUE, PendingOpt, Sock, check, close, ok, push_sock, set_kind, shared};
 use super::options;
 use crate::cfn;
 use crate::lua::{Error, Lua, Reg, Ret, lua_Integer, shown};
@@ -121,21 +121,22 @@ fn shutdown_body(lua: &mut Lua) -> Ret {
     }
 }
 
-cfn!(setoption = setoption_body);
+cfn!(setoption = setoption_body::<false>);
 
 /// `sock:setoption(name, value)`: "keepalive", "reuseaddr", "reuseport",
 /// "tcp-nodelay", "ipv6-v6only" (booleans), "linger" (`{on = bool, timeout =
 /// seconds}`), "tcp-keepidle", "tcp-keepcnt", "tcp-keepintvl",
-/// "recv-buffer-size", "send-buffer-size" (integers).
-fn setoption_body(lua: &mut Lua) -> Ret {
-    options::set(lua, ANY, options::TCP)
+/// "recv-buffer-size", "send-buffer-size" (integers); for UDP, LuaSocket's
+/// UDP options.
+pub(super) fn setoption_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    options::set(lua, shared::<UDP>(), if UDP { options::UDP } else { options::TCP })
 }
 
-cfn!(getoption = getoption_body);
+cfn!(getoption = getoption_body::<false>);
 
 /// `sock:getoption(name)`: the option's value (a linger as `{on, timeout}`).
-fn getoption_body(lua: &mut Lua) -> Ret {
-    options::get(lua, ANY, options::TCP)
+pub(super) fn getoption_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    options::get(lua, shared::<UDP>(), if UDP { options::UDP } else { options::TCP })
 }
 
 cfn!(getfamily = getfamily_body::<false>);
@@ -328,40 +329,27 @@ fn gettime_body(lua: &mut Lua) -> Ret {
 
 // ===== constructors =====
 
-/// `[-0, +1|2, m]` A new TCP master object of `family` (`AF_UNSPEC`: made
-/// lazily), or `nil, message`.
-fn new_tcp(lua: &Lua, family: c_int) -> Ret {
-    let lazy = family == libc::AF_UNSPEC;
-    let s = push_sock(lua, -1, family, Kind::Master, lazy);
+/// `socket.tcp()`, `tcp4()`, `tcp6()` (a master object) and `udp()`,
+/// `udp4()`, `udp6()` (`UDP`: an unconnected object): `[-0, +1|2, m]` a
+/// new object of `FAMILY`, or `nil, message`. With `AF_UNSPEC` the
+/// descriptor is made lazily, of the family of the first bind or connect
+/// (UDP: `setsockname`, `setpeername` or `sendto`); `AF_INET6` is IPv6-only.
+pub(super) fn new_body<const UDP: bool, const FAMILY: c_int>(lua: &mut Lua) -> Ret {
+    let lazy = FAMILY == libc::AF_UNSPEC;
+    let kind = if UDP { Kind::Unconnected } else { Kind::Master };
+    let s = push_sock(lua, -1, FAMILY, kind, lazy);
     if !lazy {
-        if let Err(e) = s.ensure_fd(family) {
+        if let Err(e) = s.ensure_fd(FAMILY) {
+            s.close();
             return Ok(lua.fail(sys::strerror(e)));
         }
     }
     Ok(1)
 }
 
-cfn!(tcp = tcp_body);
-
-/// `socket.tcp()`: a master object whose family follows its first bind or
-/// connect.
-fn tcp_body(lua: &mut Lua) -> Ret {
-    new_tcp(lua, libc::AF_UNSPEC)
-}
-
-cfn!(tcp4 = tcp4_body);
-
-/// `socket.tcp4()`: an IPv4 master object.
-fn tcp4_body(lua: &mut Lua) -> Ret {
-    new_tcp(lua, libc::AF_INET)
-}
-
-cfn!(tcp6 = tcp6_body);
-
-/// `socket.tcp6()`: an IPv6-only master object.
-fn tcp6_body(lua: &mut Lua) -> Ret {
-    new_tcp(lua, libc::AF_INET6)
-}
+cfn!(tcp = new_body::<false, { libc::AF_UNSPEC }>);
+cfn!(tcp4 = new_body::<false, { libc::AF_INET }>);
+cfn!(tcp6 = new_body::<false, { libc::AF_INET6 }>);
 
 cfn!(bind = bind_body);
 

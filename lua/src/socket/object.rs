@@ -205,7 +205,7 @@ impl Sock {
 
 /// `[-0, +1, m]` Pushes a new socket object.
 pub(super) fn push_sock(lua: &Lua, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> &Sock {
-    lua.new_udata_class(Sock::new(fd, family, kind, lazy), kind.class())
+    lua.new_udata_class(Sock::new(fd, family, kind, lazy), kind.class(), 0)
 }
 
 /// `[-0, +0, m]` Makes `s`, the object at `idx`, of kind `kind`.

@@ -10,18 +10,17 @@
 //! scheduler's engine, or block outside cothreads. Name resolution, binding,
 //! timeouts, options, `close` and `select` are the TCP code's.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::CStr;
 use std::os::fd::RawFd;
 
 use super::methods::{
-    bind_to, check_host_port, dirty_body, getfamily_body, getfd_body, getsockname_body, gettimeout_body, push_name,
-    setfd_body, settimeout_body,
+    bind_to, check_host_port, dirty_body, getfamily_body, getfd_body, getoption_body, getsockname_body,
+    gettimeout_body, new_body, push_name, setfd_body, setoption_body, settimeout_body,
 };
 use super::object::{
-    Kind, Sock, UDP_ANY, check, close_body, deadline_at, failure, ok, one_source, push_deadline, push_sock, set_kind,
-    sock_of, wait_deadline,
+    Kind, Sock, UDP_ANY, check, close_body, deadline_at, failure, ok, one_source, push_deadline, set_kind, sock_of,
+    wait_deadline,
 };
-use super::options;
 use super::tcp::{Started, start_connect};
 use crate::cfn;
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
@@ -45,19 +44,8 @@ cfn!(getsockname = getsockname_body::<true>);
 cfn!(getfamily = getfamily_body::<true>);
 cfn!(setfd = setfd_body::<true>);
 
-cfn!(setoption = setoption_body);
-
-/// `udp:setoption(name, value)`: LuaSocket's UDP options.
-fn setoption_body(lua: &mut Lua) -> Ret {
-    options::set(lua, UDP_ANY, options::UDP)
-}
-
-cfn!(getoption = getoption_body);
-
-/// `udp:getoption(name)`.
-fn getoption_body(lua: &mut Lua) -> Ret {
-    options::get(lua, UDP_ANY, options::UDP)
-}
+cfn!(setoption = setoption_body::<true>);
+cfn!(getoption = getoption_body::<true>);
 
 cfn!(getpeername = getpeername_body);
 
@@ -300,41 +288,9 @@ fn send_step(f: &mut Frame, why: Why) -> Next {
 
 // ===== constructors and the metatable =====
 
-/// `[-0, +1|2, m]` A new unconnected object of `family` (`AF_UNSPEC`:
-/// made lazily), or `nil, message`.
-fn new_udp(lua: &Lua, family: c_int) -> Ret {
-    let lazy = family == libc::AF_UNSPEC;
-    let s = push_sock(lua, -1, family, Kind::Unconnected, lazy);
-    if !lazy {
-        if let Err(e) = s.ensure_fd(family) {
-            s.close();
-            return Ok(lua.fail(sys::strerror(e)));
-        }
-    }
-    Ok(1)
-}
-
-cfn!(udp = udp_body);
-
-/// `socket.udp()`: an unconnected object whose family follows its first
-/// `setsockname`, `setpeername` or `sendto`.
-fn udp_body(lua: &mut Lua) -> Ret {
-    new_udp(lua, libc::AF_UNSPEC)
-}
-
-cfn!(udp4 = udp4_body);
-
-/// `socket.udp4()`: an unconnected IPv4 object.
-fn udp4_body(lua: &mut Lua) -> Ret {
-    new_udp(lua, libc::AF_INET)
-}
-
-cfn!(udp6 = udp6_body);
-
-/// `socket.udp6()`: an unconnected IPv6-only object.
-fn udp6_body(lua: &mut Lua) -> Ret {
-    new_udp(lua, libc::AF_INET6)
-}
+cfn!(udp = new_body::<true, { libc::AF_UNSPEC }>);
+cfn!(udp4 = new_body::<true, { libc::AF_INET }>);
+cfn!(udp6 = new_body::<true, { libc::AF_INET6 }>);
 
 /// The methods of UDP objects (both classes).
 pub(super) const METHODS: &[Reg] = &[

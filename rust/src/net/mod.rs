@@ -2,7 +2,8 @@
 //!
 //! | file | what |
 //! | --- | --- |
-//! | `sys.rs` | the system calls: sockets, options, names, `poll(2)`, name resolution, LuaSocket's error texts. All the unsafe code of the layer. |
+//! | `sys.rs` | the system calls: sockets, options, names, `poll(2)`, LuaSocket's error texts |
+//! | `resolve.rs` | name resolution and reverse lookup (`getaddrinfo`, `getnameinfo`). With `sys.rs`, all the unsafe code of the layer. |
 //! | `accept.rs` | what an accept does when `accept(2)` fails: out of descriptors it retries on a timer |
 //! | `pattern.rs` | LuaSocket's receive patterns (line, count, all) over a read [`Buffer`](crate::util::buffer::Buffer) |
 //! | `io.rs` | a socket's descriptor and read buffer, and one non-blocking try of each operation |
@@ -78,6 +79,7 @@ mod accept;
 mod io;
 mod ops;
 mod pattern;
+pub mod resolve;
 mod socket;
 pub mod sys;
 
@@ -89,8 +91,9 @@ use std::ffi::{CStr, c_int};
 pub use accept::{ACCEPT_RETRY_NS, AcceptError, accept_error, retry_wait};
 pub use ops::{Done, WriteDone};
 pub use pattern::{Pattern, line_too_long};
+pub use resolve::ResolveError;
 pub use socket::Socket;
-pub use sys::{Addr, ResolveError, SysResult};
+pub use sys::{Addr, SysResult};
 
 /// The direction of an operation: read (read, accept, recvfrom) or write
 /// (write, connect).
