@@ -11,7 +11,7 @@ use std::ffi::{CStr, c_int};
 
 use crate::lua::{Error, Lua, REGISTRY, Ret, Thread, Type};
 use crate::registry;
-use crate::state::with_state;
+use crate::state::{State, with_state};
 
 /// The Lua side.
 const SOURCE: &str = include_str!("cosock.lua");
@@ -28,8 +28,7 @@ pub fn install(lua: &mut Lua, m: c_int, s: c_int) -> Result<(), Error> {
         lua.set_field(REGISTRY, CHUNK);
     }
     lua.push_value(m); // chunk M
-    lua.push_value(s);
-    lua.push_closure(waitinfo_c, 1); // chunk M waitinfo
+    lua.push_upvalue_fn(WAITINFO, s, 0); // chunk M waitinfo
     lua.call(2, 0)
 }
 
@@ -62,4 +61,4 @@ fn waitinfo(lua: &mut Lua) -> Ret {
         Ok(4)
     })
 }
-crate::cfn!(waitinfo_c = waitinfo);
+crate::upvalue_fn!(WAITINFO: State = waitinfo);

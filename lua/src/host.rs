@@ -10,7 +10,7 @@ use cothread::reactor::Loop;
 use crate::engine::{self, Engine, Fire, Frame, HostLoop, LoopRef, Next, OnEnd, Operation, Why};
 use crate::lua::{Error, Lua, Ret, Type};
 use crate::park::{drive, in_cothread};
-use crate::state::with_state;
+use crate::state::{State, with_state};
 
 /// `true = cothread.attach(loop)`: this scheduler's I/O, timers and waits use
 /// `loop`, a `cot_loop*` (light userdata) the host made, instead of a loop of
@@ -37,7 +37,7 @@ fn attach(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub attach_c = attach);
+crate::upvalue_fn!(pub ATTACH: State = attach);
 
 /// `cothread.loop_wait`. Frame: 1 the key (a light userdata).
 #[derive(Clone, Copy)]
@@ -97,4 +97,4 @@ fn loop_wait(lua: &mut Lua) -> Ret {
         drive(lua, LoopWait { deadline })
     })
 }
-crate::cfn!(pub loop_wait_c = loop_wait);
+crate::upvalue_fn!(pub LOOP_WAIT: State = loop_wait);

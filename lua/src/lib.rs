@@ -61,8 +61,8 @@ mod time;
 mod work;
 
 use builtin::Builtin;
-use lua::{Error, Lua, Reg, Ret};
-use state::{UV_MODULE, UV_NAMES, UV_WHENS, UV_YIELDOPS};
+use lua::{Error, Lua, Reg, Ret, UpvalueFn};
+use state::{State, UV_MODULE, UV_NAMES, UV_WHENS, UV_YIELDOPS};
 
 /// Pushes a submodule's table.
 type PushModule = fn(&mut Lua) -> Result<(), Error>;
@@ -79,24 +79,27 @@ const SUBMODULES: &[(&CStr, PushModule)] = &[
 ];
 
 /// The functions of an instance; each is a closure over the instance's state.
-const FUNCTIONS: &[Reg] = &[
-    (c"schedule", sched::schedule_c),
-    (c"unschedule", sched::unschedule_c),
-    (c"scheduled", sched::scheduled_c),
-    (c"current", sched::current_c),
-    (c"running", sched::running_c),
-    (c"iready", sched::iready_c),
-    (c"notify", sched::notify_c),
-    (c"step", sched::step_c),
-    (c"run", sched::run_c),
-    (c"onall", signal::onall_c),
-    (c"onany", signal::onany_c),
-    (c"plugin", ops::plugin_c),
-    (c"idle", time::idle_default_c),
-    (c"attach", host::attach_c),
-    (c"loop_wait", host::loop_wait_c),
-    (c"new", new_c),
+/// The scheduler's functions: closures over its state (upvalue 1).
+const FUNCTIONS: &[(&CStr, UpvalueFn<State>)] = &[
+    (c"schedule", sched::SCHEDULE),
+    (c"unschedule", sched::UNSCHEDULE),
+    (c"scheduled", sched::SCHEDULED),
+    (c"current", sched::CURRENT),
+    (c"running", sched::RUNNING),
+    (c"iready", sched::IREADY),
+    (c"notify", sched::NOTIFY),
+    (c"step", sched::STEP),
+    (c"run", sched::RUN),
+    (c"onall", signal::ONALL),
+    (c"onany", signal::ONANY),
+    (c"idle", time::IDLE_DEFAULT),
+    (c"attach", host::ATTACH),
+    (c"loop_wait", host::LOOP_WAIT),
 ];
+
+/// The scheduler's functions that need no state, or check it themselves
+/// (they have it as upvalue 1 too).
+const PLAIN_FUNCTIONS: &[Reg] = &[(c"plugin", ops::plugin_c), (c"new", new_c)];
 
 crate::cfn!(
     /// Entry point of `require "cothread"`: the default scheduler.
@@ -147,6 +150,10 @@ fn new(lua: &mut Lua) -> Ret {
     lua.push_value(m);
     lua.set_uservalue(s, UV_MODULE);
     for (name, f) in FUNCTIONS {
+        lua.push_upvalue_fn(*f, s, 0);
+        lua.set_field(m, name);
+    }
+    for (name, f) in PLAIN_FUNCTIONS {
         lua.push_value(s);
         lua.push_closure(*f, 1);
         lua.set_field(m, name);

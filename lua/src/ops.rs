@@ -312,9 +312,8 @@ fn plugin(lua: &mut Lua) -> Ret {
     lua.push_value(1); // f plugins f
     state::push_uv(lua, state::UV_MODULE);
     lua.new_table(0, 2);
-    for (name, f) in [(c"yieldop", yieldop_c as lua_CFunction), (c"scheduleop", scheduleop_c)] {
-        lua.push_value(Lua::upvalue(1));
-        lua.push_closure(f, 1);
+    for (name, f) in [(c"yieldop", YIELDOP), (c"scheduleop", SCHEDULEOP)] {
+        lua.push_upvalue_fn(f, Lua::upvalue(1), 0);
         lua.set_field(-2, name);
     }
     lua.call(2, LUA_MULTRET)?; // f plugins results...
@@ -391,7 +390,7 @@ fn yieldop(lua: &mut Lua) -> Ret {
         Ok(0)
     })
 }
-crate::cfn!(yieldop_c = yieldop);
+crate::upvalue_fn!(YIELDOP: State = yieldop);
 
 /// `ops.scheduleop(name, nfixed, handler)`: defines a new `when` for
 /// `schedule` and `notify`.
@@ -401,4 +400,4 @@ fn scheduleop(lua: &mut Lua) -> Ret {
         Ok(0)
     })
 }
-crate::cfn!(scheduleop_c = scheduleop);
+crate::upvalue_fn!(SCHEDULEOP: State = scheduleop);

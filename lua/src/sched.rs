@@ -61,7 +61,7 @@ fn schedule(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub schedule_c = schedule);
+crate::upvalue_fn!(pub SCHEDULE: State = schedule);
 
 /// `unschedule(thread)`: takes `thread` out of its queue and forgets it.
 fn unschedule(lua: &mut Lua) -> Ret {
@@ -82,7 +82,7 @@ fn unschedule(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub unschedule_c = unschedule);
+crate::upvalue_fn!(pub UNSCHEDULE: State = unschedule);
 
 /// `scheduled(thread)`: is `thread` in a queue? (A cothread closed with
 /// `coroutine.close` is forgotten here, and is not.)
@@ -100,7 +100,7 @@ fn scheduled(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub scheduled_c = scheduled);
+crate::upvalue_fn!(pub SCHEDULED: State = scheduled);
 
 /// `[-0, +1, -]` Pushes the thread of `task`, or nil.
 fn push_task(lua: &Lua, st: &State, task: Option<Task>) {
@@ -120,7 +120,7 @@ fn current(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub current_c = current);
+crate::upvalue_fn!(pub CURRENT: State = current);
 
 /// `running()`: the cothread this scheduler is resuming, or nil.
 fn running(lua: &mut Lua) -> Ret {
@@ -136,16 +136,15 @@ fn running(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub running_c = running);
+crate::upvalue_fn!(pub RUNNING: State = running);
 
 /// `iready()`: an iterator over the ready queue, head first.
 fn iready(lua: &mut Lua) -> Ret {
     // Its upvalue 1 (the state) becomes the iterator's, as `with_state` needs.
-    lua.push_value(Lua::upvalue(1));
-    lua.push_closure(iready_next_c, 1);
+    lua.push_upvalue_fn(IREADY_NEXT, Lua::upvalue(1), 0);
     Ok(1)
 }
-crate::cfn!(pub iready_c = iready);
+crate::upvalue_fn!(pub IREADY: State = iready);
 
 /// The `iready` iterator: the thread after the control value (the head first).
 fn iready_next(lua: &mut Lua) -> Ret {
@@ -159,7 +158,7 @@ fn iready_next(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(iready_next_c = iready_next);
+crate::upvalue_fn!(IREADY_NEXT: State = iready_next);
 
 /// `notify(signal [, when, ...])`: moves every waiter of `signal` as `when` says.
 fn notify(lua: &mut Lua) -> Ret {
@@ -186,7 +185,7 @@ fn notify(lua: &mut Lua) -> Ret {
         Ok(1)
     })
 }
-crate::cfn!(pub notify_c = notify);
+crate::upvalue_fn!(pub NOTIFY: State = notify);
 
 /// Notify with a plugin `when` (its handler on the top of the stack, `k` fixed
 /// arguments from index 3): each waiter, in order, is taken out and given to
@@ -241,7 +240,7 @@ fn step(lua: &mut Lua) -> Ret {
         Ok(lua.top())
     })
 }
-crate::cfn!(pub step_c = step);
+crate::upvalue_fn!(pub STEP: State = step);
 
 /// `run(...)`: steps until nothing is ready, postponed or waiting for I/O,
 /// or a cothread halts.
@@ -293,14 +292,13 @@ fn run(lua: &mut Lua) -> Ret {
         Ok(lua.top())
     })
 }
-crate::cfn!(pub run_c = run);
+crate::upvalue_fn!(pub RUN: State = run);
 
 /// `[-0, +0, e]` Calls the `idle` field with wake time `wake`. After a
 /// replaced `idle`, the event loop is polled without blocking, so I/O goes on.
 fn call_idle(lua: &mut Lua, st: &State, wake: u64) -> Result<(), Error> {
     crate::state::push_field(lua, c"idle");
-    let default =
-        lua.to_cfunction(-1).is_some_and(|f| std::ptr::fn_addr_eq(f, time::idle_default_c as ffi::lua_CFunction));
+    let default = lua.to_cfunction(-1).is_some_and(|f| time::IDLE_DEFAULT.is(f));
     time::push(lua, st, wake);
     lua.call(1, 0)?;
     if !default && st.io_armed() > 0 {

@@ -24,7 +24,11 @@ use crate::state::{SHRINK_AFTER, State, UV_HELD, UV_KEYOF, push_uv, push_weak_ta
 
 /// Is the value at `idx` no signal: nil, none or a float NaN?
 pub fn is_no_signal(lua: &Lua, idx: c_int) -> bool {
-    lua.is_nil(idx) || (lua.kind(idx) == Type::Number && lua.to_num(idx).is_some_and(f64::is_nan))
+    match lua.kind(idx) {
+        Type::Nil | Type::None => true,
+        Type::Number => lua.to_num(idx).is_some_and(f64::is_nan),
+        _ => false,
+    }
 }
 
 /// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
@@ -36,16 +40,12 @@ pub fn signal_key(lua: &mut Lua, st: &State, idx: c_int, make: bool) -> Option<u
     if let Some(k) = combined_key(lua, idx) {
         return Some(k);
     }
-    push_uv(lua, UV_KEYOF);
-    lua.push_value(idx);
-    lua.get_table(-2);
-    let k = lua.to_int(-1).unwrap_or(0) as usize;
-    lua.pop(1);
+    let k = lua.uservalue_field_int(Lua::upvalue(1), UV_KEYOF, idx).unwrap_or(0) as usize;
     if k != 0 || !make {
-        lua.pop(1);
         return (k != 0).then_some(k);
     }
     let k = st.new_key();
+    push_uv(lua, UV_KEYOF);
     lua.push_value(idx);
     lua.push_int(k as i64);
     lua.set_table(-3);
@@ -59,14 +59,9 @@ pub fn hold(lua: &mut Lua, st: &State, idx: c_int, k: usize) {
     if st.core().waiting(k) != Ok(true) {
         return; // nobody waits
     }
-    let idx = lua.abs(idx);
-    push_uv(lua, UV_HELD);
-    if lua.get_index(-1, k as i64) == Type::Nil {
-        lua.push_value(idx);
-        lua.set_index(-3, k as i64);
+    if lua.swap_uservalue_index(Lua::upvalue(1), UV_HELD, k as i64, Some(idx)) {
         st.held.set(st.held.get() + 1);
     }
-    lua.pop(2);
 }
 
 /// `[-0, +0, m]` Stops referencing the value of key `k` once it has no waiters.
@@ -74,13 +69,9 @@ fn release(lua: &mut Lua, st: &State, k: usize) {
     if st.core().waiting(k) != Ok(false) {
         return;
     }
-    push_uv(lua, UV_HELD);
-    if lua.get_index(-1, k as i64) != Type::Nil {
-        lua.push_nil();
-        lua.set_index(-3, k as i64);
+    if !lua.swap_uservalue_index(Lua::upvalue(1), UV_HELD, k as i64, None) {
         st.held.set(st.held.get() - 1);
     }
-    lua.pop(2);
 }
 
 /// `[-0, +0, m]` Releases the values of the keys whose queues emptied, and
@@ -150,7 +141,7 @@ fn combined(lua: &mut Lua) -> Ret {
         Ok(0)
     })
 }
-crate::cfn!(combined_c = combined);
+crate::upvalue_fn!(COMBINED: State = combined);
 
 fn combine(lua: &mut Lua, mode: Mode) -> Ret {
     with_state(lua, |lua, st| {
@@ -171,9 +162,7 @@ fn combine(lua: &mut Lua, mode: Mode) -> Ret {
         lua.set_uservalue(-2, 2);
         lua.push_value(Lua::upvalue(1));
         lua.set_uservalue(-2, 1);
-        lua.push_value(Lua::upvalue(1));
-        lua.insert(-2);
-        lua.push_closure(combined_c, 2);
+        lua.push_upvalue_fn(COMBINED, Lua::upvalue(1), 1);
         // Nothing raises from here on: the keys exist and the parts are held.
         let key = make_combined(lua, st, mode, n)?;
         lua.get_upvalue(-1, 2);
@@ -196,13 +185,13 @@ fn make_combined(lua: &mut Lua, st: &State, mode: Mode, n: c_int) -> Result<usiz
 fn onall(lua: &mut Lua) -> Ret {
     combine(lua, Mode::All)
 }
-crate::cfn!(pub onall_c = onall);
+crate::upvalue_fn!(pub ONALL: State = onall);
 
 /// `onany(...)`: a signal that fires once any of `...` was notified.
 fn onany(lua: &mut Lua) -> Ret {
     combine(lua, Mode::Any)
 }
-crate::cfn!(pub onany_c = onany);
+crate::upvalue_fn!(pub ONANY: State = onany);
 
 /// Frees the combined signals whose functions were collected and that nothing
 /// needs any more (freeing one may make its parts free to go).

@@ -129,7 +129,7 @@ fn idle_default(lua: &mut Lua) -> Ret {
         Ok(0)
     })
 }
-crate::cfn!(pub idle_default_c = idle_default);
+crate::upvalue_fn!(pub IDLE_DEFAULT: State = idle_default);
 
 fn sleep_until(t: f64) {
     loop {

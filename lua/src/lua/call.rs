@@ -82,6 +82,10 @@ impl Lua {
         }
         this.check_stack(2)?;
         let (l, below) = (this.l, this.top() - nargs);
+        // Inside, the handle runs another C function: what it knows of this
+        // one's stack slots and upvalue (indices relative to this frame)
+        // does not hold there. It learns anew, and knows again after.
+        let known = (this.limit.replace(0), this.upvalue_type.take());
         let mut call = Over { cx, f };
         // SAFETY: a valid state with the `nargs` values (checked) and room
         // for the function and the call's address, pushed under and over
@@ -93,7 +97,10 @@ impl Lua {
             ffi::lua_pushlightuserdata(l, (&raw mut call).cast());
             ffi::lua_pcall(l, nargs + 1, ffi::LUA_MULTRET, 0)
         };
-        if status == ffi::LUA_OK { Ok(lua(call.cx).top() - below) } else { Err(Error::Value) }
+        let this = lua(call.cx);
+        this.limit.set(known.0);
+        this.upvalue_type = known.1;
+        if status == ffi::LUA_OK { Ok(this.top() - below) } else { Err(Error::Value) }
     }
 
     /// `[-0, +1, m]` Pushes `tostring` of the value at `idx` (its

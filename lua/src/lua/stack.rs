@@ -91,12 +91,15 @@ impl Lua {
         unsafe { ffi::lua_settop(self.l, -n - 1) }
     }
 
-    /// `[-0, +0, -]` `idx` as an absolute index.
+    /// `[-0, +0, -]` `idx` as an absolute index (a pseudo-index as it is; a
+    /// negative index below the frame, or 0, one above the top).
     #[inline]
     pub fn abs(&self, idx: c_int) -> c_int {
-        let idx = self.readable(idx);
-        // SAFETY: a valid state; arithmetic only.
-        unsafe { ffi::lua_absindex(self.l, idx) }
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
+        let top = self.top();
+        if idx == 0 || -idx > top { top + 1 } else { top + idx + 1 }
     }
 
     /// `[-0, +0, -]` Makes room for `n` more values.
@@ -108,12 +111,26 @@ impl Lua {
     /// Room for `n` more values, or an abort: the trampoline's raise needs
     /// the same, and Lua's stack limit (a million slots) is far above what
     /// a body pushes.
+    ///
+    /// Room once made stays while the C function runs: Lua never shrinks a
+    /// stack below the top its running functions were promised (the
+    /// `LUA_MINSTACK` of the call, raised by each `lua_checkstack`). So the
+    /// handle keeps the index below which slots are known (`limit`), and a
+    /// push under it costs a look at the top only: most bodies stay within
+    /// their first `LUA_MINSTACK` slots. The index is absolute, so pushes of
+    /// code that did not count them cannot fool it.
     #[inline]
     pub(super) fn room(&self, n: c_int) {
+        let top = self.top();
+        if top + n <= self.limit.get() {
+            return;
+        }
+        let ask = n.max(ffi::LUA_MINSTACK);
         // SAFETY: a valid state; `lua_checkstack` does not raise.
-        if unsafe { ffi::lua_checkstack(self.l, n) } == 0 {
+        if unsafe { ffi::lua_checkstack(self.l, ask) } == 0 {
             std::process::abort();
         }
+        self.limit.set(top + ask);
     }
 
     /// `idx` for a read: as it is if it names a slot of this function's

@@ -2,6 +2,8 @@
 //! module ([`Lua`]), and the raw pointer under it ([`L`]). The other files
 //! of the layer add its methods; the parent module says why they are safe.
 
+use std::any::TypeId;
+use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
 use mlua::ffi::{self, lua_State};
@@ -12,6 +14,12 @@ pub type L = *mut lua_State;
 /// A Lua thread, in a C function of the module running on it.
 pub struct Lua {
     pub(super) l: L,
+    /// The stack slots below this index are known to exist for as long as
+    /// the handle lives (`room`); 0 when nothing is known.
+    pub(super) limit: Cell<c_int>,
+    /// The `Udata` type upvalue 1 of the running closure is known to hold
+    /// (its closure was made by `push_upvalue_fn`), if any.
+    pub(super) upvalue_type: Option<TypeId>,
 }
 
 impl Lua {
@@ -24,7 +32,36 @@ impl Lua {
     /// than as rule 2 of the parent module (`lua`) describes.
     #[inline]
     pub unsafe fn from_raw(l: L) -> Lua {
-        Lua { l }
+        Lua { l, limit: Cell::new(0), upvalue_type: None }
+    }
+
+    /// The thread `l` in the C function Lua just called on it, which is
+    /// where `cfn!`'s trampoline makes its handle: Lua gave the function
+    /// `LUA_MINSTACK` free slots above its arguments, so pushes up to there
+    /// need no `lua_checkstack` (see `room`).
+    ///
+    /// # Safety
+    /// As `from_raw`, and called before anything changed the stack of the
+    /// C function, for a handle that does not outlive its call.
+    #[inline]
+    pub unsafe fn in_call(l: L) -> Lua {
+        // SAFETY: a valid state (the contract); reads only.
+        let top = unsafe { ffi::lua_gettop(l) };
+        Lua { l, limit: Cell::new(top + ffi::LUA_MINSTACK), upvalue_type: None }
+    }
+
+    /// `in_call` for the trampoline of an `UpvalueFn<T>` (`upvalue_fn!`):
+    /// the closure running is one `push_upvalue_fn` made, so its upvalue 1
+    /// holds a `T` (`with_upvalue` trusts it).
+    ///
+    /// # Safety
+    /// As `in_call`; and the running closure was made by
+    /// `push_upvalue_fn::<T>`.
+    #[inline]
+    pub unsafe fn in_closure_of<T: 'static>(l: L) -> Lua {
+        // SAFETY: the contract covers `in_call`'s.
+        let lua = unsafe { Lua::in_call(l) };
+        Lua { upvalue_type: Some(TypeId::of::<T>()), ..lua }
     }
 
     /// The raw pointer, as an identity or for the scheduler face.
