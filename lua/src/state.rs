@@ -298,27 +298,32 @@ pub fn push_new(lua: &mut Lua) -> Result<(), Error> {
     new_sentinel(lua)
 }
 
-/// Registry field of the closing sentinel: a userdata (a flag, set by its
-/// `__gc`) made anew after each state, so that Lua, which calls the
-/// finalizers in the reverse order of their objects' making when it
-/// closes, finalizes it before every state. Held by the registry, it is
-/// finalized only then (a replaced one is not the field's any more).
+/// Registry field of the closing sentinel: a userdata made anew after each
+/// state, so that Lua, which calls the finalizers in the reverse order of
+/// their objects' making when it closes, finalizes it before every state.
+/// Held by the registry, it is finalized only then (a replaced one is not
+/// the field's any more), and its finalizer leaves `true` in the field.
 const SENTINEL: &CStr = c"cothread.closing";
 
-/// The closing sentinel: set once Lua closes.
-struct Sentinel(Cell<bool>);
+/// The closing sentinel.
+struct Sentinel;
 
 // SAFETY: "cothread.sentinel" names no other registry field.
 unsafe impl Udata for Sentinel {
     const NAME: &'static CStr = c"cothread.sentinel";
 
-    /// Lua is closing if this is still the registry's sentinel.
+    /// Lua is closing if this is still the registry's sentinel: the field
+    /// says so from now on. (Not the sentinel itself: a finalized userdata
+    /// is dead to the layer.) The key exists, so the write allocates
+    /// nothing.
     fn finalize(&self, lua: &mut Lua) {
         lua.get_field(REGISTRY, SENTINEL);
-        if lua.raw_equal(-1, 1) {
-            self.0.set(true);
-        }
+        let ours = lua.raw_equal(-1, 1);
         lua.pop(1);
+        if ours {
+            lua.push_bool(true);
+            lua.set_field(REGISTRY, SENTINEL);
+        }
     }
 }
 
@@ -326,7 +331,7 @@ unsafe impl Udata for Sentinel {
 fn new_sentinel(lua: &mut Lua) -> Result<(), Error> {
     lua.udata_metatable::<Sentinel>(|_| Ok(()))?;
     lua.pop(1);
-    lua.new_udata(Sentinel(Cell::new(false)), 0);
+    lua.new_udata(Sentinel, 0);
     lua.set_field(REGISTRY, SENTINEL);
     Ok(())
 }
@@ -334,8 +339,7 @@ fn new_sentinel(lua: &mut Lua) -> Result<(), Error> {
 /// `[-0, +0, -]` Is Lua closing (`lua_close`)? Objects made from then on
 /// are never finalized: Lua marks none any more.
 fn closing(lua: &mut Lua) -> bool {
-    lua.get_field(REGISTRY, SENTINEL);
-    let closing = lua.test_udata::<Sentinel>(-1).is_some_and(|s| s.0.get());
+    let closing = lua.get_field(REGISTRY, SENTINEL) == Type::Boolean;
     lua.pop(1);
     closing
 }
