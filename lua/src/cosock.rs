@@ -41,13 +41,11 @@ fn waitinfo(lua: &mut Lua) -> Ret {
     with_state(lua, |lua, st| {
         let task = registry::task_of(lua, 1);
         let co = lua.to_thread(1).unwrap_or(std::ptr::null_mut());
-        let e = st.engine();
-        // SAFETY: the engine is live while its state is; `co` is the thread
-        // in slot 1, so live, and `wait_info` only reads its stack.
-        let info =
-            task.and_then(|t| (!e.is_null()).then(|| unsafe { (*e).wait_info(&Thread::from_raw(co), t) }).flatten());
-        // SAFETY: as above; a read of the engine.
-        let woke = task.and_then(|t| (!e.is_null()).then(|| unsafe { (*e).last_wake(t) }).flatten());
+        // SAFETY: `co` is the thread in slot 1, so live, and `wait_info`
+        // only reads its stack.
+        let co = unsafe { Thread::from_raw(co) };
+        let info = task.zip(st.engine()).and_then(|(t, e)| e.wait_info(&co, t));
+        let woke = task.zip(st.engine()).and_then(|(t, e)| e.last_wake(t));
         lua.push_int(info.map_or(0, |i| i.readers) as i64);
         lua.push_int(info.map_or(0, |i| i.writers) as i64);
         match info.and_then(|i| i.deadline) {

@@ -26,7 +26,7 @@ fn attach(lua: &mut Lua) -> Ret {
         if lp.is_null() {
             return Err(Error::arg(1, c"NULL loop"));
         }
-        if !st.engine().is_null() {
+        if st.engine().is_some() {
             return Err(Error::msg(c"cothread.attach: this scheduler uses its event loop already"));
         }
         // SAFETY: the host keeps the loop alive and uses it on this thread

@@ -66,11 +66,11 @@ fn park<O: Operation + 'static>(
 ) -> Result<Result<(), &'static std::ffi::CStr>, Error> {
     let e = st.engine_or_make()?;
     f.lua.check_stack(1)?;
-    // SAFETY: `e` is `st`'s live engine; the frame's thread is `st`'s
-    // running cothread (`with_resuming` says so), registered: the alive
-    // table keeps it while the engine holds its record (unregistering it
-    // takes the record out: `engine::cancel`).
-    let (e, co) = unsafe { (&*e, Thread::from_raw(f.lua.raw())) };
+    // SAFETY: the frame's thread is `st`'s running cothread
+    // (`with_resuming` says so), registered: the alive table keeps it while
+    // the engine holds its record (unregistering it takes the record out:
+    // `engine::cancel`).
+    let co = unsafe { Thread::from_raw(f.lua.raw()) };
     if let Err(m) = engine::park(f, e, co, task, Box::new(op), next) {
         return Ok(Err(m));
     }

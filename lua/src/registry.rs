@@ -56,11 +56,8 @@ pub fn is_dead_at(lua: &Lua, idx: c_int) -> bool {
 /// (`is_dead`): with its parked operation, if any, which `unregister` alone
 /// cannot find on an emptied stack.
 pub fn unregister_dead(lua: &mut Lua, st: &State, co: L, task: Task) {
-    let e = st.engine();
-    if !e.is_null() {
-        // SAFETY: the engine is live while its state is; `co` is registered
-        // (held by the alive table), so live.
-        engine::drop_parked(unsafe { &*e }, co);
+    if let Some(e) = st.engine() {
+        engine::drop_parked(e, co);
     }
     unregister(lua, st, co, task)
 }
@@ -138,12 +135,10 @@ pub fn unregister(lua: &mut Lua, st: &State, co: L, task: Task) {
     if st.running_task.get() == Some(task) {
         st.running_task.set(None);
     }
-    let e = st.engine();
-    if !e.is_null() {
-        // SAFETY: the engine is live while its state is; `co` is the live
-        // thread of `task` (registered: held by the alive table), and `lua`
-        // runs a C function of the module.
-        let (e, co) = unsafe { (&*e, Thread::from_raw(co)) };
+    if let Some(e) = st.engine() {
+        // SAFETY: `co` is the live thread of `task` (registered: held by the
+        // alive table).
+        let co = unsafe { Thread::from_raw(co) };
         engine::cancel(lua, e, &co); // left while parked: nothing resumes it later
         e.forget(task);
     }

@@ -318,11 +318,10 @@ fn call_idle(lua: &mut Lua, st: &State, wake: u64) -> Result<(), Error> {
 #[inline(never)]
 fn finish_due(lua: &mut Lua, st: &State, co: L) -> Result<Finish, Error> {
     // SAFETY: `lua` runs a C function of the module (`run` or `step`): the
-    // runner the step needs, unused while it runs; the engine is live while
-    // its state is (a due operation means it was made); `co` is the live
-    // thread of a task (registered: the alive table holds it).
-    let (runner, e, co) = unsafe { (Lua::from_raw(lua.raw()), st.engine().as_ref(), Thread::from_raw(co)) };
-    engine::finish(runner, e, &co)
+    // runner the step needs, unused while it runs; `co` is the live thread
+    // of a task (registered: the alive table holds it).
+    let (runner, co) = unsafe { (Lua::from_raw(lua.raw()), Thread::from_raw(co)) };
+    engine::finish(runner, st.engine(), &co)
 }
 
 /// `[-n, +m, e]` Resumes the ready head with the values above `base`, leaving

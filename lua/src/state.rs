@@ -17,7 +17,7 @@
 //! `thread_of` and the resume loop mask it.
 
 use std::borrow::Borrow;
-use std::cell::{Cell, RefCell, RefMut};
+use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::ffi::{CStr, c_int, c_void};
 use std::rc::Rc;
 
@@ -89,8 +89,8 @@ pub struct State {
     /// Did the `time` field last return an integer? Then wake times handed to
     /// `idle` are integers too.
     pub integer_clock: Cell<bool>,
-    /// The waiting engine (from `Box::into_raw`; null until first needed).
-    engine: Cell<*mut Engine>,
+    /// The waiting engine, made when first needed.
+    engine: OnceCell<Engine>,
     /// Set by a C function of the module just before the running cothread
     /// yields with no values (see `Quick`); taken by the resume loop.
     pub quick: Cell<Option<Quick>>,
@@ -108,10 +108,7 @@ unsafe impl Udata for State {
     /// closes: no ticket made then would be finalized (its operation would
     /// leak), and no cothread runs again.
     fn finalize(&self, lua: &mut Lua) {
-        let e = self.engine.get();
-        if !e.is_null() && !closing(lua) {
-            // SAFETY: the engine is live while its state is (freed by `drop`).
-            let e = unsafe { &*e };
+        if let Some(e) = self.engine.get().filter(|_| !closing(lua)) {
             if let Err(Error::Value) = lua.protected(&mut |lua| engine::abandon_all(lua, e)) {
                 lua.pop(1);
             }
@@ -123,12 +120,8 @@ static STATE_CLASSES: Classes = Classes(&[c"cothread.state"]);
 
 impl Drop for State {
     fn drop(&mut self) {
-        let e = self.engine.replace(std::ptr::null_mut());
-        if !e.is_null() {
-            // SAFETY: the engine comes from `Box::into_raw` and is freed once,
-            // here, before the core it points to.
-            drop(unsafe { Box::from_raw(e) });
-        }
+        // The engine goes first: it reaches the core.
+        drop(self.engine.take());
     }
 }
 
@@ -156,7 +149,7 @@ impl State {
             unreferenced: RefCell::new(Vec::new()),
             names: std::array::from_fn(|_| Cell::new(std::ptr::null())),
             integer_clock: Cell::new(false),
-            engine: Cell::new(std::ptr::null_mut()),
+            engine: OnceCell::new(),
             quick: Cell::new(None),
         }
     }
@@ -189,26 +182,23 @@ impl State {
         self.core().data(task).ok().map(|d| (d & !OPERATION_BIT) as L)
     }
 
-    /// The waiting engine, if made (a raw pointer: the engine's functions
-    /// take it so).
+    /// The waiting engine, if made.
     #[inline]
-    pub fn engine(&self) -> *mut Engine {
+    pub fn engine(&self) -> Option<&Engine> {
         self.engine.get()
     }
 
     /// The private key of the engine's parked cothreads (it has parked one).
     #[inline]
     pub fn engine_key(&self) -> usize {
-        let e = self.engine.get();
-        // SAFETY: the engine is live while its state is; a read of its key.
-        if e.is_null() { 0 } else { unsafe { (*e).key() } }
+        self.engine.get().map_or(0, Engine::key)
     }
 
     /// Makes the engine of this state (it has none) with `make`, given the
     /// core and a key of its own.
     pub fn set_engine(&self, make: impl FnOnce(CoreRef, usize) -> Engine) {
         let key = self.new_key();
-        self.engine.set(Box::into_raw(Box::new(make(self.core_ref(), key))));
+        let _ = self.engine.set(make(self.core_ref(), key));
     }
 
     /// The core, for an engine of this state.
@@ -220,32 +210,28 @@ impl State {
 
     /// The waiting engine, made now if needed (an error if the system
     /// refuses an event loop).
-    pub fn engine_or_make(&self) -> Result<*mut Engine, Error> {
-        if self.engine.get().is_null() {
-            let key = self.new_key();
-            match Engine::with_own_loop(self.core_ref(), key) {
-                Ok(e) => self.engine.set(Box::into_raw(Box::new(e))),
-                Err(e) => return Err(Error::owned(format!("cothread: cannot create the event loop: {e}"))),
-            }
+    pub fn engine_or_make(&self) -> Result<&Engine, Error> {
+        if let Some(e) = self.engine.get() {
+            return Ok(e);
         }
-        Ok(self.engine.get())
+        let key = self.new_key();
+        match Engine::with_own_loop(self.core_ref(), key) {
+            Ok(e) => Ok(self.engine.get_or_init(|| e)),
+            Err(e) => Err(Error::owned(format!("cothread: cannot create the event loop: {e}"))),
+        }
     }
 
     /// Runs the engine once, blocking as `block` says; the cothreads whose
     /// operations its events concern become ready. Whether any did.
     pub fn poll_io(&self, block: Block) -> bool {
-        let e = self.engine.get();
-        // SAFETY: the engine is live while its state is (freed by `drop`),
-        // and its core pointer is this state's `core`, not borrowed now.
-        !e.is_null() && engine::poll(unsafe { &*e }, block)
+        // (The engine borrows this state's core, which is not borrowed now.)
+        self.engine.get().is_some_and(|e| engine::poll(e, block))
     }
 
     /// Operations that can end by themselves (they keep `run` going).
     #[inline]
     pub fn io_armed(&self) -> usize {
-        let e = self.engine.get();
-        // SAFETY: the engine is live while its state is; a read of a count.
-        if e.is_null() { 0 } else { unsafe { (*e).armed() } }
+        self.engine.get().map_or(0, Engine::armed)
     }
 }
 

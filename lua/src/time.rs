@@ -111,7 +111,7 @@ fn idle_default(lua: &mut Lua) -> Ret {
         let default = is_default_time(lua, -1);
         lua.pop(1);
         if default {
-            if !st.engine().is_null() {
+            if st.engine().is_some() {
                 if t > 0.0 {
                     // Rounded up: the loop wakes at `t` or just after it.
                     st.poll_io(Block::Until(crate::engine::ns_of(t)));
