@@ -9,7 +9,7 @@
 
 use std::ffi::{CStr, c_int};
 
-use crate::lua::{Error, Lua, REGISTRY, Ret, Thread, Type};
+use crate::lua::{Error, Lua, REGISTRY, Ret, Type};
 use crate::registry;
 use crate::state::{State, with_state};
 
@@ -40,11 +40,7 @@ fn waitinfo(lua: &mut Lua) -> Ret {
     lua.check_type(1, Type::Thread)?;
     with_state(lua, |lua, st| {
         let task = registry::task_of(lua, 1);
-        let co = lua.to_thread(1).unwrap_or(std::ptr::null_mut());
-        // SAFETY: `co` is the thread in slot 1, so live, and `wait_info`
-        // only reads its stack.
-        let co = unsafe { Thread::from_raw(co) };
-        let info = task.zip(st.engine()).and_then(|(t, e)| e.wait_info(&co, t));
+        let info = task.zip(st.engine()).and_then(|(t, e)| lua.with_thread_at(1, |co| e.wait_info(co, t)).flatten());
         let woke = task.zip(st.engine()).and_then(|(t, e)| e.last_wake(t));
         lua.push_int(info.map_or(0, |i| i.readers) as i64);
         lua.push_int(info.map_or(0, |i| i.writers) as i64);

@@ -91,6 +91,17 @@ impl Lua {
         (!co.is_null()).then_some(co)
     }
 
+    /// `[-0, +0, -]` Runs `f` with the thread at `idx` (`None` if the value
+    /// there is not one).
+    pub fn with_thread_at<R>(&self, idx: c_int, f: impl FnOnce(&Thread) -> R) -> Option<R> {
+        let co = self.to_thread(idx)?;
+        // SAFETY: a thread of this Lua state (read from its stack), which the
+        // slot keeps alive while `self` is borrowed: for all of `f`, which
+        // gets the handle by reference only.
+        let t = unsafe { Thread::from_raw(co) };
+        Some(f(&t))
+    }
+
     /// `[-0, +0, -]` The status of the thread at `idx` (lcorolib's
     /// `auxstatus`); `None` if the value there is not a thread.
     pub fn thread_status(&self, idx: c_int) -> Option<Status> {
