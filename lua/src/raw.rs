@@ -1,4 +1,4 @@
-//! Thin helpers over the Lua C API (`mlua::ffi`), in the style of lauxlib.
+//! Thin helpers over the Lua C API (`lua::ffi`), in the style of lauxlib.
 //!
 //! Every function notes its stack effect as Lua's manual does: `[-pops, +pushes, errors]`
 //! where errors is `-` (never raises), `m` (memory errors only) or `e` (any error).
@@ -9,7 +9,7 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-pub use mlua::ffi::{self, lua_State};
+pub use crate::lua::ffi::{self, lua_State};
 
 /// A Lua state pointer (a thread).
 pub type L = *mut lua_State;

@@ -24,9 +24,9 @@ pub unsafe fn task_of(l: L, idx: c_int) -> Option<Task> {
         push_uv(l, UV_ALIVE);
         ffi::lua_pushvalue(l, idx);
         ffi::lua_rawget(l, -2);
-        let t = ffi::lua_tointegerx(l, -1, std::ptr::null_mut());
+        let t = ffi::to_id(l, -1);
         ffi::lua_pop(l, 2);
-        Task::from_raw(t as u64)
+        Task::from_raw(t)
     }
 }
 
@@ -84,7 +84,7 @@ pub unsafe fn forget_dead(l: L) -> usize {
         while ffi::lua_next(l, -2) != 0 {
             let co = ffi::lua_tothread(l, -2);
             if !co.is_null() && is_dead(co) {
-                let t = Task::from_raw(ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as u64);
+                let t = Task::from_raw(ffi::to_id(l, -1));
                 dead.extend(t.map(|t| (co, t)));
             }
             ffi::lua_pop(l, 1);
@@ -153,7 +153,7 @@ pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
         let task = (*p).core.task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
         push_uv(l, UV_ALIVE);
         ffi::lua_pushvalue(l, idx);
-        ffi::lua_pushinteger(l, task.to_raw() as ffi::lua_Integer);
+        ffi::push_id(l, task.to_raw());
         ffi::lua_rawset(l, -3);
         ffi::lua_pop(l, 1);
         (*p).registered += 1;

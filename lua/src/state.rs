@@ -47,7 +47,7 @@ pub enum Quick {
 
 /// User value slots of the state userdata.
 pub const UV_MODULE: c_int = 1; // the scheduler table (fields error, trap, time, idle)
-pub const UV_ALIVE: c_int = 2; // thread -> task handle (integer)
+pub const UV_ALIVE: c_int = 2; // thread -> task handle (`lua::ffi::push_id`)
 pub const UV_KEYOF: c_int = 3; // signal value -> key (weak keys)
 pub const UV_HELD: c_int = 4; // key -> signal value, while the key has waiters
 pub const UV_YIELDOPS: c_int = 5; // name -> {nfixed, handler} (handler false: built-in)

@@ -48,6 +48,7 @@ mod stack;
 mod table;
 mod thread;
 mod udata;
+pub mod version;
 
 use std::ffi::c_int;
 
@@ -57,7 +58,7 @@ pub use table::{REGISTRY, Reg};
 pub use thread::{L, Lua};
 pub use udata::{Classes, Udata};
 
-pub use mlua::ffi::{self, lua_Integer, lua_State};
+pub use version::{self as ffi, lua_Integer, lua_State};
 
 /// What a body answers instead of a count of results when its cothread
 /// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,

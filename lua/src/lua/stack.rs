@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, c_int, c_void};
 
-use mlua::ffi::{self, lua_Integer};
+use super::version::{self as ffi, lua_Integer};
 
 use super::error::{Error, shown};
 use super::thread::{L, Lua};

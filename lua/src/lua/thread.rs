@@ -2,7 +2,7 @@
 //! module ([`Lua`]), and the raw pointer under it ([`L`]). The other files
 //! of the layer add its methods; the parent module says why they are safe.
 
-use mlua::ffi::lua_State;
+use super::version::lua_State;
 
 /// A raw Lua state pointer (a thread).
 pub type L = *mut lua_State;

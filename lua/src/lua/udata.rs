@@ -20,7 +20,7 @@ use std::cell::Cell;
 use std::ffi::{CStr, c_int};
 use std::mem::ManuallyDrop;
 
-use mlua::ffi;
+use super::version as ffi;
 
 use super::error::Error;
 use super::stack::Type;
