@@ -3,7 +3,15 @@
 -- and `waitinfo(thread)` (what the thread waits for on the event loop).
 local M, waitinfo = ...
 
-local create, status, close = coroutine.create, coroutine.status, coroutine.close
+local create, close = coroutine.create, coroutine.close
+-- Lua 5.4 closes a cancelled cothread (`coroutine.close`). Older versions
+-- have no such call, and no to-be-closed variables: a cancelled thread is
+-- only forgotten, and its status here is "dead".
+local cancelled = setmetatable({}, { __mode = "k" })
+local thread_status = coroutine.status
+local function status(co)
+  return cancelled[co] and "dead" or thread_status(co)
+end
 local running = coroutine.running
 local traceback = debug and debug.traceback
 local socket = M.socket
@@ -46,6 +54,10 @@ function Handle.cancel(h)
     error("cannot cancel a running cothread (a cothread cannot cancel itself)", 2)
   end
   M.unschedule(co)
+  if not close then
+    cancelled[co] = true
+    return
+  end
   local ok, err = close(co)
   if not ok then error(err, 0) end
 end
