@@ -150,7 +150,13 @@ local env = setmetatable({ require = redirected_require }, { __index = _G, __new
 -- yield ("attempt to yield from outside a coroutine" in the main thread),
 -- instead of blocking the thread as cothread.socket's do there. Every other
 -- field is cothread.socket's.
-local isyieldable, yield = coroutine.isyieldable, coroutine.yield
+local yield = coroutine.yield
+-- Lua 5.1 and 5.2 have no coroutine.isyieldable: there only the main thread is
+-- taken as unable to yield (a yield that cannot be made raises Lua's error).
+local isyieldable = coroutine.isyieldable or function()
+  local co, main = coroutine.running()
+  return co ~= nil and not main
+end
 local async_socket = {}
 for k, v in pairs(socket) do async_socket[k] = v end
 for _, k in ipairs { "select", "sleep", "connect" } do

@@ -116,13 +116,19 @@ describe("spawn", function()
   it("closes the pending to-be-closed variables of a cancelled cothread", function()
     local S = cosock.new()
     local closed = false
-    local h = S.spawn(function()
-      local _ <close> = setmetatable({}, { __close = function() closed = true end })
-      socket.sleep(60)
-    end)
+    local body = support.tbc([[
+      local socket, closed = ...
+      return function()
+        local _ <close> = setmetatable({}, { __close = closed })
+        socket.sleep(60)
+      end
+    ]], socket, function() closed = true end)
+    -- Before Lua 5.4 there are none to close: the cancelled cothread is dead all the same.
+    local h = S.spawn(body or function() socket.sleep(60) end)
     S.step()
     h:cancel()
-    assert.is_true(closed)
+    assert.equal(support.has.close, closed)
+    assert.is_false(h:is_alive())
   end)
 
   it("blames the caller's line for a bad handle", function()

@@ -77,7 +77,7 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
         Ok(YIELD) => {
             // SAFETY: the contract; a yield from a C function longjmps to
             // `lua_resume`, past this plain frame only.
-            unsafe { ffi::lua_yield(l, 0) }
+            unsafe { ffi::yield_in_place(l) }
         }
         Ok(n) => n,
         // SAFETY: the contract.

@@ -25,6 +25,9 @@
 //!   ...) or from the main thread is not yieldable.
 //! - **`lua_topointer`** of a string (5.4): the address of its bytes.
 //! - **`lua_rawgeti`, `lua_rawseti`** with a key beyond an `int` (5.3).
+//! - **A yield that keeps the C function's frame** (`yield_in_place`):
+//!   5.4 keeps it below the values yielded; older versions hide it, so there
+//!   the frame is what is yielded, and `lua_resume` answers no results.
 //! - **`luaL_testudata`** (5.2) on 5.1 and LuaJIT, **`lua_stringtonumber`**
 //!   (5.3) on 5.1, 5.2 and LuaJIT.
 //!
@@ -40,12 +43,62 @@ pub use older::*;
 pub use older::lua_topointer;
 #[cfg(any(feature = "lua51", feature = "lua52", feature = "luajit"))]
 pub use older::{lua_rawgeti, lua_rawseti};
+#[cfg(not(feature = "lua54"))]
+pub use older::lua_resume;
+
+/// `[-0, +0, -]` Yields the running C function with no values, its frame
+/// left on the thread's stack, where the engine keeps a parked operation
+/// until it resumes the thread with the operation's results. 5.4 keeps the
+/// frame of a C function that yields; older versions hide what lies below
+/// the values yielded, so there the frame itself is yielded, and
+/// `lua_resume` answers no results for it, as 5.4 does.
+///
+/// # Safety
+/// `l` is the running thread of the C function that returns this, as its
+/// last act.
+#[inline]
+pub unsafe fn yield_in_place(l: *mut lua_State) -> std::ffi::c_int {
+    #[cfg(feature = "lua54")]
+    // SAFETY: the contract.
+    return unsafe { lua_yield(l, 0) };
+    #[cfg(not(feature = "lua54"))]
+    // SAFETY: the contract; the whole frame is on the stack to yield.
+    unsafe {
+        older::IN_PLACE.set(l);
+        lua_yield(l, lua_gettop(l))
+    }
+}
 
 #[cfg(not(feature = "lua54"))]
 mod older {
     use std::ffi::{c_char, c_int, c_void};
 
     use mlua::ffi::*;
+
+    thread_local! {
+        /// The thread that last yielded in place (`yield_in_place`).
+        pub static IN_PLACE: std::cell::Cell<*mut lua_State> = const { std::cell::Cell::new(std::ptr::null_mut()) };
+    }
+
+    /// 5.4's `lua_resume` (mlua's emulation), which answers no results for
+    /// a thread that yielded in place: its frame, yielded there, stays on its
+    /// stack as 5.4 leaves it.
+    ///
+    /// # Safety
+    /// As 5.4's.
+    #[inline]
+    pub unsafe fn lua_resume(l: *mut lua_State, from: *mut lua_State, narg: c_int, nres: *mut c_int) -> c_int {
+        // Cleared first: a yield in place that failed (not yieldable)
+        // leaves its thread here.
+        IN_PLACE.set(std::ptr::null_mut());
+        // SAFETY: the contract.
+        let status = unsafe { mlua::ffi::lua_resume(l, from, narg, nres) };
+        if IN_PLACE.replace(std::ptr::null_mut()) == l && status == LUA_YIELD {
+            // SAFETY: `nres` is valid (the contract).
+            unsafe { *nres = 0 };
+        }
+        status
+    }
 
     /// 5.4's `lua_newuserdatauv`: a block of `sz` bytes; with `nuv` user
     /// values, its user value is a table of `nuv` slots that holds them.
