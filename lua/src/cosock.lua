@@ -182,7 +182,7 @@ function asyncify(name)
   if m ~= nil then return m end
   local loader, extra
   local msg = {}
-  for _, searcher in ipairs(package.searchers) do
+  for _, searcher in ipairs(package.searchers or package.loaders) do -- loaders: Lua 5.1
     loader, extra = searcher(name)
     if type(loader) == "function" then break end
     if type(loader) == "string" then msg[#msg + 1] = loader end

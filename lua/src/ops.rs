@@ -96,7 +96,10 @@ unsafe fn quick_yield(l: L, q: Quick) -> c_int {
 unsafe extern "C-unwind" fn op_yield(l: L) -> c_int {
     // SAFETY: a built-in yield operation's closure (see `quick_yield`).
     unsafe {
-        quick_yield(l, Quick::Yield);
+        let r = quick_yield(l, Quick::Yield);
+        if r != 0 {
+            return r; // Lua 5.1 and LuaJIT: lua_yield returns, for the function to return
+        }
         op_plain(l)
     }
 }
@@ -105,7 +108,10 @@ unsafe extern "C-unwind" fn op_yield(l: L) -> c_int {
 unsafe extern "C-unwind" fn op_halt(l: L) -> c_int {
     // SAFETY: as `op_yield`.
     unsafe {
-        quick_yield(l, Quick::Halt);
+        let r = quick_yield(l, Quick::Halt);
+        if r != 0 {
+            return r; // Lua 5.1 and LuaJIT: lua_yield returns, for the function to return
+        }
         op_plain(l)
     }
 }

@@ -78,7 +78,7 @@ describe("spawn", function()
     local after = {}
     local sleeping = S.spawn(function()
       control_tx:send(true)
-      socket.sleep(math.maxinteger)
+      socket.sleep(math.maxinteger or 2 ^ 53) -- no integers before Lua 5.3
       after[#after + 1] = "sleep"
     end, "sleep")
     local _, handle_rx = S.channel.new()

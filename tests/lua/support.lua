@@ -112,7 +112,7 @@ end
 -- Runs `src`, a chunk with to-be-closed variables, with `...` and returns its
 -- results. A version without them refuses the syntax: checked, then nil.
 function support.tbc(src, ...)
-  local chunk, err = load(src, "=tbc")
+  local chunk, err = (loadstring or load)(src, "=tbc") -- Lua 5.1 loads a string with loadstring
   if not support.has.close then
     assert(chunk == nil, "a Lua before 5.4 compiled a to-be-closed variable")
     return nil
