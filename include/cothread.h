@@ -667,6 +667,18 @@ typedef cot_handle_cb cot_timer_cb;
 typedef void (*cot_after_work_cb)(struct cot_loop *loop, cot_req req, int status, void *data);
 
 /**
+ * A suspended raw context, or NULL.
+ */
+typedef struct cot_context_frame *cot_context;
+
+/**
+ * The function a raw context starts with: `arg` is the value of the first
+ * switch to it. It must never return (the process aborts if it does): it
+ * ends by switching away for good.
+ */
+typedef void (*cot_context_fn)(void *arg);
+
+/**
  * A coroutine's function: it runs on the coroutine's stack; what it returns
  * is the coroutine's result (`cot_coro_result`, `cot_coro_join`).
  */
@@ -714,18 +726,6 @@ typedef struct cot_coro_source {
    */
   cot_handle poll;
 } cot_coro_source;
-
-/**
- * A suspended raw context, or NULL.
- */
-typedef struct cot_context_frame *cot_context;
-
-/**
- * The function a raw context starts with: `arg` is the value of the first
- * switch to it. It must never return (the process aborts if it does): it
- * ends by switching away for good.
- */
-typedef void (*cot_context_fn)(void *arg);
 
 #ifdef __cplusplus
 extern "C" {
@@ -2313,6 +2313,54 @@ int cot_work_submit(struct cot_loop *loop,
 int cot_work_cancel(struct cot_loop *loop, cot_req req);
 
 /**
+ * Makes a raw context on the caller's stack memory `stack .. stack + size`
+ * (at least `COT_CORO_STACK_MIN` bytes; no guard page) that calls
+ * `fn(arg)` when first switched to, `arg` being the value of that switch.
+ * The low-level piece under coroutines, for schedulers of your own: no
+ * loop, no checks beyond these. Returns the context, or NULL (NULL `stack`
+ * or `fn`, too small). Safe from any thread.
+ *
+ * # Safety
+ * The stack memory is valid and used by nothing else while the context may
+ * run; `fn` never returns.
+ */
+cot_context cot_context_make(void *stack, size_t size, cot_context_fn fn);
+
+/**
+ * Saves the running context into `*save` and resumes `to` (made by
+ * `cot_context_make` or saved by a switch), handing it `arg`: there, the
+ * switch that suspended it returns `arg` (a new context's function gets it
+ * as its argument). Returns, once something switches back to `*save`, the
+ * value that switch handed over. Saves only the callee-saved registers and
+ * the floating-point control state: a handful of instructions. Returns NULL
+ * at once, switching nothing, for a NULL `save` or `to`. Safe from any
+ * thread, but a context runs on the thread that switches to it.
+ *
+ * # Safety
+ * `to` is a context not resumed since it was made or saved, whose stack is
+ * valid; `save` stays writable until something switches back to it.
+ */
+void *cot_context_switch(cot_context *save, cot_context to, void *arg);
+
+/**
+ * `cot_context_switch` for peers: contexts that hand the CPU to each other
+ * from one call site (a scheduler's coroutines switching straight to the
+ * next ready one). It leaves with `ret` where `cot_context_switch` leaves
+ * with a jump: when both sides suspended at the same call, the return and
+ * every return after it are predicted, while the jump leaves the
+ * return-stack predictor one entry off for the returns that follow (the
+ * poco layer's yield, four returns deep: 15 ns instead of 38 on x86-64).
+ * Between different call sites (a scheduler resuming a context that
+ * switches back), use `cot_context_switch`. The contexts are the same:
+ * either function may resume a context the other saved. Same results, NULL
+ * checks and contract as `cot_context_switch`.
+ *
+ * # Safety
+ * As `cot_context_switch`.
+ */
+void *cot_context_switch_peer(cot_context *save, cot_context to, void *arg);
+
+/**
  * Creates a coroutine that will run `fn(arg)` on `loop`, on a stack of
  * `stack_size` bytes (0: `COT_CORO_STACK_DEFAULT`; rounded up to whole
  * pages, at least `COT_CORO_STACK_MIN`) mapped with a guard page below it,
@@ -2551,54 +2599,6 @@ int cot_coro_join(struct cot_coro *other, uint64_t timeout_ns, void **result);
  * coroutines are NULL or not freed.
  */
 int cot_coro_wait_any(struct cot_coro_source *sources, size_t n, uint64_t timeout_ns);
-
-/**
- * Makes a raw context on the caller's stack memory `stack .. stack + size`
- * (at least `COT_CORO_STACK_MIN` bytes; no guard page) that calls
- * `fn(arg)` when first switched to, `arg` being the value of that switch.
- * The low-level piece under coroutines, for schedulers of your own: no
- * loop, no checks beyond these. Returns the context, or NULL (NULL `stack`
- * or `fn`, too small). Safe from any thread.
- *
- * # Safety
- * The stack memory is valid and used by nothing else while the context may
- * run; `fn` never returns.
- */
-cot_context cot_context_make(void *stack, size_t size, cot_context_fn fn);
-
-/**
- * Saves the running context into `*save` and resumes `to` (made by
- * `cot_context_make` or saved by a switch), handing it `arg`: there, the
- * switch that suspended it returns `arg` (a new context's function gets it
- * as its argument). Returns, once something switches back to `*save`, the
- * value that switch handed over. Saves only the callee-saved registers and
- * the floating-point control state: a handful of instructions. Returns NULL
- * at once, switching nothing, for a NULL `save` or `to`. Safe from any
- * thread, but a context runs on the thread that switches to it.
- *
- * # Safety
- * `to` is a context not resumed since it was made or saved, whose stack is
- * valid; `save` stays writable until something switches back to it.
- */
-void *cot_context_switch(cot_context *save, cot_context to, void *arg);
-
-/**
- * `cot_context_switch` for peers: contexts that hand the CPU to each other
- * from one call site (a scheduler's coroutines switching straight to the
- * next ready one). It leaves with `ret` where `cot_context_switch` leaves
- * with a jump: when both sides suspended at the same call, the return and
- * every return after it are predicted, while the jump leaves the
- * return-stack predictor one entry off for the returns that follow (the
- * poco layer's yield, four returns deep: 15 ns instead of 38 on x86-64).
- * Between different call sites (a scheduler resuming a context that
- * switches back), use `cot_context_switch`. The contexts are the same:
- * either function may resume a context the other saved. Same results, NULL
- * checks and contract as `cot_context_switch`.
- *
- * # Safety
- * As `cot_context_switch`.
- */
-void *cot_context_switch_peer(cot_context *save, cot_context to, void *arg);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,20 +1,26 @@
 //! LuaSocket's receive patterns (`net::Pattern`) over the read buffer
 //! (`util::buffer::Buffer`), on a byte stream the input makes and cuts into
 //! chunks as a socket would deliver them, against a model that looks at the
-//! whole stream at once. Long repeated runs reach the buffer's compaction.
+//! whole stream at once. Under `cargo fuzz` the buffer compacts at 4 KiB
+//! (`COMPACT`), so a few KiB of input, or a few repeated runs, reach it.
 #![no_main]
 
 use cothread::net::Pattern;
-use cothread::util::buffer::Buffer;
+use cothread::util::buffer::{Buffer, COMPACT};
+
+/// One unit of a repeated run: 4 bytes for a 4 KiB `COMPACT`.
+const RUN: usize = COMPACT / 1024;
+/// The longest stream: a quarter past `COMPACT`, so it can be compacted.
+const MAX: usize = COMPACT + COMPACT / 4;
 
 /// The input: (pattern, chunk) steps. A pattern byte picks a line, all, or
-/// a count; a chunk is up to 127 literal bytes, or up to 127 × 256 bytes of one
-/// repeated byte; at most 64 steps and about 320 KiB (past the 256 KiB compaction).
+/// a count; a chunk is up to 127 literal bytes, or up to 127 × `RUN` bytes of
+/// one repeated byte; at most 64 steps and about `MAX` bytes.
 fn parse(mut d: &[u8]) -> (Vec<Pattern>, Vec<Vec<u8>>) {
     let (mut pats, mut chunks) = (Vec::new(), Vec::new());
     let mut total = 0;
     while let [p, n, rest @ ..] = d {
-        if total > 320 << 10 || pats.len() == 64 {
+        if total > MAX || pats.len() == 64 {
             break;
         }
         pats.push(match p % 4 {
@@ -25,8 +31,8 @@ fn parse(mut d: &[u8]) -> (Vec<Pattern>, Vec<Vec<u8>>) {
         let len = usize::from(n & 0x7f);
         if n & 0x80 != 0 {
             let byte = rest.first().copied().unwrap_or(b'\n');
-            chunks.push(vec![byte; len * 256]);
-            total += len * 256;
+            chunks.push(vec![byte; len * RUN]);
+            total += len * RUN;
             d = rest.get(1..).unwrap_or(&[]);
         } else {
             let take = len.min(rest.len());

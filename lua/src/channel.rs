@@ -218,9 +218,9 @@ impl Operation for Receive {
         }
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         if let Some(r) = f.lua.test_udata::<Receiver>(f.at(1)) {
-            each((&raw const r.link.src).cast_mut(), -1, READ);
+            each(&r.link.src, -1, READ);
         }
     }
 }
@@ -263,15 +263,8 @@ static RECEIVER_SELECT: Selectable = Selectable { source: receiver_source, pendi
 // ===== the module =====
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
-///
-/// # Safety
-/// `l` is a valid state.
-pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract (a valid state, in a C function).
-    let mut lua = unsafe { Lua::from_raw(l) };
-    let made = lua.push_once(MODULE, make_module);
-    // SAFETY: the caller's contract (in a C function, which raises).
-    unsafe { crate::lua::or_raise(made, l) }
+pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
+    lua.push_once(MODULE, make_module)
 }
 
 /// `[-0, +1, m]` Registers the metatables and pushes a new module table.

@@ -9,9 +9,9 @@
 
 use std::ffi::{CStr, c_int};
 
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, REGISTRY, Ret, Type};
 use crate::registry;
-use crate::state::this;
+use crate::state::{State, with_state};
 
 /// The Lua side.
 const SOURCE: &str = include_str!("cosock.lua");
@@ -20,50 +20,39 @@ const CHUNK: &CStr = c"cothread.cosock";
 
 /// `[-0, +0, e]` Adds the cosock functions to the scheduler table at `m`,
 /// whose state userdata is at `s`.
-///
-/// # Safety
-/// `l` is a valid state; `m` and `s` are absolute indices.
-pub unsafe fn install(l: L, m: c_int, s: c_int) {
-    // SAFETY: valid state; pushes are balanced as the comments show.
-    unsafe {
-        raw::check_stack(l, 4);
-        if ffi::lua_getfield(l, ffi::LUA_REGISTRYINDEX, CHUNK.as_ptr()) != ffi::LUA_TFUNCTION {
-            ffi::lua_pop(l, 1);
-            raw::load_chunk(l, SOURCE, c"=cothread.cosock");
-            ffi::lua_pushvalue(l, -1);
-            ffi::lua_setfield(l, ffi::LUA_REGISTRYINDEX, CHUNK.as_ptr());
-        }
-        ffi::lua_pushvalue(l, m); // chunk M
-        ffi::lua_pushvalue(l, s);
-        ffi::lua_pushcclosure(l, waitinfo, 1); // chunk M waitinfo
-        ffi::lua_call(l, 2, 0);
+pub fn install(lua: &mut Lua, m: c_int, s: c_int) -> Result<(), Error> {
+    if lua.get_field(REGISTRY, CHUNK) != Type::Function {
+        lua.pop(1);
+        lua.load(SOURCE, c"=cothread.cosock")?;
+        lua.push_value(-1);
+        lua.set_field(REGISTRY, CHUNK);
     }
+    lua.push_value(m); // chunk M
+    lua.push_upvalue_fn(WAITINFO, s, 0); // chunk M waitinfo
+    lua.call(2, 0)
 }
 
 /// `recvt, sendt, timeout, last_wake = waitinfo(thread)`: how many sources
 /// the cothread waits on for reading and for writing, the seconds left until
 /// its wait's deadline (nil: none), and the wall-clock second of its last
 /// wake by the event loop (nil: never woken by it).
-unsafe extern "C-unwind" fn waitinfo(l: L) -> c_int {
-    // SAFETY: a closure of the module (upvalue 1: the state).
-    unsafe {
-        ffi::luaL_checktype(l, 1, ffi::LUA_TTHREAD);
-        let p = this(l);
-        let task = registry::task_of(l, 1);
-        let co = ffi::lua_tothread(l, 1);
-        let e = (*p).engine;
-        let info = task.and_then(|t| (!e.is_null()).then(|| (*e).wait_info(co, t)).flatten());
-        let woke = task.and_then(|t| (!e.is_null()).then(|| (*e).last_wake(t)).flatten());
-        ffi::lua_pushinteger(l, info.map_or(0, |i| i.readers) as ffi::lua_Integer);
-        ffi::lua_pushinteger(l, info.map_or(0, |i| i.writers) as ffi::lua_Integer);
+fn waitinfo(lua: &mut Lua) -> Ret {
+    lua.check_type(1, Type::Thread)?;
+    with_state(lua, |lua, st| {
+        let task = registry::task_of(lua, 1);
+        let info = task.zip(st.engine()).and_then(|(t, e)| lua.with_thread_at(1, |co| e.wait_info(co, t)).flatten());
+        let woke = task.zip(st.engine()).and_then(|(t, e)| e.last_wake(t));
+        lua.push_int(info.map_or(0, |i| i.readers) as i64);
+        lua.push_int(info.map_or(0, |i| i.writers) as i64);
         match info.and_then(|i| i.deadline) {
-            Some(d) => ffi::lua_pushnumber(l, d.saturating_sub(cothread::time::monotonic_ns()) as f64 / 1e9),
-            None => ffi::lua_pushnil(l),
+            Some(d) => lua.push_num(d.saturating_sub(cothread::time::monotonic_ns()) as f64 / 1e9),
+            None => lua.push_nil(),
         }
         match woke {
-            Some(t) => ffi::lua_pushinteger(l, t as ffi::lua_Integer),
-            None => ffi::lua_pushnil(l),
+            Some(t) => lua.push_int(t),
+            None => lua.push_nil(),
         }
-        4
-    }
+        Ok(4)
+    })
 }
+crate::upvalue_fn!(WAITINFO: State = waitinfo);

@@ -245,15 +245,6 @@ const FUNCTIONS: &[Reg] = &[
 ];
 
 /// `[-0, +1, m]` Pushes the module table, made once per Lua state.
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract (a valid state, in a C function).
-    push(&mut unsafe { Lua::from_raw(l) });
-}
-
-/// `[-0, +1, m]` Pushes the module table, made once per Lua state.
 pub fn push(lua: &mut Lua) {
     lua.push_functions_once(MODULE, FUNCTIONS);
 }

@@ -199,17 +199,10 @@ fn file_type_body(lua: &mut Lua) -> Ret {
 const FUNCTIONS: &[Reg] = &[(c"open", open), (c"stat", stat), (c"type", file_type)];
 
 /// `[-0, +1, m]` Pushes the `cothread.file` table (one per Lua state).
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract.
-    let mut lua = unsafe { Lua::from_raw(l) };
-    let made = lua.push_once(MODULE, |lua| {
+pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
+    lua.push_once(MODULE, |lua| {
         stream::register(lua)?;
         lua.push_functions(FUNCTIONS);
         Ok(())
-    });
-    // SAFETY: the caller's contract (in a C function, which raises).
-    unsafe { crate::lua::or_raise(made, l) }
+    })
 }

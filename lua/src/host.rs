@@ -2,15 +2,15 @@
 //! on the host's event loop, and `cothread.loop_wait`, to wait in a cothread
 //! for a signal the host's C code notifies on that loop.
 
-use std::ffi::{CStr, c_int};
+use std::ffi::CStr;
 
 use cothread::When;
 use cothread::reactor::Loop;
 
-use crate::engine::{self, Engine, Fire, Frame, LoopRef, Next, OnEnd, Operation, Why};
-use crate::park::{cothread_of, drive_raw};
-use crate::raw::{self, L, ffi};
-use crate::state::this;
+use crate::engine::{self, Engine, Fire, Frame, HostLoop, LoopRef, Next, OnEnd, Operation, Why};
+use crate::lua::{Error, Lua, Ret, Type};
+use crate::park::{drive, in_cothread};
+use crate::state::{State, with_state};
 
 /// `true = cothread.attach(loop)`: this scheduler's I/O, timers and waits use
 /// `loop`, a `cot_loop*` (light userdata) the host made, instead of a loop of
@@ -19,25 +19,25 @@ use crate::state::this;
 /// scheduler first needs its loop. The host keeps the loop alive, and uses
 /// it on this thread, until the scheduler is collected (its handles are
 /// closed on the loop then).
-pub unsafe extern "C-unwind" fn attach(l: L) -> c_int {
-    // SAFETY: a closure of the module (upvalue 1: the state); the light
-    // userdata is a live `cot_loop*` (the documented contract).
-    unsafe {
-        let p = this(l);
-        ffi::luaL_checktype(l, 1, ffi::LUA_TLIGHTUSERDATA);
-        let lp = ffi::lua_touserdata(l, 1) as *mut cothread::ffi::cot_loop;
+fn attach(lua: &mut Lua) -> Ret {
+    with_state(lua, |lua, st| {
+        lua.check_type(1, Type::LightUserdata)?;
+        let lp = lua.to_pointer(1) as *mut cothread::ffi::cot_loop;
         if lp.is_null() {
-            raw::arg_error(l, 1, c"NULL loop");
+            return Err(Error::arg(1, c"NULL loop"));
         }
-        if !(*p).engine.is_null() {
-            raw::error(l, c"cothread.attach: this scheduler uses its event loop already");
+        if st.engine().is_some() {
+            return Err(Error::msg(c"cothread.attach: this scheduler uses its event loop already"));
         }
-        let key = (*p).new_key();
-        (*p).engine = Box::into_raw(Box::new(Engine::new(&raw mut (*p).core, key, LoopRef::Host(lp))));
-        ffi::lua_pushboolean(l, 1);
-        1
-    }
+        // SAFETY: the host keeps the loop alive and uses it on this thread
+        // (the documented contract).
+        let lp = unsafe { HostLoop::new(lp) };
+        st.set_engine(|core, key| Engine::new(core, key, LoopRef::Host(lp)));
+        lua.push_bool(true);
+        Ok(1)
+    })
 }
+crate::upvalue_fn!(pub ATTACH: State = attach);
 
 /// `cothread.loop_wait`. Frame: 1 the key (a light userdata).
 #[derive(Clone, Copy)]
@@ -83,24 +83,18 @@ impl Operation for LoopWait {
 /// scheduler's event loop (`cot_loop_notify(loop, signal, when)`, from a
 /// callback, a loop task or a stackful coroutine of an attached loop), at
 /// most `timeout` seconds. `true`, or `false, "timeout"` / `"cancelled"`.
-pub unsafe extern "C-unwind" fn loop_wait(l: L) -> c_int {
-    // SAFETY: a closure of the module (upvalue 1: the state); the arguments
-    // are checked, then the frame (the key) is the function's own stack.
-    unsafe {
-        this(l);
-        ffi::luaL_checktype(l, 1, ffi::LUA_TLIGHTUSERDATA);
-        if ffi::lua_touserdata(l, 1).is_null() {
-            raw::arg_error(l, 1, c"NULL signal");
+fn loop_wait(lua: &mut Lua) -> Ret {
+    with_state(lua, |lua, _| {
+        lua.check_type(1, Type::LightUserdata)?;
+        if lua.to_pointer(1).is_null() {
+            return Err(Error::arg(1, c"NULL signal"));
         }
-        let deadline = if ffi::lua_isnoneornil(l, 2) != 0 {
-            None
-        } else {
-            Some(engine::deadline_in(engine::ns_of(raw::check_time(l, 2, 2))))
-        };
-        ffi::lua_settop(l, 1);
-        if cothread_of(l).is_none() {
-            raw::error(l, c"cothread.loop_wait: only a cothread can wait for a loop signal");
+        let deadline = if lua.is_nil(2) { None } else { Some(engine::deadline_in(engine::ns_of(lua.check_time(2)?))) };
+        lua.set_top(1);
+        if !in_cothread(lua) {
+            return Err(Error::msg(c"cothread.loop_wait: only a cothread can wait for a loop signal"));
         }
-        drive_raw(l, LoopWait { deadline })
-    }
+        drive(lua, LoopWait { deadline })
+    })
 }
+crate::upvalue_fn!(pub LOOP_WAIT: State = loop_wait);

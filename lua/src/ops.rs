@@ -11,154 +11,86 @@ use std::ffi::{CStr, c_int};
 use cothread::{Task, When};
 
 use crate::builtin::Builtin;
-use crate::raw::{self, L, ffi};
+use crate::lua::ffi::{LUA_MULTRET, lua_CFunction};
+use crate::lua::{Error, L, Lua, Ret, Type, YIELD, YIELD_ALL, shown};
 use crate::registry;
-use crate::signal;
-use crate::state::{self, Quick, State, this};
+use crate::signal::{self, is_no_signal};
+use crate::state::{self, Quick, State, with_resuming, with_state};
 use crate::time;
 
-/// `[-0, +0, -]` The built-in whose name is the string at `idx`, if any.
-///
-/// # Safety
-/// `l` is valid; `p` is a live state.
+/// `[-0, +0, -]` The built-in whose name is the string at `idx`, if any:
+/// `names` holds the objects of interned strings kept alive by UV_NAMES,
+/// and equal short strings are one object in Lua 5.4 (any other value has
+/// another address, or none).
 #[inline]
-pub unsafe fn builtin_at(l: L, idx: c_int, p: *mut State) -> Option<Builtin> {
-    // SAFETY: valid state; `names` holds the objects of interned strings kept
-    // alive by UV_NAMES, and equal short strings are one object in Lua 5.4
-    // (any other value has another address, or none).
-    unsafe {
-        let o = ffi::lua_topointer(l, idx);
-        let i = (*p).names.iter().position(|&n| n == o)?;
-        Some(Builtin::ALL[i])
-    }
-}
-
-/// The hot path: a cothread that yielded just `yield` or `halt` (no produced
-/// values) is placed without moving anything off its stack. `None` for any
-/// other yield.
-///
-/// # Safety
-/// `co` just yielded `nres` values; `task` is its task in state `p`.
-#[inline]
-pub unsafe fn quick_turn(co: L, nres: c_int, p: *mut State, task: Task) -> Option<Turn> {
-    if nres != 1 {
-        return None;
-    }
-    // SAFETY: as stated; the yielded value is popped, which a resume ignores anyway.
-    unsafe {
-        let (when, turn) = match builtin_at(co, -1, p)? {
-            Builtin::Yield => (When::Later, Turn::Continue),
-            Builtin::Halt => (When::Next, Turn::Halt),
-            _ => return None,
-        };
-        ffi::lua_settop(co, -2);
-        let _ = (*p).core.reschedule(task, when);
-        Some(turn)
-    }
+pub fn builtin_at(lua: &Lua, idx: c_int, st: &State) -> Option<Builtin> {
+    let o = lua.to_identity(idx);
+    let i = st.names.iter().position(|n| n.get() == o)?;
+    Some(Builtin::ALL[i])
 }
 
 // ===== the yield operations, as called by cothreads =====
 
 /// A yield operation: yields its name (upvalue 1) and its arguments.
-pub unsafe extern "C-unwind" fn op_plain(l: L) -> c_int {
-    // SAFETY: a closure made by `push_yield_op`; yielding from a C function
-    // without continuation longjmps, and this frame holds nothing to drop.
-    unsafe {
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-        ffi::lua_insert(l, 1);
-        ffi::lua_yield(l, ffi::lua_gettop(l))
-    }
+fn op_plain(lua: &mut Lua) -> Ret {
+    lua.push_value(Lua::upvalue(1));
+    lua.insert(1);
+    Ok(YIELD_ALL)
 }
+crate::cfn!(op_plain_c = op_plain);
 
-/// `[-0, +0, e]` The quick way of `yield()` and `halt()` without values, in
-/// a cothread being resumed by a scheduler (`state::CURRENT`): tells the
-/// resume loop directly (`State::quick`) and yields nothing, instead of
-/// yielding the operation's name for the loop to recognize. Returns 0 if it
-/// does not apply.
-unsafe fn quick_yield(l: L, q: Quick) -> c_int {
-    // SAFETY: CURRENT is a live state while it resumes a cothread (set and
-    // restored around `lua_resume`, which does not raise). Yielding without
-    // continuation longjmps; nothing here has a destructor.
-    unsafe {
-        if ffi::lua_gettop(l) != 0 {
-            return 0;
-        }
-        let p = state::CURRENT.get();
-        if p.is_null() || (*p).running != l || ffi::lua_isyieldable(l) == 0 {
-            return 0;
-        }
-        (*p).quick = Some(q);
-        ffi::lua_yield(l, 0)
-    }
+/// The quick way of `yield()` and `halt()` without values, in a cothread
+/// being resumed by a scheduler: tells the resume loop directly
+/// (`State::quick`) and yields nothing, instead of yielding the operation's
+/// name for the loop to recognize. False if it does not apply.
+fn quick_yield(lua: &mut Lua, q: Quick) -> bool {
+    lua.top() == 0 && with_resuming(lua, |_, st, _| st.quick.set(Some(q))).is_some()
 }
 
 /// `yield(...)`.
-unsafe extern "C-unwind" fn op_yield(l: L) -> c_int {
-    // SAFETY: a built-in yield operation's closure (see `quick_yield`).
-    unsafe {
-        let r = quick_yield(l, Quick::Yield);
-        if r != 0 {
-            return r; // Lua 5.1 and LuaJIT: lua_yield returns, for the function to return
-        }
-        op_plain(l)
-    }
+fn op_yield(lua: &mut Lua) -> Ret {
+    if quick_yield(lua, Quick::Yield) { Ok(YIELD) } else { op_plain(lua) }
 }
+crate::cfn!(op_yield_c = op_yield);
 
 /// `halt(...)`.
-unsafe extern "C-unwind" fn op_halt(l: L) -> c_int {
-    // SAFETY: as `op_yield`.
-    unsafe {
-        let r = quick_yield(l, Quick::Halt);
-        if r != 0 {
-            return r; // Lua 5.1 and LuaJIT: lua_yield returns, for the function to return
-        }
-        op_plain(l)
-    }
+fn op_halt(lua: &mut Lua) -> Ret {
+    if quick_yield(lua, Quick::Halt) { Ok(YIELD) } else { op_plain(lua) }
 }
+crate::cfn!(op_halt_c = op_halt);
 
 /// `wait(signal, ...)`: checks the signal before yielding.
-unsafe extern "C-unwind" fn op_wait(l: L) -> c_int {
-    // SAFETY: as `op_plain`.
-    unsafe {
-        if raw::is_nil_or_nan(l, 1) {
-            raw::arg_error(l, 1, c"signal expected");
-        }
-        op_plain(l)
+fn op_wait(lua: &mut Lua) -> Ret {
+    if is_no_signal(lua, 1) {
+        return Err(Error::arg(1, c"signal expected"));
     }
+    op_plain(lua)
 }
+crate::cfn!(op_wait_c = op_wait);
 
 /// `postpone(time, ...)`, `delay(seconds, ...)`: check the number first.
-unsafe extern "C-unwind" fn op_time(l: L) -> c_int {
-    // SAFETY: as `op_plain`.
-    unsafe {
-        raw::check_time(l, 1, 1);
-        op_plain(l)
-    }
+fn op_time(lua: &mut Lua) -> Ret {
+    lua.check_time(1)?;
+    op_plain(lua)
 }
+crate::cfn!(op_time_c = op_time);
 
 /// The C function of built-in yield operation `b` (upvalue: its name).
-pub fn builtin_function(b: Builtin) -> ffi::lua_CFunction {
+pub fn builtin_function(b: Builtin) -> lua_CFunction {
     match b {
-        Builtin::Wait => op_wait,
-        Builtin::Postpone | Builtin::Delay => op_time,
-        Builtin::Yield => op_yield,
-        Builtin::Halt => op_halt,
-        _ => op_plain,
+        Builtin::Wait => op_wait_c,
+        Builtin::Postpone | Builtin::Delay => op_time_c,
+        Builtin::Yield => op_yield_c,
+        Builtin::Halt => op_halt_c,
+        _ => op_plain_c,
     }
 }
 
 /// `[-0, +1, m]` Pushes a yield operation function named `name` (the string
 /// at `name_idx`).
-///
-/// # Safety
-/// `l` is valid.
-pub unsafe fn push_yield_op(l: L, name_idx: c_int, f: ffi::lua_CFunction) {
-    // SAFETY: a valid state (caller's contract); the name is copied up, then
-    // taken by the closure (a net push of one).
-    unsafe {
-        ffi::lua_pushvalue(l, name_idx);
-        ffi::lua_pushcclosure(l, f, 1);
-    }
+pub fn push_yield_op(lua: &mut Lua, name_idx: c_int, f: lua_CFunction) {
+    lua.push_value(name_idx);
+    lua.push_closure(f, 1);
 }
 
 // ===== dispatch of a yield =====
@@ -173,135 +105,131 @@ pub enum Turn {
 }
 
 /// `[-?, +?, e]` Handles the yield of cothread `co` (task `task`): its values are
-/// on `l` above `base` (the operation name first). Places the thread, and leaves
-/// the produced values above `base`.
-///
-/// # Safety
-/// In a closure of the module whose state is `p`; `co` is the thread of
+/// on `lua` above `base` (the operation name first). Places the thread, and leaves
+/// the produced values above `base`. `co` is the registered thread of
 /// `task`, just yielded.
-pub unsafe fn dispatch(l: L, p: *mut State, base: c_int, co: L, task: Task) -> Turn {
-    // SAFETY: as `this`; the state is reached in short expressions.
-    unsafe {
-        let n = ffi::lua_gettop(l) - base;
-        let name = base + 1;
-        let Some(op) = (if n > 0 { builtin_at(l, name, p) } else { None }) else {
-            return custom_yield(l, base, co, task);
-        };
-        let when = match op {
-            Builtin::Yield => When::Later,
-            Builtin::Halt => When::Next,
-            Builtin::Suspend => {
-                registry::unregister(l, co, task);
-                drop_fixed(l, name, 0);
-                return Turn::Continue;
-            }
-            Builtin::Wait => {
-                if n < 2 || raw::is_nil_or_nan(l, name + 1) {
-                    return invalid(l, base, co, task, c"bad argument #1 to 'wait' (signal expected)");
-                }
-                When::Wait(signal::signal_key(l, name + 1, true).expect("made"))
-            }
-            Builtin::Postpone | Builtin::Delay => {
-                if n < 2 || ffi::lua_type(l, name + 1) != ffi::LUA_TNUMBER || raw::is_nan(l, name + 1) {
-                    let msg = if op == Builtin::Delay {
-                        c"bad argument #1 to 'delay' (number expected)"
-                    } else {
-                        c"bad argument #1 to 'postpone' (number expected)"
-                    };
-                    return invalid(l, base, co, task, msg);
-                }
-                let t = ffi::lua_tonumber(l, name + 1);
-                // Read the clock before touching the queues: a user's `time` may raise.
-                let at = if op == Builtin::Delay { time::after(time::now(l), t) } else { t };
-                When::Postpone(time::to_core(at))
-            }
-            Builtin::Next | Builtin::Later => return custom_yield(l, base, co, task),
-        };
-        // Taken out of every queue, then placed by the operation.
-        let _ = (*p).core.reschedule(task, when);
-        if let When::Wait(k) = when {
-            signal::hold(l, name + 1, k);
+pub fn dispatch(lua: &mut Lua, st: &State, base: c_int, co: L, task: Task) -> Result<Turn, Error> {
+    let n = lua.top() - base;
+    let name = base + 1;
+    let Some(op) = (if n > 0 { builtin_at(lua, name, st) } else { None }) else {
+        return custom_yield(lua, st, base, co, task);
+    };
+    let when = match op {
+        Builtin::Yield => When::Later,
+        Builtin::Halt => When::Next,
+        Builtin::Suspend => {
+            registry::unregister(lua, st, co, task);
+            drop_fixed(lua, name, 0);
+            return Ok(Turn::Continue);
         }
-        drop_fixed(l, name, op.nfixed());
-        if op == Builtin::Halt { Turn::Halt } else { Turn::Continue }
+        Builtin::Wait => {
+            if n < 2 || is_no_signal(lua, name + 1) {
+                return invalid(lua, st, base, co, task, c"bad argument #1 to 'wait' (signal expected)");
+            }
+            When::Wait(signal::signal_key(lua, st, name + 1, true).expect("made"))
+        }
+        Builtin::Postpone | Builtin::Delay => {
+            let t = lua.to_num(name + 1).filter(|t| n >= 2 && lua.kind(name + 1) == Type::Number && !t.is_nan());
+            let Some(t) = t else {
+                let msg = if op == Builtin::Delay {
+                    c"bad argument #1 to 'delay' (number expected)"
+                } else {
+                    c"bad argument #1 to 'postpone' (number expected)"
+                };
+                return invalid(lua, st, base, co, task, msg);
+            };
+            // Read the clock before touching the queues: a user's `time` may raise.
+            let at = if op == Builtin::Delay { time::after(time::now(lua, st)?, t) } else { t };
+            When::Postpone(time::to_core(at))
+        }
+        Builtin::Next | Builtin::Later => return custom_yield(lua, st, base, co, task),
+    };
+    // Taken out of every queue, then placed by the operation.
+    let _ = st.core().reschedule(task, when);
+    if let When::Wait(k) = when {
+        signal::hold(lua, st, name + 1, k);
     }
+    drop_fixed(lua, name, op.nfixed());
+    Ok(if op == Builtin::Halt { Turn::Halt } else { Turn::Continue })
 }
 
 /// `[-(1+k), +0, -]` Removes the operation name at `name` and its `k` fixed
 /// arguments, keeping the produced values after them.
-unsafe fn drop_fixed(l: L, name: c_int, k: c_int) {
-    // SAFETY: valid indices (callers pass the dispatched operation's).
-    unsafe {
-        if ffi::lua_gettop(l) == name + k {
-            ffi::lua_settop(l, name - 1);
-        } else {
-            ffi::lua_rotate(l, name, -(1 + k));
-            ffi::lua_pop(l, 1 + k);
+fn drop_fixed(lua: &mut Lua, name: c_int, k: c_int) {
+    if lua.top() == name + k {
+        lua.set_top(name - 1);
+    } else {
+        for _ in 0..=k {
+            lua.remove(name);
         }
     }
+}
+
+/// `[-0, +1, -]` Pushes the `{nfixed, handler}` entry of operation table
+/// `uv` for the name at `name`, and says whether it has a handler.
+fn push_entry(lua: &mut Lua, uv: c_int, name: c_int) -> bool {
+    state::push_uv(lua, uv);
+    lua.push_value(name);
+    lua.get_table(-2);
+    lua.remove(-2);
+    lua.kind(-1) == Type::Table && lua.with_index(-1, 2, |_, t| t == Type::Function)
+}
+
+/// `[-1, +1, -]` Replaces the entry on the top (with a handler) by its
+/// handler, and answers its number of fixed arguments.
+fn entry_handler(lua: &mut Lua) -> c_int {
+    let k = lua.with_index(-1, 1, |lua, _| lua.to_int(-1).unwrap_or(0)).clamp(0, 250) as c_int;
+    lua.get_index(-1, 2);
+    lua.remove(-2);
+    k
 }
 
 /// A plugin yield operation: unregisters the thread and calls
 /// `handler(thread, fixed...)`, which places it or leaves it out.
-unsafe fn custom_yield(l: L, base: c_int, co: L, task: Task) -> Turn {
-    // SAFETY: as `dispatch`.
-    unsafe {
-        let name = base + 1;
-        let n = ffi::lua_gettop(l) - base;
-        if n == 0 || raw::to_str(l, name).is_none() {
-            return invalid(l, base, co, task, c"invalid yield operation (cothreads yield with an operation name)");
-        }
-        state::push_uv(l, state::UV_YIELDOPS);
-        ffi::lua_pushvalue(l, name);
-        ffi::lua_rawget(l, -2);
-        ffi::lua_remove(l, -2);
-        if ffi::lua_type(l, -1) != ffi::LUA_TTABLE || ffi::lua_rawgeti(l, -1, 2) != ffi::LUA_TFUNCTION {
-            ffi::lua_settop(l, base + n);
-            let shown = raw::push_shown(l, name);
-            ffi::lua_pushfstring(l, c"invalid yield operation '%s'".as_ptr(), shown);
-            ffi::lua_remove(l, -2);
-            return invalid_top(l, base, co, task);
-        }
-        ffi::lua_rawgeti(l, -2, 1);
-        let k = (ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int).max(0);
-        ffi::lua_pop(l, 1);
-        ffi::lua_remove(l, -2); // ... handler
-        raw::check_stack(l, k + 2);
-        raw::push_thread(l, co);
-        for i in 0..k {
-            if i + 1 < n {
-                ffi::lua_pushvalue(l, name + 1 + i);
-            } else {
-                ffi::lua_pushnil(l);
-            }
-        }
-        registry::unregister(l, co, task);
-        ffi::lua_call(l, 1 + k, 0);
-        drop_fixed(l, name, k.min(n - 1));
-        Turn::Continue
+fn custom_yield(lua: &mut Lua, st: &State, base: c_int, co: L, task: Task) -> Result<Turn, Error> {
+    let name = base + 1;
+    let n = lua.top() - base;
+    if n == 0 || lua.kind(name) != Type::String {
+        return invalid(lua, st, base, co, task, c"invalid yield operation (cothreads yield with an operation name)");
     }
+    if !push_entry(lua, state::UV_YIELDOPS, name) {
+        lua.set_top(base + n);
+        let msg = format!("invalid yield operation '{}'", shown(lua.to_bytes(name).unwrap_or_default()));
+        lua.push_owned(msg);
+        return invalid_top(lua, st, base, co, task);
+    }
+    let k = entry_handler(lua); // ... handler
+    lua.check_stack(k + 2)?;
+    // SAFETY: `co` is the registered thread of `task` (the contract of
+    // `dispatch`), held by the alive table until it is unregistered below.
+    unsafe { lua.push_thread(co) };
+    for i in 0..k {
+        if i + 1 < n {
+            lua.push_value(name + 1 + i);
+        } else {
+            lua.push_nil();
+        }
+    }
+    registry::unregister(lua, st, co, task);
+    lua.call(1 + k, 0)?;
+    drop_fixed(lua, name, k.min(n - 1));
+    Ok(Turn::Continue)
 }
 
 /// An invalid yield is an error raised by the cothread: drops what it yielded
 /// and reports `msg` through `trap` / `error`.
-unsafe fn invalid(l: L, base: c_int, co: L, task: Task, msg: &CStr) -> Turn {
-    // SAFETY: as `dispatch`.
-    unsafe {
-        ffi::lua_pushstring(l, msg.as_ptr());
-        invalid_top(l, base, co, task)
-    }
+fn invalid(lua: &mut Lua, st: &State, base: c_int, co: L, task: Task, msg: &CStr) -> Result<Turn, Error> {
+    lua.push_bytes(msg.to_bytes());
+    invalid_top(lua, st, base, co, task)
 }
 
 /// As `invalid`, with the message on the top of the stack.
-unsafe fn invalid_top(l: L, base: c_int, co: L, task: Task) -> Turn {
-    // SAFETY: as `dispatch`.
-    unsafe {
-        ffi::lua_insert(l, base + 1);
-        ffi::lua_settop(l, base + 1); // only the message
-
-        registry::finish(l, base, co, Some(task), false);
-        Turn::Continue
-    }
+fn invalid_top(lua: &mut Lua, st: &State, base: c_int, co: L, task: Task) -> Result<Turn, Error> {
+    lua.insert(base + 1);
+    lua.set_top(base + 1); // only the message
+    // SAFETY: `co` is the registered thread of `task` (see `dispatch`).
+    unsafe { registry::finish(lua, st, base, co, Some(task), false)? };
+    Ok(Turn::Continue)
 }
 
 // ===== whens =====
@@ -315,205 +243,161 @@ pub enum Place {
 }
 
 /// `[-0, +(0|1), e]` Resolves the `when` at `idx` (default `"later"`) and its
-/// fixed arguments after it, raising argument errors. For `wait` the target's
+/// fixed arguments after it, answering argument errors. For `wait` the target's
 /// key is made (the caller holds the value with `signal::hold` once waited on).
-///
-/// # Safety
-/// In a closure of the module.
-pub unsafe fn resolve_when(l: L, idx: c_int) -> Place {
-    // SAFETY: as `this`.
-    unsafe {
-        let p = this(l);
-        if ffi::lua_isnoneornil(l, idx) != 0 {
-            return Place::Core(When::Later);
-        }
-        if let Some(b) = builtin_at(l, idx, p).filter(|b| b.is_when()) {
-            let arg = idx + 1;
-            return Place::Core(match b {
-                Builtin::Next => When::Next,
-                Builtin::Later => When::Later,
-                Builtin::Wait => {
-                    if raw::is_nil_or_nan(l, arg) {
-                        raw::arg_error(l, arg, c"signal expected");
-                    }
-                    When::Wait(signal::signal_key(l, arg, true).expect("made"))
-                }
-                Builtin::Postpone => When::Postpone(time::to_core(raw::check_time(l, arg, arg))),
-                _ => {
-                    let s = raw::check_time(l, arg, arg);
-                    When::Postpone(time::to_core(time::after(time::now(l), s)))
-                }
-            });
-        }
-        if ffi::lua_type(l, idx) == ffi::LUA_TSTRING {
-            state::push_uv(l, state::UV_WHENS);
-            ffi::lua_pushvalue(l, idx);
-            ffi::lua_rawget(l, -2);
-            ffi::lua_remove(l, -2);
-            if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-                if ffi::lua_rawgeti(l, -1, 2) == ffi::LUA_TFUNCTION {
-                    ffi::lua_rawgeti(l, -2, 1);
-                    let k = (ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int).max(0);
-                    ffi::lua_pop(l, 1);
-                    ffi::lua_remove(l, -2);
-                    return Place::Custom(k);
-                }
-                ffi::lua_pop(l, 1);
-            }
-            ffi::lua_pop(l, 1);
-        }
-        ffi::luaL_tolstring(l, idx, std::ptr::null_mut());
-        let msg = ffi::lua_pushfstring(l, c"invalid option '%s'".as_ptr(), raw::push_shown(l, -1));
-        ffi::luaL_argerror(l, idx, msg);
-        unreachable!()
+pub fn resolve_when(lua: &mut Lua, st: &State, idx: c_int) -> Result<Place, Error> {
+    if lua.is_nil(idx) {
+        return Ok(Place::Core(When::Later));
     }
+    if let Some(b) = builtin_at(lua, idx, st).filter(|b| b.is_when()) {
+        let arg = idx + 1;
+        return Ok(Place::Core(match b {
+            Builtin::Next => When::Next,
+            Builtin::Later => When::Later,
+            Builtin::Wait => {
+                if is_no_signal(lua, arg) {
+                    return Err(Error::arg(arg, c"signal expected"));
+                }
+                When::Wait(signal::signal_key(lua, st, arg, true).expect("made"))
+            }
+            Builtin::Postpone => When::Postpone(time::to_core(lua.check_time(arg)?)),
+            _ => {
+                let s = lua.check_time(arg)?;
+                When::Postpone(time::to_core(time::after(time::now(lua, st)?, s)))
+            }
+        }));
+    }
+    if lua.kind(idx) == Type::String {
+        if push_entry(lua, state::UV_WHENS, idx) {
+            return Ok(Place::Custom(entry_handler(lua)));
+        }
+        lua.pop(1);
+    }
+    lua.push_tostring(idx)?;
+    let msg = format!("invalid option '{}'", shown(lua.to_bytes(-1).unwrap_or_default()));
+    Err(Error::arg_owned(idx, msg))
 }
 
 /// `[-0, +0, e]` Calls the plugin `when` handler at `handler` as
 /// `handler(thread at thread_idx, fixed...)`, the `k` fixed arguments being
-/// those from `first` up to the handler (missing ones nil). Returns the status
-/// of `lua_pcall` if `protected`, else raises on error.
-///
-/// # Safety
-/// Valid indices, `first <= handler`.
-pub unsafe fn call_when(l: L, handler: c_int, thread_idx: c_int, first: c_int, k: c_int, protected: bool) -> c_int {
-    // SAFETY: valid state and indices (caller's contract).
-    unsafe {
-        raw::check_stack(l, k + 2);
-        ffi::lua_pushvalue(l, handler);
-        ffi::lua_pushvalue(l, thread_idx);
-        for i in 0..k {
-            // The fixed arguments lie between `first` and the handler; missing ones are nil.
-            if first + i < handler {
-                ffi::lua_pushvalue(l, first + i);
-            } else {
-                ffi::lua_pushnil(l);
-            }
-        }
-        if protected {
-            ffi::lua_pcall(l, 1 + k, 0, 0)
+/// those from `first` up to the handler (missing ones nil). On an error, its
+/// value is on the top.
+pub fn call_when(lua: &mut Lua, handler: c_int, thread_idx: c_int, first: c_int, k: c_int) -> Result<(), Error> {
+    lua.check_stack(k + 2)?;
+    lua.push_value(handler);
+    lua.push_value(thread_idx);
+    for i in 0..k {
+        // The fixed arguments lie between `first` and the handler; missing ones are nil.
+        if first + i < handler {
+            lua.push_value(first + i);
         } else {
-            ffi::lua_call(l, 1 + k, 0);
-            ffi::LUA_OK
+            lua.push_nil();
         }
     }
+    lua.call(1 + k, 0)
 }
 
 // ===== plugin =====
 
 /// `cothread.plugin(f)`: calls `f(cothread, ops)` once and remembers its results.
-pub unsafe extern "C-unwind" fn plugin(l: L) -> c_int {
-    // SAFETY: Lua calls this closure (upvalue 1: its state); the argument is
-    // checked to be a function before it is called (unprotected: its error
-    // is the caller's).
-    unsafe {
-        ffi::luaL_checktype(l, 1, ffi::LUA_TFUNCTION);
-        ffi::lua_settop(l, 1);
-        state::push_uv(l, state::UV_PLUGINS); // f plugins
-        ffi::lua_pushvalue(l, 1);
-        if ffi::lua_rawget(l, 2) == ffi::LUA_TTABLE {
-            return unpack(l, 3);
-        }
-        ffi::lua_pop(l, 1);
-        ffi::lua_pushvalue(l, 1); // f plugins f
-        state::push_uv(l, state::UV_MODULE);
-        ffi::lua_createtable(l, 0, 2);
-        for (name, f) in [(c"yieldop", yieldop as ffi::lua_CFunction), (c"scheduleop", scheduleop)] {
-            ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-            ffi::lua_pushcclosure(l, f, 1);
-            ffi::lua_setfield(l, -2, name.as_ptr());
-        }
-        ffi::lua_call(l, 2, ffi::LUA_MULTRET); // f plugins results...
-        let n = ffi::lua_gettop(l) - 2;
-        ffi::lua_createtable(l, n, 1);
-        for i in (1..=n).rev() {
-            ffi::lua_pushvalue(l, 2 + i);
-            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer);
-        }
-        ffi::lua_pushinteger(l, n as ffi::lua_Integer);
-        ffi::lua_setfield(l, -2, c"n".as_ptr());
-        ffi::lua_pushvalue(l, 1);
-        ffi::lua_pushvalue(l, -2);
-        ffi::lua_rawset(l, 2); // plugins[f] = {results, n}
-        ffi::lua_pop(l, 1);
-        n
+fn plugin(lua: &mut Lua) -> Ret {
+    lua.check_type(1, Type::Function)?;
+    lua.set_top(1);
+    state::push_uv(lua, state::UV_PLUGINS); // f plugins
+    lua.push_value(1);
+    if lua.get_table(2) == Type::Table {
+        return unpack(lua, 3);
     }
+    lua.pop(1);
+    lua.push_value(1); // f plugins f
+    state::push_uv(lua, state::UV_MODULE);
+    lua.new_table(0, 2);
+    for (name, f) in [(c"yieldop", YIELDOP), (c"scheduleop", SCHEDULEOP)] {
+        lua.push_upvalue_fn(f, Lua::upvalue(1), 0);
+        lua.set_field(-2, name);
+    }
+    lua.call(2, LUA_MULTRET)?; // f plugins results...
+    let n = lua.top() - 2;
+    lua.new_table(n, 1);
+    for i in (1..=n).rev() {
+        lua.push_value(2 + i);
+        lua.set_index(-2, i as i64);
+    }
+    lua.push_int(n as i64);
+    lua.set_field(-2, c"n");
+    lua.push_value(1);
+    lua.push_value(-2);
+    lua.set_table(2); // plugins[f] = {results, n}
+    lua.pop(1);
+    Ok(n)
 }
+crate::cfn!(pub plugin_c = plugin);
 
 /// `[-0, +n, m]` Pushes the `n` values of the results table at `idx`.
-unsafe fn unpack(l: L, idx: c_int) -> c_int {
-    // SAFETY: a table made by `plugin` is at `idx`.
-    unsafe {
-        ffi::lua_getfield(l, idx, c"n".as_ptr());
-        let n = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as c_int;
-        ffi::lua_pop(l, 1);
-        raw::check_stack(l, n);
-        for i in 1..=n {
-            ffi::lua_rawgeti(l, idx, i as ffi::lua_Integer);
-        }
-        n
+fn unpack(lua: &mut Lua, idx: c_int) -> Ret {
+    lua.get_field(idx, c"n");
+    let n = lua.to_int(-1).unwrap_or(0) as c_int;
+    lua.pop(1);
+    lua.check_stack(n)?;
+    for i in 1..=n {
+        lua.get_index(idx, i as i64);
     }
+    Ok(n)
 }
 
 /// `[-0, +0, e]` Checks `(name, nfixed, handler)` and records them in the
 /// operation table `uv` unless the name is taken. Leaves the stack as it was.
-unsafe fn define_op(l: L, uv: c_int, what: &CStr) {
-    // SAFETY: called by `yieldop` and `scheduleop`, closures over the state;
-    // the checks raise before the table is touched, and the pushes are
-    // popped before returning.
-    unsafe {
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        let nfixed = ffi::luaL_checkinteger(l, 2);
-        if !(0..=250).contains(&nfixed) {
-            raw::arg_error(l, 2, c"number of fixed arguments out of range");
-        }
-        ffi::luaL_checktype(l, 3, ffi::LUA_TFUNCTION);
-        ffi::lua_settop(l, 3);
-        state::push_uv(l, uv);
-        ffi::lua_pushvalue(l, 1);
-        if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
-            ffi::luaL_error(l, c"%s '%s' already exists".as_ptr(), what.as_ptr(), raw::push_shown(l, 1));
-        }
-        ffi::lua_pop(l, 1);
-        ffi::lua_pushvalue(l, 1);
-        ffi::lua_createtable(l, 2, 0);
-        ffi::lua_pushvalue(l, 2);
-        ffi::lua_rawseti(l, -2, 1);
-        ffi::lua_pushvalue(l, 3);
-        ffi::lua_rawseti(l, -2, 2);
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
+fn define_op(lua: &mut Lua, uv: c_int, what: &CStr) -> Result<(), Error> {
+    lua.check_bytes(1)?;
+    let nfixed = lua.check_int(2)?;
+    if !(0..=250).contains(&nfixed) {
+        return Err(Error::arg(2, c"number of fixed arguments out of range"));
     }
+    lua.check_type(3, Type::Function)?;
+    lua.set_top(3);
+    state::push_uv(lua, uv);
+    if lua.with_key(-1, 1, |_, t| t != Type::Nil) {
+        let name = shown(lua.to_bytes(1).unwrap_or_default());
+        return Err(Error::owned(format!("{} '{name}' already exists", what.to_string_lossy())));
+    }
+    lua.push_value(1);
+    lua.new_table(2, 0);
+    lua.push_value(2);
+    lua.set_index(-2, 1);
+    lua.push_value(3);
+    lua.set_index(-2, 2);
+    lua.set_table(-3);
+    lua.pop(1);
+    Ok(())
 }
 
 /// `ops.yieldop(name, nfixed, handler)`: defines the yield operation
 /// `cothread[name]`.
-unsafe extern "C-unwind" fn yieldop(l: L) -> c_int {
-    // SAFETY: Lua calls this closure (made by `plugin` over the state);
-    // the name is checked to be a string before it is used as a key.
-    unsafe {
-        state::push_uv(l, state::UV_MODULE);
-        ffi::luaL_checklstring(l, 1, std::ptr::null_mut());
-        ffi::lua_pushvalue(l, 1);
-        if ffi::lua_rawget(l, -2) != ffi::LUA_TNIL {
-            ffi::luaL_error(l, c"cothread.%s already exists".as_ptr(), raw::push_shown(l, 1));
+fn yieldop(lua: &mut Lua) -> Ret {
+    with_state(lua, |lua, _| {
+        lua.check_bytes(1)?;
+        state::push_uv(lua, state::UV_MODULE);
+        if lua.with_key(-1, 1, |_, t| t != Type::Nil) {
+            let name = shown(lua.to_bytes(1).unwrap_or_default());
+            return Err(Error::owned(format!("cothread.{name} already exists")));
         }
-        ffi::lua_pop(l, 2);
-        define_op(l, state::UV_YIELDOPS, c"yield operation");
-        state::push_uv(l, state::UV_MODULE);
-        ffi::lua_pushvalue(l, 1);
-        push_yield_op(l, 1, op_plain);
-        ffi::lua_rawset(l, -3);
-        0
-    }
+        lua.pop(1);
+        define_op(lua, state::UV_YIELDOPS, c"yield operation")?;
+        state::push_uv(lua, state::UV_MODULE);
+        lua.push_value(1);
+        push_yield_op(lua, 1, op_plain_c);
+        lua.set_table(-3);
+        Ok(0)
+    })
 }
+crate::upvalue_fn!(YIELDOP: State = yieldop);
 
 /// `ops.scheduleop(name, nfixed, handler)`: defines a new `when` for
 /// `schedule` and `notify`.
-unsafe extern "C-unwind" fn scheduleop(l: L) -> c_int {
-    // SAFETY: as `yieldop`, for the table of whens.
-    unsafe {
-        define_op(l, state::UV_WHENS, c"scheduling operation");
-        0
-    }
+fn scheduleop(lua: &mut Lua) -> Ret {
+    with_state(lua, |lua, _| {
+        define_op(lua, state::UV_WHENS, c"scheduling operation")?;
+        Ok(0)
+    })
 }
+crate::upvalue_fn!(SCHEDULEOP: State = scheduleop);

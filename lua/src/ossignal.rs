@@ -212,11 +212,7 @@ fn getpid_body(lua: &mut Lua) -> Ret {
 const FUNCTIONS: &[Reg] = &[(c"wait", wait), (c"raise", raise), (c"getpid", getpid)];
 
 /// `[-0, +1, m]` Pushes the `cothread.signal` table (one per Lua state).
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract.
-    let mut lua = unsafe { Lua::from_raw(l) };
+pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
     lua.push_functions_once(MODULE, FUNCTIONS);
+    Ok(())
 }

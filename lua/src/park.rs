@@ -3,38 +3,14 @@
 //! scheduler's engine (a plain `lua_yield(l, 0)`: the engine resumes it
 //! once, with the results), and any other caller blocks its thread.
 
-use std::ffi::c_int;
-
-use cothread::Task;
-
 use crate::engine::{self, Frame, Next, Operation, STEP_SLOTS, Why};
-use crate::lua::{Error, Lua, Ret, YIELD};
-use crate::raw::{self, L, ffi};
-use crate::state::{self, CURRENT, Quick, State};
-
-/// The scheduler resuming the calling coroutine and its task, if the caller
-/// is a cothread that may yield.
-///
-/// # Safety
-/// `l` is the running thread of a C function.
-pub unsafe fn cothread_of(l: L) -> Option<(*mut State, Task)> {
-    let p = CURRENT.get();
-    // SAFETY: CURRENT is set only around a resume by a live state, and
-    // restored after it (a resume does not raise).
-    unsafe {
-        if p.is_null() || (*p).closed || (*p).running != l || ffi::lua_isyieldable(l) == 0 {
-            return None;
-        }
-        Some((p, (*p).running_task?))
-    }
-}
+use crate::lua::{Error, Lua, Ret, Thread, YIELD};
+use crate::state::{Quick, with_resuming};
 
 /// Whether the caller of the running C function is a cothread that may
 /// park (an operation it drives waits on the engine, not in `poll(2)`).
 pub fn in_cothread(lua: &Lua) -> bool {
-    // SAFETY: a `Lua` is a thread running a C function of the module (rule
-    // 1 of `lua`); `cothread_of` only compares it and asks if it may yield.
-    unsafe { cothread_of(lua.raw()) }.is_some()
+    with_resuming(lua, |_, _, _| ()).is_some()
 }
 
 /// Runs `op` for the C function whose whole stack is the operation's
@@ -57,7 +33,7 @@ fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first
     let l = lua.raw();
     // SAFETY: `lua` runs this C function (a body's handle); `lua` itself is
     // not used while the frame's handle is.
-    let mut f = unsafe { Frame::new(l, 0) };
+    let mut f = Frame::new(unsafe { Lua::from_raw(l) }, 0);
     let mut why = Why::Start;
     loop {
         f.lua.check_stack(STEP_SLOTS)?;
@@ -69,47 +45,35 @@ fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first
         if let Next::Done(n) = next {
             return Ok(n);
         }
-        // SAFETY: `l` is the running thread of a C function of the module.
-        let caller = unsafe { cothread_of(l) };
-        why = match caller {
-            // SAFETY: `l` is `p`'s running cothread (`cothread_of` says so);
-            // `park` hands `op` (plain data) over to the engine.
-            Some((p, task)) => match unsafe { park(l, p, task, op, next) } {
-                Ok(()) => return Ok(YIELD),
-                Err(m) => Why::Failed(m),
-            },
+        why = match with_resuming(&mut f, |f, st, task| park(f, st, task, op, next)) {
+            Some(Ok(Ok(()))) => return Ok(YIELD),
+            Some(Ok(Err(m))) => Why::Failed(m),
+            Some(Err(e)) => return Err(e),
             None => op.block(&mut f, next),
         };
     }
 }
 
-/// `drive` for a C function not yet written as a body: returns what the
-/// function returns (or yields).
-///
-/// # Safety
-/// `l` is the running thread of a C function of the module, which returns
-/// what this returns; the stack is `op`'s frame.
-pub unsafe fn drive_raw<O: Operation + Copy + 'static>(l: L, op: O) -> c_int {
-    // SAFETY: the contract: `l` runs the C function that returns (or
-    // yields) what this returns, over `op`'s frame.
-    unsafe { crate::lua::ret(l, drive(&mut Lua::from_raw(l), op)) }
-}
-
-/// Parks `op` of the running cothread (task `task` of `p`) on the engine.
-unsafe fn park<O: Operation + 'static>(
-    l: L,
-    p: *mut State,
-    task: Task,
+/// Parks `op` of the running cothread `lua` (task `task` of `st`) on the
+/// engine: an error if no engine can be made, a message if the operation
+/// cannot wait.
+fn park<O: Operation + 'static>(
+    f: &mut Frame,
+    st: &crate::state::State,
+    task: cothread::Task,
     op: O,
     next: Next,
-) -> Result<(), &'static std::ffi::CStr> {
-    // SAFETY: `l` is `p`'s running cothread (checked by `cothread_of`);
-    // `engine_of` may raise before the operation is boxed.
-    unsafe {
-        let e = state::engine_of(l, p);
-        raw::check_stack(l, 1);
-        engine::park(l, e, task, Box::new(op), next)?;
-        (*p).quick = Some(Quick::Park);
-        Ok(())
+) -> Result<Result<(), &'static std::ffi::CStr>, Error> {
+    let e = st.engine_or_make()?;
+    f.lua.check_stack(1)?;
+    // SAFETY: the frame's thread is `st`'s running cothread
+    // (`with_resuming` says so), registered: the alive table keeps it while
+    // the engine holds its record (unregistering it takes the record out:
+    // `engine::cancel`).
+    let co = unsafe { Thread::from_raw(f.lua.raw()) };
+    if let Err(m) = engine::park(f, e, co, task, Box::new(op), next) {
+        return Ok(Err(m));
     }
+    st.quick.set(Some(Quick::Park));
+    Ok(Ok(()))
 }

@@ -340,7 +340,9 @@ fn wait_blocking(p: &Proc, deadline: Option<u64>, errno_out: &mut i32) -> Why {
             return Why::Done;
         }
         // The pidfd becomes readable when the child ends.
-        match engine::block_on(deadline, |each| each(std::ptr::null_mut(), fd.as_raw_fd(), engine::READ)) {
+        match engine::block_on(deadline, |each| {
+            each(&engine::Source::new(engine::SourceKind::Pipe), fd.as_raw_fd(), engine::READ)
+        }) {
             Why::Ready => {}
             why => return why,
         }
@@ -397,19 +399,12 @@ const METHODS: &[Reg] = &[(c"wait", proc_wait), (c"kill", proc_kill)];
 
 /// `[-0, +1, m]` Pushes the `cothread.process` table (made, with the
 /// metatables it needs, once per Lua state).
-///
-/// # Safety
-/// `l` is a valid state, in a C function.
-pub unsafe fn push_module(l: crate::raw::L) {
-    // SAFETY: the caller's contract.
-    let mut lua = unsafe { Lua::from_raw(l) };
-    let made = lua.push_once(MODULE, |lua| {
+pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
+    lua.push_once(MODULE, |lua| {
         register(lua)?;
         lua.push_functions(&[(c"spawn", spawn)]);
         Ok(())
-    });
-    // SAFETY: the caller's contract (in a C function, which raises).
-    unsafe { crate::lua::or_raise(made, l) }
+    })
 }
 
 /// `[-0, +0, m]` Registers the metatables of process objects and their pipes.

@@ -9,25 +9,20 @@ use std::ffi::c_int;
 use cothread::Task;
 
 use crate::engine::{self, OPERATION_BIT};
-use crate::raw::{self, L, ffi};
+use crate::lua::ffi::LUA_MULTRET;
+use crate::lua::{Error, L, Lua, Thread, Type};
 use crate::signal::settle_signals;
-use crate::state::{SHRINK_AFTER, UV_ALIVE, push_field, push_schedulers, push_uv, this};
+use crate::state::{SHRINK_AFTER, State, UV_ALIVE, push_field, push_schedulers, push_uv, set_uv};
 
 /// `[-0, +0, m]` The task of the thread at `idx`, if registered.
-///
-/// # Safety
-/// As `this`; `idx` is a valid index.
-pub unsafe fn task_of(l: L, idx: c_int) -> Option<Task> {
-    // SAFETY: as `this`.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        push_uv(l, UV_ALIVE);
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_rawget(l, -2);
-        let t = ffi::to_id(l, -1);
-        ffi::lua_pop(l, 2);
-        Task::from_raw(t)
-    }
+pub fn task_of(lua: &mut Lua, idx: c_int) -> Option<Task> {
+    let idx = lua.abs(idx);
+    push_uv(lua, UV_ALIVE);
+    lua.push_value(idx);
+    lua.get_table(-2);
+    let t = lua.to_id(-1);
+    lua.pop(2);
+    Task::from_raw(t)
 }
 
 /// Is the registered thread `co` dead behind the scheduler's back (closed
@@ -40,7 +35,8 @@ pub unsafe fn task_of(l: L, idx: c_int) -> Option<Task> {
 /// `co` is a live thread.
 #[inline]
 pub unsafe fn is_dead(co: L) -> bool {
-    // SAFETY: reads of a live thread's status and stack top.
+    use crate::lua::ffi;
+    // SAFETY: the contract; reads of its status and stack top.
     unsafe {
         match ffi::lua_status(co) {
             ffi::LUA_OK => ffi::lua_gettop(co) == 0,
@@ -50,191 +46,158 @@ pub unsafe fn is_dead(co: L) -> bool {
     }
 }
 
+/// Is the thread at `idx` dead (`is_dead`)?
+pub fn is_dead_at(lua: &Lua, idx: c_int) -> bool {
+    // SAFETY: the thread is held by its slot while `lua` is borrowed.
+    lua.to_thread(idx).is_some_and(|co| unsafe { is_dead(co) })
+}
+
 /// `[-0, +0, m]` Forgets the registered thread `co` (task `task`), dead
 /// (`is_dead`): with its parked operation, if any, which `unregister` alone
 /// cannot find on an emptied stack.
-///
-/// # Safety
-/// As `this`; `task` is the task of `co`.
-pub unsafe fn unregister_dead(l: L, co: L, task: Task) {
-    // SAFETY: as `this`; the engine, if any, is live.
-    unsafe {
-        let e = (*this(l)).engine;
-        if !e.is_null() {
-            engine::drop_parked(e, co);
-        }
-        unregister(l, co, task);
+pub fn unregister_dead(lua: &mut Lua, st: &State, co: L, task: Task) {
+    if let Some(e) = st.engine() {
+        engine::drop_parked(e, co);
     }
+    unregister(lua, st, co, task)
 }
 
 /// `[-0, +0, m]` Forgets every registered thread that is dead (`is_dead`);
 /// the number forgotten. `run` calls it before it would block with nothing
 /// but I/O waits left, which a closed cothread would keep forever.
-///
-/// # Safety
-/// As `this`.
-pub unsafe fn forget_dead(l: L) -> usize {
-    // SAFETY: as `this`: the alive table maps live threads to task handles;
-    // it is read whole before any entry goes.
-    unsafe {
-        ffi::luaL_checkstack(l, 4, std::ptr::null());
-        push_uv(l, UV_ALIVE);
-        let mut dead = Vec::new();
-        ffi::lua_pushnil(l);
-        while ffi::lua_next(l, -2) != 0 {
-            let co = ffi::lua_tothread(l, -2);
-            if !co.is_null() && is_dead(co) {
-                let t = Task::from_raw(ffi::to_id(l, -1));
-                dead.extend(t.map(|t| (co, t)));
-            }
-            ffi::lua_pop(l, 1);
+pub fn forget_dead(lua: &mut Lua, st: &State) -> usize {
+    push_uv(lua, UV_ALIVE);
+    let mut dead = Vec::new();
+    lua.each(-1, |lua| {
+        if is_dead_at(lua, -2) {
+            let t = Task::from_raw(lua.to_id(-1));
+            dead.extend(t.zip(lua.to_thread(-2)));
         }
-        // The threads stay reachable from the alive table (on the stack)
-        // until each is unregistered.
-        for &(co, t) in &dead {
-            unregister_dead(l, co, t);
-        }
-        ffi::lua_pop(l, 1);
-        dead.len()
+        true
+    });
+    // The threads stay reachable from the alive table (on the stack)
+    // until each is unregistered.
+    for &(t, co) in &dead {
+        unregister_dead(lua, st, co, t);
     }
+    lua.pop(1);
+    dead.len()
 }
 
 /// `[-0, +0, m]` Is the thread at `idx` registered with another scheduler
 /// of this Lua state? (It looks in each one's table of registered threads:
 /// a program has few schedulers.)
-///
-/// # Safety
-/// As `this`; `idx` is a valid index.
-pub unsafe fn held_elsewhere(l: L, idx: c_int) -> bool {
-    // SAFETY: as `this`; the set holds only state userdata (`push_new`),
-    // whose user value `UV_ALIVE` is its table of registered threads, and
-    // whose `closed` stays readable after its `__gc` (a collected scheduler
-    // may stay a key until the next cycle: it holds nothing any more); the
-    // traversal reads and pops only what it pushed.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        let top = ffi::lua_gettop(l);
-        ffi::luaL_checkstack(l, 6, std::ptr::null());
-        push_schedulers(l);
-        let set = ffi::lua_gettop(l);
-        let mut held = false;
-        ffi::lua_pushnil(l);
-        while !held && ffi::lua_next(l, set) != 0 {
-            ffi::lua_pop(l, 1); // the value: true
-            let other = ffi::lua_touserdata(l, -1) as *const crate::state::State;
-            if ffi::lua_rawequal(l, -1, ffi::lua_upvalueindex(1)) == 0 && !(*other).closed {
-                if ffi::lua_getiuservalue(l, -1, UV_ALIVE) == ffi::LUA_TTABLE {
-                    ffi::lua_pushvalue(l, idx);
-                    held = ffi::lua_rawget(l, -2) != ffi::LUA_TNIL;
-                    ffi::lua_pop(l, 1);
-                }
-                ffi::lua_pop(l, 1); // the alive table
-            }
+pub fn held_elsewhere(lua: &mut Lua, idx: c_int) -> bool {
+    let idx = lua.abs(idx);
+    push_schedulers(lua);
+    let mut held = false;
+    lua.each(-1, |lua| {
+        // A collected scheduler may stay a key until the next cycle: it
+        // holds nothing any more.
+        let other = !lua.raw_equal(-2, Lua::upvalue(1)) && lua.test_udata::<State>(-2).is_some();
+        if other && lua.get_uservalue(-2, UV_ALIVE) == Type::Table {
+            held = lua.with_key(-1, idx, |_, t| t != Type::Nil);
         }
-        ffi::lua_settop(l, top);
-        held
-    }
+        !held
+    });
+    lua.pop(1);
+    held
 }
 
-/// `[-0, +0, m]` Registers the thread `co` (at `idx`) as a new task in no queue.
-///
-/// # Safety
-/// As `this`; `idx` holds `co`, which is not registered.
-pub unsafe fn register(l: L, idx: c_int, co: L) -> Task {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
-    // SAFETY: as `this`; the counters change after the table writes, which
-    // may only fail for memory.
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        // A thread unregistered after its operation ended still holds the
-        // results: its next resume gets them.
-        let delivered = ffi::lua_status(co) == ffi::LUA_YIELD && (engine::is_delivered(co) || engine::settle(l, co));
-        let task = (*p).core.task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
-        push_uv(l, UV_ALIVE);
-        ffi::lua_pushvalue(l, idx);
-        ffi::push_id(l, task.to_raw());
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
-        (*p).registered += 1;
-        (*p).registered_peak = (*p).registered_peak.max((*p).registered);
-        task
-    }
+/// `[-0, +0, m]` Registers the thread `co` (at `idx`) as a new task in no
+/// queue; `idx` holds `co`, which is not registered. An error if the last
+/// step of a ticket it holds raised (`engine::settle`).
+pub fn register(lua: &mut Lua, st: &State, idx: c_int, co: L) -> Result<Task, Error> {
+    let idx = lua.abs(idx);
+    // A thread unregistered after its operation ended still holds the
+    // results: its next resume gets them.
+    // SAFETY: `co` is the thread at `idx`, held there; `lua` runs a C
+    // function of the module, the runner `settle` needs (`lua` unused while
+    // it runs).
+    let (t, runner) = unsafe { (Thread::from_raw(co), Lua::from_raw(lua.raw())) };
+    let delivered = lua.thread_status(idx) == Some(crate::lua::Status::Suspended)
+        && (engine::is_delivered(&t) || engine::settle(runner, &t)?);
+    let task = st.core().task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
+    push_uv(lua, UV_ALIVE);
+    lua.push_value(idx);
+    lua.push_id(task.to_raw());
+    lua.set_table(-3);
+    lua.pop(1);
+    st.registered.set(st.registered.get() + 1);
+    st.registered_peak.set(st.registered_peak.get().max(st.registered.get()));
+    Ok(task)
 }
 
 /// `[-0, +0, m]` Forgets the registered thread `co`: frees its task (taking it
-/// out of its queue) and lets the thread be collected.
-///
-/// # Safety
-/// As `this`; `task` is the task of `co`.
-pub unsafe fn unregister(l: L, co: L, task: Task) {
-    // SAFETY: a closure of the module (caller's contract).
-    let p = unsafe { this(l) };
-    // SAFETY: as `this`; the engine, if any, is live while its state is,
-    // and the task is freed before its table entry goes.
-    unsafe {
-        if (*p).running_task == Some(task) {
-            (*p).running_task = None;
-        }
-        let e = (*p).engine;
-        if !e.is_null() {
-            engine::cancel(l, e, co); // left while parked: nothing resumes it later
-            (*e).forget(task);
-        }
-        if (*p).core.task_free(task).is_err() {
-            return;
-        }
-        push_uv(l, UV_ALIVE);
-        raw::push_thread(l, co);
-        ffi::lua_pushnil(l);
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
-        (*p).registered -= 1;
-        if (*p).registered == 0 && (*p).registered_peak > SHRINK_AFTER {
-            // A table keeps its size after its entries go: start a fresh one.
-            ffi::lua_newtable(l);
-            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_ALIVE);
-            (*p).registered_peak = 0;
-        }
-        settle_signals(l);
+/// out of its queue) and lets the thread be collected. `task` is the task
+/// of `co`.
+pub fn unregister(lua: &mut Lua, st: &State, co: L, task: Task) {
+    if st.running_task.get() == Some(task) {
+        st.running_task.set(None);
     }
+    if let Some(e) = st.engine() {
+        // SAFETY: `co` is the live thread of `task` (registered: held by the
+        // alive table).
+        let co = unsafe { Thread::from_raw(co) };
+        engine::cancel(lua, e, &co); // left while parked: nothing resumes it later
+        e.forget(task);
+    }
+    if st.core().task_free(task).is_err() {
+        return;
+    }
+    push_uv(lua, UV_ALIVE);
+    // SAFETY: `co` is still in the alive table, so live.
+    unsafe { lua.push_thread(co) };
+    lua.push_nil();
+    lua.set_table(-3);
+    lua.pop(1);
+    st.registered.set(st.registered.get() - 1);
+    if st.registered.get() == 0 && st.registered_peak.get() > SHRINK_AFTER {
+        // A table keeps its size after its entries go: start a fresh one.
+        lua.new_table(0, 0);
+        set_uv(lua, UV_ALIVE);
+        st.registered_peak.set(0);
+    }
+    settle_signals(lua, st);
 }
 
 /// `[-?, +?, e]` A cothread ended (`ok`) or failed: forgets it, then its values
 /// above `base` (results, or the error object) go through `trap[co]` or, for an
 /// error without a trap, through `error`. What they return is what it produced.
-pub unsafe fn finish(l: L, base: c_int, co: L, task: Option<Task>, ok: bool) {
-    // SAFETY: a closure of the module. The scheduler is consistent before any
-    // Lua function is called, so an error raised there leaves it usable.
-    unsafe {
-        if let Some(task) = task {
-            unregister(l, co, task);
-        }
-        raw::check_stack(l, 4);
-        push_field(l, c"trap");
-        if ffi::lua_type(l, -1) == ffi::LUA_TTABLE {
-            raw::push_thread(l, co);
-            ffi::lua_gettable(l, -2);
-            ffi::lua_remove(l, -2);
-        } else {
-            ffi::lua_pop(l, 1);
-            ffi::lua_pushnil(l);
-        }
-        let n = ffi::lua_gettop(l) - 1 - base;
-        if ffi::lua_isnoneornil(l, -1) == 0 {
-            ffi::lua_insert(l, base + 1); // trap values...
-            raw::push_thread(l, co);
-            ffi::lua_insert(l, base + 2);
-            ffi::lua_pushboolean(l, ok as c_int);
-            ffi::lua_insert(l, base + 3); // trap co ok values...
-            ffi::lua_call(l, n + 2, ffi::LUA_MULTRET);
-        } else if ok {
-            ffi::lua_pop(l, 1);
-        } else {
-            ffi::lua_pop(l, 1);
-            push_field(l, c"error");
-            ffi::lua_insert(l, base + 1); // error err
-            ffi::lua_call(l, n, ffi::LUA_MULTRET);
-        }
+///
+/// # Safety
+/// `co` is live: registered as `task`, or held elsewhere.
+pub unsafe fn finish(lua: &mut Lua, st: &State, base: c_int, co: L, task: Option<Task>, ok: bool) -> Result<(), Error> {
+    // Pushed before it is unregistered, which lets it go.
+    // SAFETY: the contract.
+    unsafe { lua.push_thread(co) };
+    let thread = lua.top();
+    if let Some(task) = task {
+        unregister(lua, st, co, task);
     }
+    // The scheduler is consistent before any Lua function is called, so an
+    // error raised there leaves it usable.
+    push_field(lua, c"trap");
+    let trapped = lua.kind(-1) == Type::Table && {
+        lua.push_value(thread);
+        lua.get_table(-2);
+        lua.remove(-2);
+        !lua.is_nil(-1)
+    };
+    if !trapped {
+        lua.pop(2); // the trap and the thread
+        if ok {
+            return Ok(());
+        }
+        let n = lua.top() - base;
+        push_field(lua, c"error");
+        lua.insert(base + 1); // error err
+        return lua.call(n, LUA_MULTRET);
+    }
+    let n = lua.top() - 2 - base;
+    lua.insert(base + 1); // trap values... co
+    lua.insert(base + 2); // trap co values...
+    lua.push_bool(ok);
+    lua.insert(base + 3); // trap co ok values...
+    lua.call(n + 2, LUA_MULTRET)
 }

@@ -12,249 +12,204 @@
 //! function is collected, the handle's `__gc` queues the key; the core signal
 //! is freed once nothing waits on it and no other combined signal includes it.
 
-use std::ffi::c_int;
+use std::cell::Cell;
+use std::ffi::{CStr, c_int};
 
 use cothread::Mode;
 
-use crate::raw::{self, L, ffi};
-use crate::state::{SHRINK_AFTER, State, UV_HELD, UV_KEYOF, push_uv, push_weak_table, this};
+use crate::lua::{Error, Lua, Ret, Type, Udata};
+use crate::state::{SHRINK_AFTER, State, UV_HELD, UV_KEYOF, push_uv, push_weak_table, set_uv, with_state};
 
 // ===== signal values and their keys =====
+
+/// Is the value at `idx` no signal: nil, none or a float NaN?
+pub fn is_no_signal(lua: &Lua, idx: c_int) -> bool {
+    match lua.kind(idx) {
+        Type::Nil | Type::None => true,
+        Type::Number => lua.to_num(idx).is_some_and(f64::is_nan),
+        _ => false,
+    }
+}
 
 /// `[-0, +0, m]` The core key of the signal value at `idx`: a combined signal of
 /// this scheduler answers its own key; another value its key, made now if
 /// `make` (otherwise `None` when it has none: nobody ever waited on it).
-///
-/// # Safety
-/// As `this`; the value at `idx` is not nil or NaN.
-pub unsafe fn signal_key(l: L, idx: c_int, make: bool) -> Option<usize> {
-    // SAFETY: as `this`; the key maps are read and written in short
-    // expressions, none across a Lua call.
-    unsafe {
-        let p = this(l);
-        let idx = ffi::lua_absindex(l, idx);
-        if let Some(k) = combined_key(l, idx, p) {
-            return Some(k);
-        }
-        push_uv(l, UV_KEYOF);
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_rawget(l, -2);
-        let k = ffi::lua_tointegerx(l, -1, std::ptr::null_mut()) as usize;
-        ffi::lua_pop(l, 1);
-        if k != 0 || !make {
-            ffi::lua_pop(l, 1);
-            return (k != 0).then_some(k);
-        }
-        let k = (*p).new_key();
-        ffi::lua_pushvalue(l, idx);
-        ffi::lua_pushinteger(l, k as ffi::lua_Integer);
-        ffi::lua_rawset(l, -3);
-        ffi::lua_pop(l, 1);
-        Some(k)
+/// The value at `idx` is not nil or NaN.
+pub fn signal_key(lua: &mut Lua, st: &State, idx: c_int, make: bool) -> Option<usize> {
+    let idx = lua.abs(idx);
+    if let Some(k) = combined_key(lua, idx) {
+        return Some(k);
     }
+    let k = lua.uservalue_field_int(Lua::upvalue(1), UV_KEYOF, idx).unwrap_or(0) as usize;
+    if k != 0 || !make {
+        return (k != 0).then_some(k);
+    }
+    let k = st.new_key();
+    push_uv(lua, UV_KEYOF);
+    lua.push_value(idx);
+    lua.push_int(k as i64);
+    lua.set_table(-3);
+    lua.pop(1);
+    Some(k)
 }
 
 /// `[-0, +0, m]` References the signal value at `idx` (of key `k`, combined
 /// signals included) while `k` has waiters. Call after placing a waiter on `k`.
-///
-/// # Safety
-/// As `this`.
-pub unsafe fn hold(l: L, idx: c_int, k: usize) {
-    // SAFETY: as `this`; the hold count changes before the table write
-    // (which may only fail for memory).
-    unsafe {
-        let p = this(l);
-        if (*p).core.waiting(k) != Ok(true) {
-            return; // nobody waits
-        }
-        let idx = ffi::lua_absindex(l, idx);
-        push_uv(l, UV_HELD);
-        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) == ffi::LUA_TNIL {
-            ffi::lua_pushvalue(l, idx);
-            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
-            (*p).held += 1;
-        }
-        ffi::lua_pop(l, 2);
+pub fn hold(lua: &mut Lua, st: &State, idx: c_int, k: usize) {
+    if st.core().waiting(k) != Ok(true) {
+        return; // nobody waits
+    }
+    if lua.swap_uservalue_index(Lua::upvalue(1), UV_HELD, k as i64, Some(idx)) {
+        st.held.set(st.held.get() + 1);
     }
 }
 
 /// `[-0, +0, m]` Stops referencing the value of key `k` once it has no waiters.
-///
-/// # Safety
-/// As `this`.
-unsafe fn release(l: L, k: usize) {
-    // SAFETY: as `this`; the count is read and written with no Lua call in
-    // between.
-    unsafe {
-        let p = this(l);
-        if (*p).core.waiting(k) != Ok(false) {
-            return;
-        }
-        push_uv(l, UV_HELD);
-        if ffi::lua_rawgeti(l, -1, k as ffi::lua_Integer) != ffi::LUA_TNIL {
-            ffi::lua_pushnil(l);
-            ffi::lua_rawseti(l, -3, k as ffi::lua_Integer);
-            (*p).held -= 1;
-        }
-        ffi::lua_pop(l, 2);
+fn release(lua: &mut Lua, st: &State, k: usize) {
+    if st.core().waiting(k) != Ok(false) {
+        return;
+    }
+    if !lua.swap_uservalue_index(Lua::upvalue(1), UV_HELD, k as i64, None) {
+        st.held.set(st.held.get() - 1);
     }
 }
 
 /// `[-0, +0, m]` Releases the values of the keys whose queues emptied, and
 /// frees the combined signals whose functions were collected.
-///
-/// # Safety
-/// As `this`.
-pub unsafe fn settle_signals(l: L) {
-    // SAFETY: as `this`; `pop_emptied` returns a copy, no borrow is held.
-    unsafe {
-        let p = this(l);
-        if !(*p).unreferenced.is_empty() {
-            free_unreferenced(p);
-        }
-        while let Some(k) = (*p).pop_emptied() {
-            release(l, k);
-        }
-        // Tables keep their size when emptied: start afresh once nothing needs a
-        // key (no waiter, no combined signal, and no key in use by a caller:
-        // this runs only between operations).
-        if (*p).held == 0 && (*p).combined == 0 && (*p).made > SHRINK_AFTER {
-            push_weak_table(l);
-            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_KEYOF);
-            ffi::lua_newtable(l);
-            ffi::lua_setiuservalue(l, ffi::lua_upvalueindex(1), UV_HELD);
-            (*p).made = 0;
-        }
+pub fn settle_signals(lua: &mut Lua, st: &State) {
+    if !st.unreferenced.borrow().is_empty() {
+        free_unreferenced(st);
+    }
+    while let Some(k) = st.pop_emptied() {
+        release(lua, st, k);
+    }
+    // Tables keep their size when emptied: start afresh once nothing needs a
+    // key (no waiter, no combined signal, and no key in use by a caller:
+    // this runs only between operations).
+    if st.held.get() == 0 && st.combined.get() == 0 && st.made.get() > SHRINK_AFTER {
+        push_weak_table(lua);
+        set_uv(lua, UV_KEYOF);
+        lua.new_table(0, 0);
+        set_uv(lua, UV_HELD);
+        st.made.set(0);
     }
 }
 
 // ===== combined signals =====
 
-/// `[-0, +0, -]` The core key of the value at `idx` if it is a combined signal
-/// of state `p`: a C closure whose upvalues are `p` and a combined handle.
-///
-/// # Safety
-/// `l` is valid.
-pub unsafe fn combined_key(l: L, idx: c_int, p: *mut State) -> Option<usize> {
-    // SAFETY: valid state; a `combined` closure has the state and the handle
-    // (a userdata holding a usize) as upvalues 1 and 2.
-    unsafe {
-        if ffi::lua_iscfunction(l, idx) == 0 || ffi::lua_getupvalue(l, idx, 1).is_null() {
-            return None;
+/// The handle of a combined signal: its core key (0 until made). User value
+/// 1 is its state, 2 the table of its parts (so their keys stay).
+struct Combined(Cell<usize>);
+
+// SAFETY: "cothread.combined" names no other registry field.
+unsafe impl Udata for Combined {
+    const NAME: &'static CStr = c"cothread.combined";
+
+    /// Queues the key for freeing (the function was collected).
+    fn finalize(&self, lua: &mut Lua) {
+        lua.get_uservalue(1, 1);
+        if let Some(st) = lua.test_udata::<State>(-1).filter(|_| self.0.get() != 0) {
+            st.unreferenced.borrow_mut().push(self.0.get());
         }
-        let same = ffi::lua_touserdata(l, -1) as *mut State == p;
-        ffi::lua_pop(l, 1);
-        if !same || ffi::lua_getupvalue(l, idx, 2).is_null() {
-            return None;
-        }
-        let handle = ffi::luaL_testudata(l, -1, c"cothread.combined".as_ptr()) as *const usize;
-        let key = (!handle.is_null()).then(|| *handle);
-        ffi::lua_pop(l, 1);
-        key
+        lua.pop(1);
     }
+}
+
+/// `[-0, +0, -]` The core key of the value at `idx` if it is a combined signal
+/// of the running closure's state: a C closure whose upvalues are that
+/// state and a combined handle.
+pub fn combined_key(lua: &mut Lua, idx: c_int) -> Option<usize> {
+    if lua.to_cfunction(idx).is_none() || !lua.get_upvalue(idx, 1) {
+        return None;
+    }
+    let same = lua.raw_equal(-1, Lua::upvalue(1));
+    lua.pop(1);
+    if !same || !lua.get_upvalue(idx, 2) {
+        return None;
+    }
+    let key = lua.test_udata::<Combined>(-1).map(|h| h.0.get());
+    lua.pop(1);
+    key
 }
 
 /// A combined signal, called: forgets the notifications counted so far.
-unsafe extern "C-unwind" fn combined(l: L) -> c_int {
-    // SAFETY: a closure made by `combine`.
-    unsafe {
-        let key = *(ffi::lua_touserdata(l, ffi::lua_upvalueindex(2)) as *const usize);
-        let _ = (*this(l)).core.reset(key);
-    }
-    0
-}
-
-/// `__gc` of a combined signal's handle: queues its key for freeing.
-unsafe extern "C-unwind" fn handle_gc(l: L) -> c_int {
-    // SAFETY: the handle's user value 1 is its state userdata, alive at least
-    // until this finalizer ran (finalizers run in reverse order of creation).
-    unsafe {
-        let key = *(ffi::lua_touserdata(l, 1) as *const usize);
-        ffi::lua_getiuservalue(l, 1, 1);
-        let p = ffi::lua_touserdata(l, -1) as *mut State;
-        if key != 0 && !p.is_null() && !(*p).closed {
-            (*p).unreferenced.push(key);
+fn combined(lua: &mut Lua) -> Ret {
+    with_state(lua, |lua, st| {
+        if let Some(h) = lua.test_udata::<Combined>(Lua::upvalue(2)) {
+            let _ = st.core().reset(h.0.get());
         }
-    }
-    0
+        Ok(0)
+    })
 }
+crate::upvalue_fn!(COMBINED: State = combined);
 
-unsafe fn combine(l: L, mode: Mode) -> c_int {
-    // SAFETY: a closure of the module; no value with a destructor is alive
-    // across the calls that may raise.
-    unsafe {
-        let p = this(l);
-        let n = ffi::lua_gettop(l);
-        raw::check_stack(l, 4);
-        ffi::lua_createtable(l, n, 0); // parts: the handle holds them, so their keys stay
+fn combine(lua: &mut Lua, mode: Mode) -> Ret {
+    with_state(lua, |lua, st| {
+        let n = lua.top();
+        lua.new_table(n, 0); // parts: the handle holds them, so their keys stay
         for i in 1..=n {
-            if raw::is_nil_or_nan(l, i) {
-                raw::arg_error(l, i, c"signal expected");
+            if is_no_signal(lua, i) {
+                return Err(Error::arg(i, c"signal expected"));
             }
-            signal_key(l, i, true);
-            ffi::lua_pushvalue(l, i);
-            ffi::lua_rawseti(l, -2, i as ffi::lua_Integer);
+            signal_key(lua, st, i, true);
+            lua.push_value(i);
+            lua.set_index(-2, i as i64);
         }
-        let handle = ffi::lua_newuserdatauv(l, std::mem::size_of::<usize>(), 2) as *mut usize;
-        handle.write(0);
-        ffi::lua_insert(l, -2);
-        ffi::lua_setiuservalue(l, -2, 2);
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-        ffi::lua_setiuservalue(l, -2, 1);
-        raw::metatable_once(l, c"cothread.combined", |l| {
-            ffi::lua_pushcfunction(l, handle_gc);
-            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-        });
-        ffi::lua_setmetatable(l, -2);
-        ffi::lua_pushvalue(l, ffi::lua_upvalueindex(1));
-        ffi::lua_insert(l, -2);
-        ffi::lua_pushcclosure(l, combined, 2);
+        lua.udata_metatable::<Combined>(|_| Ok(()))?;
+        lua.pop(1);
+        lua.new_udata(Combined(Cell::new(0)), 2);
+        lua.insert(-2);
+        lua.set_uservalue(-2, 2);
+        lua.push_value(Lua::upvalue(1));
+        lua.set_uservalue(-2, 1);
+        lua.push_upvalue_fn(COMBINED, Lua::upvalue(1), 1);
         // Nothing raises from here on: the keys exist and the parts are held.
-        let parts: Vec<usize> = (1..=n).map(|i| signal_key(l, i, false).expect("made above")).collect();
-        let key = (*p).core.combine(mode, &parts).expect("parts are valid keys");
-        drop(parts);
-        handle.write(key);
-        (*p).combined += 1;
-        1
-    }
+        let key = make_combined(lua, st, mode, n)?;
+        lua.get_upvalue(-1, 2);
+        if let Some(h) = lua.test_udata::<Combined>(-1) {
+            h.0.set(key);
+        }
+        lua.pop(1);
+        st.combined.set(st.combined.get() + 1);
+        Ok(1)
+    })
+}
+
+/// The core signal combining the keys of arguments `1..=n` (made).
+fn make_combined(lua: &mut Lua, st: &State, mode: Mode, n: c_int) -> Result<usize, Error> {
+    let parts: Vec<usize> = (1..=n).map(|i| signal_key(lua, st, i, false).expect("made above")).collect();
+    Ok(st.core().combine(mode, &parts).expect("parts are valid keys"))
 }
 
 /// `onall(...)`: a signal that fires once all of `...` were notified.
-pub unsafe extern "C-unwind" fn onall(l: L) -> c_int {
-    // SAFETY: Lua calls this closure (upvalue 1: its state), which `combine`
-    // needs.
-    unsafe { combine(l, Mode::All) }
+fn onall(lua: &mut Lua) -> Ret {
+    combine(lua, Mode::All)
 }
+crate::upvalue_fn!(pub ONALL: State = onall);
 
 /// `onany(...)`: a signal that fires once any of `...` was notified.
-pub unsafe extern "C-unwind" fn onany(l: L) -> c_int {
-    // SAFETY: as `onall`, with the other mode.
-    unsafe { combine(l, Mode::Any) }
+fn onany(lua: &mut Lua) -> Ret {
+    combine(lua, Mode::Any)
 }
+crate::upvalue_fn!(pub ONANY: State = onany);
 
 /// Frees the combined signals whose functions were collected and that nothing
 /// needs any more (freeing one may make its parts free to go).
-///
-/// # Safety
-/// `p` is a live state.
-pub unsafe fn free_unreferenced(p: *mut State) {
-    // SAFETY: live state; only Rust code runs here, so no finalizer can add to
-    // the list meanwhile.
-    unsafe {
-        let mut pending = std::mem::take(&mut (*p).unreferenced);
-        loop {
-            let before = pending.len();
-            pending.retain(|&key| match (*p).core.free_combined(key) {
-                Err(cothread::Error::Busy) => true,
-                _ => {
-                    (*p).combined -= 1;
-                    false
-                }
-            });
-            if pending.len() == before || pending.is_empty() {
-                break;
+pub fn free_unreferenced(st: &State) {
+    // Only Rust code runs here, so no finalizer can add to the list meanwhile.
+    let mut pending = std::mem::take(&mut *st.unreferenced.borrow_mut());
+    loop {
+        let before = pending.len();
+        pending.retain(|&key| match st.core().free_combined(key) {
+            Err(cothread::Error::Busy) => true,
+            _ => {
+                st.combined.set(st.combined.get() - 1);
+                false
             }
+        });
+        if pending.len() == before || pending.is_empty() {
+            break;
         }
-        (*p).unreferenced = pending;
     }
+    st.unreferenced.borrow_mut().extend(pending);
 }

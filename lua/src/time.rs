@@ -4,11 +4,9 @@
 //! The core only compares times, so a Lua time maps onto a core `u64` by an
 //! order-preserving bijection of `f64`; any unit a user's `time` returns works.
 
-use std::ffi::c_int;
-
 use crate::engine::Block;
-use crate::raw::{self, L, ffi};
-use crate::state::{self, State, this};
+use crate::lua::{Error, Lua, Ret, Type};
+use crate::state::{self, State, with_state};
 
 /// The core time of Lua time `t` (order-preserving, exact).
 pub fn to_core(t: f64) -> u64 {
@@ -41,19 +39,12 @@ fn next_up(t: f64) -> f64 {
 
 /// `[-0, +1, -]` Pushes core time `u` as a Lua number: an integer if the
 /// clock gives integers and the time is one.
-///
-/// # Safety
-/// In a closure of the module whose state is `p`.
-pub unsafe fn push(l: L, p: *mut State, u: u64) {
+pub fn push(lua: &Lua, st: &State, u: u64) {
     let t = from_core(u);
-    // SAFETY: `p` is the live state of the running closure and `l` has the
-    // slot a C function always has (caller's contract).
-    unsafe {
-        if (*p).integer_clock && t.fract() == 0.0 && t.abs() < 9.0e15 {
-            ffi::lua_pushinteger(l, t as ffi::lua_Integer);
-        } else {
-            ffi::lua_pushnumber(l, t);
-        }
+    if st.integer_clock.get() && t.fract() == 0.0 && t.abs() < 9.0e15 {
+        lua.push_int(t as i64);
+    } else {
+        lua.push_num(t);
     }
 }
 
@@ -63,64 +54,49 @@ fn monotonic() -> f64 {
 }
 
 /// `cothread.time()`: the default clock, monotonic seconds (float).
-pub unsafe extern "C-unwind" fn time_default(l: L) -> c_int {
-    // SAFETY: Lua calls this C function on its thread; a number takes the
-    // slot every C function has.
-    unsafe { ffi::lua_pushnumber(l, monotonic()) };
-    1
+fn time_default(lua: &mut Lua) -> Ret {
+    lua.push_num(monotonic());
+    Ok(1)
 }
+crate::cfn!(pub time_default_c = time_default);
 
 /// `[-0, +0, e]` The scheduler's current time: its `time` field, called.
-///
-/// # Safety
-/// In a closure of the module (see `state::this`).
-pub unsafe fn now(l: L) -> f64 {
-    // SAFETY: as `state::this`.
-    unsafe {
-        state::push_field(l, c"time");
-        if is_default_time(l, -1) {
-            ffi::lua_pop(l, 1);
-            (*this(l)).integer_clock = false;
-            return monotonic();
-        }
-        ffi::lua_call(l, 0, 1);
-        if ffi::lua_type(l, -1) != ffi::LUA_TNUMBER || raw::is_nan(l, -1) {
-            raw::error(l, c"cothread.time must return a number");
-        }
-        (*this(l)).integer_clock = ffi::lua_isinteger(l, -1) != 0;
-        let t = ffi::lua_tonumber(l, -1);
-        ffi::lua_pop(l, 1);
-        t
+pub fn now(lua: &mut Lua, st: &State) -> Result<f64, Error> {
+    state::push_field(lua, c"time");
+    if is_default_time(lua, -1) {
+        lua.pop(1);
+        st.integer_clock.set(false);
+        return Ok(monotonic());
     }
+    lua.call(0, 1)?;
+    if lua.kind(-1) != Type::Number || lua.to_num(-1).is_some_and(f64::is_nan) {
+        return Err(Error::msg(c"cothread.time must return a number"));
+    }
+    st.integer_clock.set(lua.is_integer(-1));
+    let t = lua.to_num(-1).unwrap_or(0.0);
+    lua.pop(1);
+    Ok(t)
 }
 
 /// `[-0, +0, -]` Is the value at `idx` the default `time`?
-unsafe fn is_default_time(l: L, idx: c_int) -> bool {
-    // SAFETY: in a closure of the module (caller's contract).
-    unsafe {
-        let idx = ffi::lua_absindex(l, idx);
-        state::push_uv(l, state::UV_TIME);
-        let yes = ffi::lua_rawequal(l, idx, -1) != 0;
-        ffi::lua_pop(l, 1);
-        yes
-    }
+fn is_default_time(lua: &mut Lua, idx: i32) -> bool {
+    let idx = lua.abs(idx);
+    state::push_uv(lua, state::UV_TIME);
+    let yes = lua.raw_equal(idx, -1);
+    lua.pop(1);
+    yes
 }
 
 /// `[-0, +0, e]` Moves the postponed cothreads whose time has come to the ready
 /// tail (reads the time only if something is postponed).
-///
-/// # Safety
-/// In a closure of the module whose state is `p`.
 #[inline]
-pub unsafe fn take_due(l: L, p: *mut State) {
-    // SAFETY: as `state::this`; the state is reached in short expressions.
-    unsafe {
-        if (*p).core.next_wake().is_none() {
-            return;
-        }
-        let t = now(l);
-        (*p).core.take_due_at(to_core(t));
+pub fn take_due(lua: &mut Lua, st: &State) -> Result<(), Error> {
+    if st.core().next_wake().is_none() {
+        return Ok(());
     }
+    let t = now(lua, st)?;
+    st.core().take_due_at(to_core(t));
+    Ok(())
 }
 
 /// `cothread.idle(t)`: the default idle. With the default `time`, waits until
@@ -128,33 +104,32 @@ pub unsafe fn take_due(l: L, p: *mut State) {
 /// or a socket timeout makes a cothread ready), else asleep. With a user's
 /// `time`, calls it until it reaches `t` (it cannot know how that clock
 /// relates to real time), polling the event loop in between.
-pub unsafe extern "C-unwind" fn idle_default(l: L) -> c_int {
-    // SAFETY: a closure of the module; Lua calls it with a valid state.
-    unsafe {
-        let t = raw::check_time(l, 1, 1);
-        state::push_field(l, c"time");
-        let default = is_default_time(l, -1);
-        ffi::lua_pop(l, 1);
-        let p = this(l);
+fn idle_default(lua: &mut Lua) -> Ret {
+    with_state(lua, |lua, st| {
+        let t = lua.check_time(1)?;
+        state::push_field(lua, c"time");
+        let default = is_default_time(lua, -1);
+        lua.pop(1);
         if default {
-            if !(*p).engine.is_null() {
+            if st.engine().is_some() {
                 if t > 0.0 {
                     // Rounded up: the loop wakes at `t` or just after it.
-                    state::poll_io(p, Block::Until(crate::engine::ns_of(t)));
+                    st.poll_io(Block::Until(crate::engine::ns_of(t)));
                 }
             } else {
                 sleep_until(t);
             }
         } else {
-            while now(l) < t {
-                if state::io_armed(p) > 0 && state::poll_io(p, Block::No) {
+            while now(lua, st)? < t {
+                if st.io_armed() > 0 && st.poll_io(Block::No) {
                     break;
                 }
             }
         }
-    }
-    0
+        Ok(0)
+    })
 }
+crate::upvalue_fn!(pub IDLE_DEFAULT: State = idle_default);
 
 fn sleep_until(t: f64) {
     loop {

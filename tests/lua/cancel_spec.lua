@@ -431,6 +431,33 @@ describe("a scheduler collected while its cothread waits", function()
   end)
 end)
 
+describe("a cothread closed with coroutine.close while it waits", function()
+  it("and then unscheduled leaves its socket free for another scheduler", function()
+    -- Closing took its stack, with the engine's token on it; unschedule
+    -- still finds its operation (by its thread) and drops it, so nothing
+    -- holds the socket and a collected scheduler reads no collected thread.
+    local server, port = listener()
+    local S = cothread.new()
+    local co = coroutine.create(function() return server:accept() end)
+    S.schedule(co)
+    S.step()
+    assert.is_true(coroutine.close(co))
+    assert.is_true(S.unschedule(co))
+    co, S = nil, nil -- luacheck: ignore
+    collectgarbage()
+    collectgarbage()
+    local S2 = cothread.new()
+    local r
+    go(S2, function() r = pack(server:accept()) end)
+    go(S2, function() assert(socket.connect("127.0.0.1", port)):close() end)
+    S2.run()
+    assert.equal(1, r.n)
+    assert.matches("^tcp{client}", tostring(r[1]))
+    r[1]:close()
+    server:close()
+  end)
+end)
+
 describe("a deadline that passes in the loop turn its readiness comes", function()
   -- Parks `call` in a cothread, makes it ready with `ready()`, lets its
   -- deadline pass without running the loop, then runs one turn: the call

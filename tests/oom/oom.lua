@@ -310,9 +310,33 @@ local function udp()
   go(function() got = check("receivefrom", a:receivefrom()) end)
   go(function() check("sendto", b:sendto(LONG, "127.0.0.1", port)) end)
   cothread.run()
+  if got ~= LONG then wrong("datagram", got) end
+
+  -- Connected: setpeername, send and receive.
+  check("setpeername", b:setpeername("127.0.0.1", port))
+  local _, bport = check("udp getsockname", b:getsockname())
+  check("setpeername", a:setpeername("127.0.0.1", bport))
+  local back
+  go(function() back = check("udp receive", a:receive()) end)
+  go(function() check("udp send", b:send(LONG)) end)
+  cothread.run()
   a:close()
   b:close()
-  if got ~= LONG then wrong("datagram", got) end
+  if back ~= LONG then wrong("connected datagram", back) end
+end
+
+local function options()
+  local t = check("tcp", socket.tcp4())
+  check("setoption", t:setoption("reuseaddr", true))
+  check("setoption", t:setoption("linger", { on = true, timeout = 3 }))
+  local linger = check("getoption", t:getoption("linger"))
+  if linger.on ~= true or linger.timeout ~= 3 then wrong("linger", linger.timeout) end
+  if check("getoption", t:getoption("reuseaddr")) ~= true then wrong("reuseaddr", false) end
+  t:close()
+  local u = check("udp", socket.udp4())
+  check("setoption", u:setoption("broadcast", true))
+  if check("getoption", u:getoption("broadcast")) ~= true then wrong("broadcast", false) end
+  u:close()
 end
 
 local function files()
@@ -386,6 +410,7 @@ cancel()
 dns()
 tcp()
 udp()
+options()
 files()
 process()
 os_signals()

@@ -13,7 +13,7 @@ use crate::sys;
 
 /// Blocks until a descriptor that `sources` lists is ready or `deadline`
 /// (monotonic ns).
-pub fn poll(deadline: Option<u64>, sources: impl FnOnce(&mut dyn FnMut(*mut Source, RawFd, u32))) -> Why {
+pub fn poll(deadline: Option<u64>, sources: impl FnOnce(&mut dyn FnMut(&Source, RawFd, u32))) -> Why {
     let mut fds: Vec<libc::pollfd> = Vec::new();
     sources(&mut |_, fd, dir| {
         if fd >= 0 {

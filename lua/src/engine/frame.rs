@@ -18,7 +18,7 @@
 use std::any::Any;
 use std::ffi::{CStr, c_int};
 
-use crate::lua::{L, Lua};
+use crate::lua::Lua;
 
 /// A value a pool job or an outside event hands to its operation.
 pub type Payload = Box<dyn Any + Send>;
@@ -102,13 +102,9 @@ pub struct Frame {
 }
 
 impl Frame {
-    /// The frame above slot `base` of thread `l`.
-    ///
-    /// # Safety
-    /// As `Lua::from_raw` for `l`, while the frame is used.
-    pub unsafe fn new(l: L, base: c_int) -> Frame {
-        // SAFETY: the contract.
-        Frame { lua: unsafe { Lua::from_raw(l) }, base, payload: None }
+    /// The frame above slot `base` of the thread `lua`.
+    pub fn new(lua: Lua, base: c_int) -> Frame {
+        Frame { lua, base, payload: None }
     }
 
     /// The absolute index of frame slot `i` (1-based).
@@ -136,6 +132,14 @@ impl Frame {
     /// pushes what it reads there.
     pub fn parts(&mut self) -> (&mut Lua, Option<&mut Payload>) {
         (&mut self.lua, self.payload.as_mut())
+    }
+}
+
+/// The frame's thread, for what takes a handle by `Borrow`
+/// (`state::with_resuming`, which finds the cothread parking).
+impl std::borrow::Borrow<Lua> for &mut Frame {
+    fn borrow(&self) -> &Lua {
+        &self.lua
     }
 }
 

@@ -7,11 +7,9 @@
 //! stops at this call, and the frame's owner (the driver or the engine)
 //! drops the payload before raising the error on.
 
-use std::ffi::c_int;
-
 use super::frame::{Frame, Next, Why};
 use super::op::Operation;
-use crate::raw::{L, ffi};
+use crate::lua::{Error, Lua};
 
 /// What the protected call reads and writes.
 struct Call<'a> {
@@ -24,44 +22,33 @@ struct Call<'a> {
 /// Steps `op` with `why` (protected if `f` holds a payload). `Err`: the
 /// step raised; its error value is on the top, in place of the frame.
 pub fn step(op: &mut dyn Operation, f: &mut Frame, why: Why) -> Result<Next, ()> {
-    let l = f.lua.raw();
-    let base = f.base;
-    // SAFETY: `f`'s thread runs a C function (a `Frame`'s contract), so it
-    // may call a function protected. Its frame is the top `h` values above
-    // `base`; the call takes them as arguments after `run` and the
-    // pointer (two slots, checked), and `run` answers every value it
-    // leaves, so the stack after a successful call is as if the step had
-    // run here. Inside, the frame starts at slot 1 of `run`'s stack: base 0.
-    unsafe {
-        if !f.has_payload() || ffi::lua_checkstack(l, 2) == 0 {
-            return Ok(op.step(f, why));
-        }
-        let h = ffi::lua_gettop(l) - base;
-        ffi::lua_pushcfunction(l, run);
-        ffi::lua_rotate(l, base + 1, 1);
-        f.base = 0;
-        let mut call = Call { op, f, why, next: None };
-        ffi::lua_pushlightuserdata(l, (&raw mut call).cast());
-        let status = ffi::lua_pcall(l, h + 1, ffi::LUA_MULTRET, 0);
-        call.f.base = base;
-        match (status, call.next) {
-            (ffi::LUA_OK, Some(next)) => Ok(next),
-            _ => Err(()),
-        }
+    if !f.has_payload() {
+        return Ok(op.step(f, why));
     }
+    protected(op, f, why)
 }
 
-/// `run(frame..., call)`: the step, on the frame at the bottom of this
-/// function's stack.
-unsafe extern "C-unwind" fn run(l: L) -> c_int {
-    // SAFETY: `step` calls this with its `Call` (alive for the call) as the
-    // last argument, the frame below it; an error of the step unwinds to
-    // `step`'s `lua_pcall`, past no frame with a destructor but the step's
-    // own (which hold no payload: it is in the frame).
-    unsafe {
-        let call = &mut *(ffi::lua_touserdata(l, -1) as *mut Call);
-        ffi::lua_settop(l, -2);
-        call.next = Some(call.op.step(call.f, call.why));
-        ffi::lua_gettop(l)
+/// Steps `op` with `why` in a protected call, whatever its frame holds
+/// (unprotected if the stack has no room for the call).
+pub(super) fn protected(op: &mut dyn Operation, f: &mut Frame, why: Why) -> Result<Next, ()> {
+    let base = f.base;
+    let h = f.lua.top() - base;
+    let mut call = Call { op, f, why, next: None };
+    // The frame becomes the call's stack: inside, it starts at slot 1.
+    let ran = Lua::protected_over(
+        &mut call,
+        |c| &mut c.f.lua,
+        h,
+        |c| {
+            c.f.base = 0;
+            c.next = Some(c.op.step(c.f, c.why));
+        },
+    );
+    call.f.base = base;
+    match (ran, call.next) {
+        (Ok(_), Some(next)) => Ok(next),
+        (Ok(_), None) => unreachable!("a call that returned ran the step"),
+        (Err(Error::Value), _) => Err(()),
+        (Err(_), _) => Ok(call.op.step(call.f, why)), // no room for the call
     }
 }

@@ -5,13 +5,14 @@
 use cothread::reactor::{Handle, Loop, RunMode};
 
 use super::event::{Event, Events};
+use super::link::HostLoop;
 
 /// The event loop of a scheduler: its own, or one a host made and handed
 /// over (`cothread.attach`), which the host keeps alive while the scheduler
 /// lives and uses on the same thread.
 pub enum LoopRef {
     Own(Box<Loop>),
-    Host(*mut cothread::ffi::cot_loop),
+    Host(HostLoop),
 }
 
 impl std::ops::Deref for LoopRef {
@@ -19,10 +20,7 @@ impl std::ops::Deref for LoopRef {
     fn deref(&self) -> &Loop {
         match self {
             LoopRef::Own(l) => l,
-            // SAFETY: `cothread.attach`'s contract: the host's loop outlives the
-            // scheduler and is used on this thread only, so no other reference
-            // to it is live while the engine holds this one.
-            LoopRef::Host(p) => unsafe { cothread::ffi::cot_loop::loop_mut(*p) },
+            LoopRef::Host(h) => h.get(),
         }
     }
 }
@@ -31,8 +29,7 @@ impl std::ops::DerefMut for LoopRef {
     fn deref_mut(&mut self) -> &mut Loop {
         match self {
             LoopRef::Own(l) => l,
-            // SAFETY: as in `deref`; `&mut self` makes this the only borrow.
-            LoopRef::Host(p) => unsafe { cothread::ffi::cot_loop::loop_mut(*p) },
+            LoopRef::Host(h) => h.get_mut(),
         }
     }
 }

@@ -30,10 +30,10 @@
 //! # The states of an operation
 //! | state    | where                                        | its task                              |
 //! |----------|----------------------------------------------|---------------------------------------|
-//! | Waiting  | in `ops`, listed on its sources, its timer   | in the private queue `key`            |
+//! | Waiting  | in `records`, on its sources, its timer      | in the private queue `key`            |
 //! | Due      | Waiting, with `why` and `queued`             | in the ready queue, `OPERATION_BIT`   |
-//! | Stepping | `stepping`; its frame on the runner          | at the ready head, being resumed      |
-//! | (ended)  | gone from `ops`                              | resumed with its results              |
+//! | Stepping | `stepping`; its operation lent, frame out    | at the ready head, being resumed      |
+//! | (ended)  | gone from `records`                          | resumed with its results              |
 //!
 //! A Waiting operation whose step answered `Next::Sleep` (an accept out of
 //! descriptors) is `asleep`: listed on none of its sources, it waits for its
@@ -49,16 +49,27 @@
 //! - `finish` (the resume loop): Stepping, then ended (`deliver`), or
 //!   Waiting again.
 //! - `cancel` (its cothread unregistered: `unschedule`, a plugin's yield)
-//!   and `abandon` (its scheduler collected): it leaves at once, its
+//!   and `abandon_all` (its scheduler collected): it leaves at once, its
 //!   operation moved into a ticket on the cothread's stack (`ticket`).
 //! - Events that come while it is Stepping (a finalizer run by the step's
 //!   allocations closes its socket, or unschedules its cothread) are kept in
 //!   `deferred` and stepped right after.
 //!
-//! How it ends exactly once: the record leaves `ops` in `deliver`,
+//! How it ends exactly once: the record leaves `records` in `deliver`,
 //! `drop_op` or `ticket::make` and nowhere else, none of them while it is
-//! Stepping. Every event names the operation by its id (never reused); a
-//! late event finds no record and resumes nobody.
+//! Stepping. Every event names the operation by its id (a slot and its
+//! generation: not given again while a late event could come); a late
+//! event finds no record and resumes nobody.
+//!
+//! # Who holds what
+//! The engine owns its records (`slots`), reached by id; a record's
+//! cothread is a `lua::Thread`, used through layer 1's checked methods.
+//! While a step runs (Lua code, whose finalizers may close a source or
+//! send on a channel and so reach the engine again), nothing of the engine
+//! is borrowed, and the step reaches its operation by address: lent, it
+//! stays its record's (`link::Lent`), so a step that raises leaks nothing.
+//! The other addresses the engine follows are its scheduler's core and a
+//! host's loop (`link`).
 //!
 //! If the cothread left its yield some other way (resumed by
 //! `coroutine.resume`, closed), the sentinel is gone (`parked_here`): the
@@ -84,11 +95,13 @@
 //! | `block`     | waiting outside cothreads (`poll(2)`, a job in this thread)  |
 //! | `op`        | the `Operation` trait                                        |
 //! | `guard`     | a step holding a payload, run in a protected call            |
+//! | `link`      | the core's and a host loop's addresses, the wall clock       |
 //! | `lp`        | the loop (own or a host's), `Block`, the deadline timers     |
 //! | `watch`     | the engine's table of attached sources                       |
+//! | `slots`     | records by id: a slab with generations                       |
 //! | `records`   | `Engine` and its records: arm, disarm, `mark`                |
 //! | `ticket`    | what a cancelled operation leaves on its cothread's stack    |
-//! | `step`      | park, step, deliver, poll, cancel, abandon                   |
+//! | `step`      | park, step, deliver, poll, cancel                            |
 //!
 //! This file only declares them and re-exports what the module offers.
 
@@ -96,9 +109,11 @@ mod block;
 mod event;
 mod frame;
 mod guard;
+mod link;
 mod lp;
 mod op;
 mod records;
+mod slots;
 mod source;
 mod step;
 #[cfg(test)]
@@ -110,9 +125,10 @@ pub use block::poll as block_on;
 pub use event::{Fire, OnEnd};
 pub use frame::{Frame, Job, Next, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
 pub use guard::step as step_guarded;
+pub use link::{CoreRef, HostLoop};
 pub use lp::{Block, LoopRef};
 pub use op::{Operation, block_default};
 pub use records::{Engine, OPERATION_BIT};
 pub use source::{READ, Selectable, Source, SourceKind, WRITE, make_selectable, selectable_at};
-pub use step::{Finish, abandon, cancel, drop_parked, finish, is_delivered, park, poll};
-pub use ticket::settle;
+pub use step::{Finish, cancel, drop_parked, finish, is_delivered, park, poll};
+pub use ticket::{abandon_all, settle};

@@ -25,7 +25,7 @@ pub trait Operation {
     /// on (descriptor -1: a channel). The engine attaches them when the
     /// operation parks; outside cothreads `block` polls their descriptors.
     /// It must not raise.
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         let _ = (f, each);
     }
 
@@ -50,20 +50,6 @@ pub trait Operation {
     /// its own way.
     fn block(&mut self, f: &mut Frame, next: Next) -> Why {
         block_default(self, f, next)
-    }
-}
-
-/// The type behind a record's null operation pointer (its operation freed
-/// or moved into a ticket): never made.
-pub(super) enum Spent {}
-
-impl Operation for Spent {
-    fn step(&mut self, _f: &mut Frame, _why: Why) -> Next {
-        match *self {}
-    }
-
-    fn block(&mut self, _f: &mut Frame, _next: Next) -> Why {
-        match *self {}
     }
 }
 

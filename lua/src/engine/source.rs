@@ -5,11 +5,13 @@
 //! An object embeds a [`Source`] (in its userdata block, which never moves).
 //! It is *attached* to the engine of the first scheduler whose cothread waits
 //! on it, and moves to another engine only while nothing waits on it in the
-//! first. The engine keeps the source's address to forget it when the engine
-//! goes first (`watch`); the object detaches itself when it closes or is
-//! collected. So neither keeps the other alive, and neither outlives the
-//! other's knowledge of it. The engine reaches a source only through its
-//! `Cell`s, so objects hold theirs shared.
+//! first. The source holds a weak link to its engine and its id there; the
+//! engine keeps no address of the source (it forgets an id, and the
+//! source's link then names an id the engine does not know). The object
+//! detaches itself when it closes or is collected. So neither keeps the
+//! other alive, and a link outliving its engine finds nothing. The engine
+//! reaches a source only through its `Cell`s, so objects hold theirs
+//! shared.
 //!
 //! This file is the object's side. A source reaches its engine through the
 //! [`Owner`] trait, which the engine implements: the engine's files name
@@ -17,7 +19,7 @@
 
 use std::cell::Cell;
 use std::ffi::{CStr, c_int};
-use std::ptr::NonNull;
+use std::rc::{Rc, Weak};
 
 use cothread::reactor::{READABLE, WRITABLE};
 
@@ -45,26 +47,29 @@ impl SourceKind {
     }
 }
 
-/// What a source needs of the engine it is attached to.
+/// What a source needs of the engine it is attached to. Calls come while
+/// no method of that engine runs (a source is closed or fired by Lua code,
+/// and the engine calls out to Lua only between its own borrows).
 pub(super) trait Owner {
     /// Does an operation wait on source `id`?
     fn busy(&self, id: u64) -> bool;
     /// Forgets source `id`, which nothing waits on.
-    fn forget_source(&mut self, id: u64);
+    fn forget_source(&self, id: u64);
     /// Source `id` was closed or collected: every operation waiting on it
     /// is due (`Why::Closed`), and the source is forgotten.
-    fn closed(&mut self, id: u64);
+    fn closed(&self, id: u64);
     /// Source `id` (a channel's receiver) got a value or closed: the
     /// operations reading it are due.
-    fn fired(&mut self, id: u64);
+    fn fired(&self, id: u64);
 }
 
 /// The engine side of an object that cothreads wait on.
 pub struct Source {
     /// Identifier in `owner` (0: never attached).
     pub(super) id: Cell<u64>,
-    /// The engine it is attached to.
-    pub(super) owner: Cell<Option<NonNull<dyn Owner>>>,
+    /// The engine it is attached to, if that engine still is (a weak link:
+    /// the engine may go first, and then it is attached nowhere).
+    pub(super) owner: Cell<Option<Weak<dyn Owner>>>,
     pub(super) kind: SourceKind,
     /// Directions `select` found ready (`READ`, `WRITE`), between its poll and
     /// its answer.
@@ -74,6 +79,15 @@ pub struct Source {
 impl Source {
     pub const fn new(kind: SourceKind) -> Source {
         Source { id: Cell::new(0), owner: Cell::new(None), kind, sel: Cell::new(0) }
+    }
+
+    /// The engine it is attached to, if that engine is alive (and knows it
+    /// still: the engine checks the id).
+    pub(super) fn owner(&self) -> Option<Rc<dyn Owner>> {
+        let w = self.owner.take();
+        let owner = w.as_ref().and_then(Weak::upgrade);
+        self.owner.set(w);
+        owner
     }
 }
 
@@ -125,21 +139,16 @@ impl Source {
     /// closes (or goes): the operations waiting on it become due with
     /// `Closed`.
     pub fn detach(&self) {
-        if let Some(mut e) = self.owner.get() {
-            // SAFETY: an owner is a live engine while set (it clears the
-            // field when it goes). The engine holds no reference to itself
-            // across a call out of it (a step, a finalizer: see `step`), so
-            // this `&mut` is the only one while `closed` runs.
-            unsafe { e.as_mut().closed(self.id.get()) }
+        if let Some(e) = self.owner() {
+            e.closed(self.id.get());
         }
     }
 
     /// A channel's receiver got a value or closed: the operations reading
     /// the source become due with `Ready`.
     pub fn fire(&self) {
-        if let Some(mut e) = self.owner.get() {
-            // SAFETY: as in `detach`.
-            unsafe { e.as_mut().fired(self.id.get()) }
+        if let Some(e) = self.owner() {
+            e.fired(self.id.get());
         }
     }
 }

@@ -11,140 +11,103 @@
 //! still tell, as a child's exit) wait on the stack for its resume. A
 //! cothread never scheduled again is collected with its ticket.
 
-use std::ffi::{CStr, c_int};
+use std::cell::Cell;
+use std::ffi::CStr;
 
 use super::frame::{Frame, Next, STEP_SLOTS, Why};
-use super::op::{Operation, Spent};
+use super::op::Operation;
 use super::records::{Engine, delivered_marker, parked_here};
-use crate::raw::{self, L, ffi};
+use crate::lua::{Error, Lua, Thread, Udata};
 
-/// Metatable name of tickets.
-const TICKET: &CStr = c"cothread.ticket";
-/// Marks the tickets' metatable (its address as a key).
-static MARK: u8 = 0;
-
-/// The userdata block of a ticket.
+/// A ticket: the operation, until its last step.
+#[derive(Default)]
 struct Ticket {
-    op: Option<Box<dyn Operation>>,
+    op: Cell<Option<Box<dyn Operation>>>,
 }
 
-unsafe extern "C-unwind" fn ticket_gc(l: L) -> c_int {
-    // SAFETY: Lua calls this once with a ticket (its metatable's `__gc`),
-    // whose block `make` wrote.
-    unsafe {
-        let t = ffi::lua_touserdata(l, 1) as *mut Ticket;
-        if !t.is_null() {
-            drop((*t).op.take());
-        }
-    }
-    0
+// SAFETY: c"cothread.ticket" names only this type (no other `Udata`, no
+// registry field).
+unsafe impl Udata for Ticket {
+    const NAME: &'static CStr = c"cothread.ticket";
 }
 
 /// Moves parked operation `id` of `e` into a ticket on its cothread's stack
-/// (the caller checked `parked_here`). Runs on `l`, which may raise before
-/// anything changed.
-///
-/// # Safety
-/// `l` is a thread in a C function; `e` is live; `id` is a parked record
-/// that is not stepping.
-pub(super) unsafe fn make(l: L, e: *mut Engine, id: u64) {
-    // SAFETY: the ticket is made (and may raise) before the record leaves
-    // the engine; then only calls that do not raise: the record's boxes
-    // change owner, and the ticket moves into the slot the sentinel leaves.
-    unsafe {
-        raw::check_stack(l, 3);
-        let t = ffi::lua_newuserdatauv(l, std::mem::size_of::<Ticket>(), 0) as *mut Ticket;
-        t.write(Ticket { op: None });
-        raw::metatable_once(l, TICKET, |l| {
-            ffi::lua_pushcfunction(l, ticket_gc);
-            ffi::lua_setfield(l, -2, c"__gc".as_ptr());
-            ffi::lua_pushboolean(l, 1);
-            ffi::lua_rawsetp(l, -2, (&raw const MARK).cast());
-        });
-        ffi::lua_setmetatable(l, -2);
-        let Some(r) = (*e).ops.remove(&id) else {
-            ffi::lua_pop(l, 1);
-            return;
-        };
-        (*e).disarm(r, id);
-        let co = (*r).co;
-        let op = std::mem::replace(&mut (*r).op, std::ptr::null_mut::<Spent>());
-        (*t).op = Some(Box::from_raw(op));
-        (*e).recycle(r);
-        ffi::lua_settop(co, -2); // the sentinel
-        ffi::lua_xmove(l, co, 1);
+/// (the caller checked `parked_here`). Runs on `lua`, which may raise (a
+/// memory error) before anything changed.
+pub(super) fn make(lua: &mut Lua, e: &Engine, id: u64) {
+    if lua.udata_metatable::<Ticket>(|_| Ok(())).is_ok() {
+        lua.pop(1);
     }
+    let t = lua.new_udata(Ticket::default(), 0);
+    // From here on nothing raises: the operation changes owner, and the
+    // ticket moves into the slot the sentinel leaves.
+    let mut s = e.inner();
+    let s = &mut *s;
+    let Some(op) = s.records.get_mut(id).map(|r| r.op.take()) else {
+        lua.pop(1);
+        return;
+    };
+    t.op.set(op);
+    s.disarm(id);
+    let r = s.records.get(id).expect("still there");
+    r.co.pop(1); // the sentinel
+    lua.give_to(&r.co, 1);
+    s.remove(id);
 }
 
 /// If `co` (a suspended coroutine being scheduled) holds a ticket, runs its
-/// operation's last step on `l` and leaves the results on `co`'s stack under
-/// the `DELIVERED` marker. Whether it did.
-///
-/// # Safety
-/// `l` is a thread in a C function; `co` is a live thread of its state.
-pub unsafe fn settle(l: L, co: L) -> bool {
-    // SAFETY: the ticket is identified by its metatable's mark before its
-    // block is read; the frame moves between two threads of one state with
-    // checked stack space; the operation stays in the ticket (anchored on
-    // `l`'s stack) while it steps, so a raised error leaks nothing.
-    unsafe {
-        if ffi::lua_status(co) != ffi::LUA_YIELD
-            || ffi::lua_gettop(co) == 0
-            || ffi::lua_type(co, -1) != ffi::LUA_TUSERDATA
-        {
-            return false;
-        }
-        raw::check_stack(l, 3);
-        ffi::lua_xmove(co, l, 1); // the candidate ticket, on top of `l`
-        let marked = ffi::lua_getmetatable(l, -1) != 0 && {
-            let m = ffi::lua_rawgetp(l, -1, (&raw const MARK).cast()) != ffi::LUA_TNIL;
-            ffi::lua_pop(l, 2);
-            m
-        };
-        if !marked {
-            ffi::lua_xmove(l, co, 1); // not ours: back where it was
-            return false;
-        }
-        let t = ffi::lua_touserdata(l, -1) as *mut Ticket;
-        let Some(op) = (*t).op.as_deref_mut() else {
-            ffi::lua_pop(l, 1); // spent: the thread resumes with nothing
-            return false;
-        };
-        let op: *mut dyn Operation = op;
-        let h = ffi::lua_gettop(co);
-        raw::check_stack(l, h + STEP_SLOTS); // may raise: the ticket stays on `l`, spent with it
-        ffi::lua_xmove(co, l, h);
-        let base = ffi::lua_gettop(l) - h;
-        let mut f = Frame::new(l, base);
-        let n = match (*op).step(&mut f, Why::Cancelled) {
-            Next::Done(n) => n,
-            _ => 0,
-        };
-        drop((*t).op.take());
-        let n = if ffi::lua_checkstack(co, n + 1) == 0 { 0 } else { n };
-        ffi::lua_xmove(l, co, n);
-        ffi::lua_pushlightuserdata(co, delivered_marker());
-        ffi::lua_settop(l, base - 1); // the frame and the ticket
-        true
+/// operation's last step on `runner` and leaves the results on `co`'s
+/// stack under the `DELIVERED` marker. Whether it did. An error (the step
+/// raised, no room on `runner`) is the caller's to raise.
+pub fn settle(mut runner: Lua, co: &Thread) -> Result<bool, Error> {
+    if !co.is_suspended() || !co.udata_on_top() {
+        return Ok(false);
     }
+    runner.take_from(co, 1, 0)?; // the candidate ticket, on top of the runner
+    let Some(t) = runner.test_udata::<Ticket>(-1) else {
+        runner.give_to(co, 1); // not ours: back where it was
+        return Ok(false);
+    };
+    let Some(mut op) = t.op.take() else {
+        runner.pop(1); // spent: the thread resumes with nothing
+        return Ok(false);
+    };
+    let h = co.top();
+    runner.take_from(co, h, STEP_SLOTS)?; // or the ticket stays on the runner, spent
+    let base = runner.top() - h;
+    let mut f = Frame::new(runner, base);
+    // Protected: a raised error leaves nothing of ours behind but `op`,
+    // dropped on the way out.
+    let n = match super::guard::protected(&mut *op, &mut f, Why::Cancelled) {
+        Ok(Next::Done(n)) => n,
+        Ok(_) => 0,
+        Err(()) => return Err(Error::Value),
+    };
+    drop(op);
+    if co.reserve(n + 1) {
+        f.lua.give_to(co, n);
+    }
+    co.push_light(delivered_marker());
+    f.lua.set_top(base - 1); // the frame and the ticket
+    Ok(true)
 }
 
-/// Moves every parked operation of `e` into a ticket (its scheduler goes).
-/// Called in a protected call: should making a ticket raise, the rest are
-/// dropped with the engine.
-///
-/// # Safety
-/// `l` is a thread in a C function; `e` is live.
-pub(super) unsafe fn abandon_all(l: L, e: *mut Engine) {
-    // SAFETY: the ids wait in the engine (not on the Rust stack) while
-    // tickets are made; each is checked again before use.
-    unsafe {
-        (*e).abandoning = (*e).ops.keys().copied().collect();
-        while let Some(id) = (*e).abandoning.pop() {
-            let Some(&r) = (*e).ops.get(&id) else { continue };
-            if !(*r).stepping && parked_here(r, id) {
-                make(l, e, id);
-            }
+/// Moves every parked operation of `e` into a ticket (its scheduler is
+/// collected), so that a cothread scheduled again elsewhere ends its call.
+/// Call it protected: should making a ticket raise, the rest are dropped
+/// with the engine.
+pub fn abandon_all(lua: &mut Lua, e: &Engine) {
+    // The ids wait in the engine (not on the Rust stack, which a raise
+    // would skip) while tickets are made; each is checked again before use.
+    {
+        let mut s = e.inner();
+        s.abandoning = s.records.ids();
+    }
+    loop {
+        let Some(id) = e.inner().abandoning.pop() else { break };
+        let here = e.inner().records.get(id).is_some_and(|r| !r.stepping && parked_here(r, id));
+        if here {
+            make(lua, e, id);
         }
     }
 }

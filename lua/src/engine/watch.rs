@@ -7,7 +7,7 @@
 
 use std::ffi::CStr;
 use std::os::fd::RawFd;
-use std::ptr::NonNull;
+use std::rc::Weak;
 
 use cothread::reactor::{DISCONNECT, Handle, Loop, READABLE, WRITABLE};
 use rustc_hash::FxHashMap;
@@ -18,8 +18,6 @@ use super::source::{Owner, READ, Source, WRITE};
 
 /// An attached source, in its engine.
 struct SourceRec {
-    /// The object's `Source` (its owner cleared when the record goes).
-    src: *mut Source,
     fd: RawFd,
     poll: Option<Handle>,
     /// Operations waiting to read, and to write.
@@ -46,40 +44,45 @@ impl Sources {
     /// loop is `lp`, moving it from another engine (or re-making its poll
     /// handle for a new descriptor) if nothing waits on it there. Returns
     /// its identifier.
-    ///
-    /// # Safety
-    /// `src` is a live object's `Source`; its owner, if any, is a live engine.
     #[inline]
-    pub(super) unsafe fn attach(
+    pub(super) fn attach(
         &mut self,
         lp: &mut LoopRef,
-        me: NonNull<dyn Owner>,
-        src: *mut Source,
+        me: &Weak<dyn Owner>,
+        src: &Source,
         fd: RawFd,
     ) -> Result<u64, &'static CStr> {
-        // SAFETY: `src` and its owner are live (contract); only Rust runs. An
-        // owner other than `me` is another engine: no borrow of it is live.
-        unsafe {
-            let (id, owner) = ((*src).id.get(), (*src).owner.get());
-            let mine = owner.is_some_and(|o| std::ptr::addr_eq(o.as_ptr(), me.as_ptr()));
-            if mine && self.recs.get(&id).is_some_and(|s| s.fd == fd) {
-                return Ok(id);
-            }
-            if mine {
-                self.forget(lp, id); // a new descriptor: a new poll handle
-            } else if let Some(mut other) = owner {
-                if other.as_ref().busy(id) {
-                    return Err((*src).kind.busy());
-                }
-                other.as_mut().forget_source(id);
-            }
-            let id = new_id();
-            let poll = if fd >= 0 { Some(lp.poll_init(fd, id as usize).map_err(|e| e.c_message())?) } else { None };
-            self.recs.insert(id, SourceRec { src, fd, poll, readers: Vec::new(), writers: Vec::new(), watching: 0 });
-            (*src).id.set(id);
-            (*src).owner.set(Some(me));
-            Ok(id)
+        let (id, owner) = (src.id.get(), src.owner.take());
+        let mine = owner.as_ref().is_some_and(|o| Weak::ptr_eq(o, me));
+        if mine && self.recs.get(&id).is_some_and(|s| s.fd == fd) {
+            src.owner.set(owner);
+            return Ok(id);
         }
+        if mine {
+            self.forget(lp, id); // a new descriptor: a new poll handle
+        } else if let Some(other) = owner.as_ref().and_then(Weak::upgrade) {
+            // Another engine, idle now: none of its methods runs.
+            if other.busy(id) {
+                src.owner.set(owner);
+                return Err(src.kind.busy());
+            }
+            other.forget_source(id);
+        }
+        let new = new_id();
+        let poll = match fd {
+            0.. => match lp.poll_init(fd, new as usize) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    src.owner.set(owner);
+                    return Err(e.c_message());
+                }
+            },
+            _ => None,
+        };
+        self.recs.insert(new, SourceRec { fd, poll, readers: Vec::new(), writers: Vec::new(), watching: 0 });
+        src.id.set(new);
+        src.owner.set(Some(me.clone()));
+        Ok(new)
     }
 
     /// Does an operation wait on source `id`?
@@ -103,9 +106,7 @@ impl Sources {
     /// handle.
     pub(super) fn forget(&mut self, lp: &mut LoopRef, id: u64) {
         if let Some(s) = self.recs.remove(&id) {
-            // SAFETY: the record's object is live while attached (it detaches
-            // itself before it goes).
-            unsafe { (*s.src).owner.set(None) };
+            // The object keeps its link: it names an id unknown here now.
             if let Some(p) = s.poll {
                 let _ = lp.close(p, None);
             }

@@ -61,6 +61,48 @@ impl Lua {
         if status == ffi::LUA_OK { Ok(self.top() - top) } else { Err(Error::Value) }
     }
 
+    /// `[-nargs, +n, m]` Runs `f(cx)` in a protected call whose stack is the
+    /// top `nargs` values of this one (they leave it); the values it leaves
+    /// come back here (answered: how many). `f` reaches the stack through
+    /// `lua(cx)`, this thread's handle: during the call its indices name the
+    /// call's own stack. On an error its value is on the top, in place of
+    /// the `nargs` values, and the answer is `Error::Value`. As for
+    /// `protected`, `f` must hold nothing with a destructor across a push.
+    pub fn protected_over<T>(
+        cx: &mut T,
+        lua: fn(&mut T) -> &mut Lua,
+        nargs: c_int,
+        f: fn(&mut T),
+    ) -> Result<c_int, Error> {
+        let this = lua(cx);
+        match nargs {
+            0 => {}
+            1.. => _ = this.slot(-nargs),
+            _ => std::process::abort(), // a bug of ours
+        }
+        this.check_stack(2)?;
+        let (l, below) = (this.l, this.top() - nargs);
+        // Inside, the handle runs another C function: what it knows of this
+        // one's stack slots and upvalue (indices relative to this frame)
+        // does not hold there. It learns anew, and knows again after.
+        let known = (this.limit.replace(0), this.upvalue_type.take());
+        let mut call = Over { cx, f };
+        // SAFETY: a valid state with the `nargs` values (checked) and room
+        // for the function and the call's address, pushed under and over
+        // them; the call (alive until `lua_pcall` returns) is read by
+        // `run_over` only. `lua_pcall` catches every error raised inside.
+        let status = unsafe {
+            ffi::lua_pushcfunction(l, run_over::<T>);
+            ffi::lua_rotate(l, below + 1, 1);
+            ffi::lua_pushlightuserdata(l, (&raw mut call).cast());
+            ffi::lua_pcall(l, nargs + 1, ffi::LUA_MULTRET, 0)
+        };
+        let this = lua(call.cx);
+        this.limit.set(known.0);
+        this.upvalue_type = known.1;
+        if status == ffi::LUA_OK { Ok(this.top() - below) } else { Err(Error::Value) }
+    }
+
     /// `[-0, +1, m]` Pushes `tostring` of the value at `idx` (its
     /// `__tostring` or `__name` honoured, as `luaL_tolstring`).
     pub fn push_tostring(&mut self, idx: c_int) -> Result<(), Error> {
@@ -84,6 +126,27 @@ unsafe extern "C-unwind" fn run_protected(l: L) -> c_int {
         let f = &mut *(ffi::lua_touserdata(l, 1) as *mut &mut dyn FnMut(&mut Lua));
         ffi::lua_settop(l, 0);
         f(&mut Lua::from_raw(l));
+        ffi::lua_gettop(l)
+    }
+}
+
+/// What `protected_over` hands to `run_over`.
+struct Over<'a, T> {
+    cx: &'a mut T,
+    f: fn(&mut T),
+}
+
+/// `run(values..., call)`, called protected by `protected_over`: runs the
+/// call's function over the values below its address.
+unsafe extern "C-unwind" fn run_over<T>(l: L) -> c_int {
+    // SAFETY: `protected_over` calls this with the address of its `Over`
+    // (alive for the call) as the last argument; an error of `f` unwinds to
+    // its `lua_pcall`, past this plain frame. `f` uses the caller's handle
+    // of this same thread, whose API calls now address this call's stack.
+    unsafe {
+        let call = &mut *(ffi::lua_touserdata(l, -1) as *mut Over<T>);
+        ffi::lua_settop(l, -2);
+        (call.f)(call.cx);
         ffi::lua_gettop(l)
     }
 }

@@ -88,19 +88,6 @@ impl Error {
     }
 }
 
-/// The value of `r`, or its error raised: for C functions not yet written as
-/// bodies.
-///
-/// # Safety
-/// As `Error::raise`.
-pub unsafe fn or_raise<T>(r: Result<T, Error>, l: L) -> T {
-    match r {
-        Ok(v) => v,
-        // SAFETY: the contract.
-        Err(e) => unsafe { e.raise(l) },
-    }
-}
-
 /// `[-0, +1, m]` Pushes `msg` (dropping its Rust copy) and returns Lua's.
 ///
 /// # Safety

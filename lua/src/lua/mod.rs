@@ -36,8 +36,16 @@
 //!    Lua code reaches no `__gc` (each metatable's `__metatable` is a copy
 //!    without it), so a finalizer of Lua's, which may run at any allocation,
 //!    cannot drop a value a body is reading.
-//! 5. **Stack space.** Every push first makes room (`lua_checkstack`), so a
-//!    body need not count slots; a stack that cannot grow is an `Error`.
+//! 5. **Stack space.** Every push first makes room, so a body need not
+//!    count slots; a stack that cannot grow is an `Error`. A handle knows
+//!    the slots Lua promised its C function (`LUA_MINSTACK` at the call,
+//!    and what each `lua_checkstack` added) and calls `lua_checkstack`
+//!    only beyond them.
+//! 6. **Upvalues.** A closure of an [`UpvalueFn<T>`] (made by
+//!    [`upvalue_fn!`], pushed only by [`Lua::push_upvalue_fn`], which checks
+//!    the `T`) holds a `T` as upvalue 1, and its body reaches it unchecked
+//!    (`with_upvalue`): the scheduler's functions find their state so on
+//!    every call. Only the debug library could change the upvalue.
 //!
 //! Raw pointers leave the layer only as opaque identities (`Lua::raw`, a
 //! userdata's address for `%p`), to code that proves its own use.
@@ -52,19 +60,23 @@ pub mod version;
 
 use std::ffi::c_int;
 
-pub use error::{Error, Ret, or_raise, shown};
+pub use error::{Error, Ret, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use thread::{L, Lua};
-pub use udata::{Classes, Udata};
+pub use thread::{L, Lua, Status, Thread};
+pub use udata::{Classes, Udata, UpvalueFn};
 
-pub use version::{self as ffi, lua_Integer, lua_State};
+pub use version::{self as ffi, lua_Integer};
 
 /// What a body answers instead of a count of results when its cothread
 /// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,
 /// once the body's frames are gone), and the function returns the values
 /// it is resumed with.
 pub const YIELD: c_int = c_int::MIN;
+
+/// What a body answers to yield every value on its stack (a yield
+/// operation: its name and arguments), once its frames are gone.
+pub const YIELD_ALL: c_int = c_int::MIN + 1;
 
 /// Ends the C function running on `l` as its body answered: with `n`
 /// results, with a yield (`YIELD`), or by raising the error.
@@ -79,6 +91,10 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
             // `lua_resume`, past this plain frame only.
             unsafe { ffi::yield_in_place(l) }
         }
+        Ok(YIELD_ALL) => {
+            // SAFETY: as for `YIELD`, with the values on the stack.
+            unsafe { ffi::lua_yield(l, ffi::lua_gettop(l)) }
+        }
         Ok(n) => n,
         // SAFETY: the contract.
         Err(e) => unsafe { e.raise(l) },
@@ -92,11 +108,37 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
 macro_rules! cfn {
     ($(#[$meta:meta])* $vis:vis $name:ident = $body:path) => {
         $(#[$meta])*
+        ///
+        /// # Safety
+        /// Called by Lua, as a C function, on its running thread.
         $vis unsafe extern "C-unwind" fn $name(l: $crate::lua::L) -> ::std::ffi::c_int {
             // SAFETY: Lua calls this C function with its running thread,
-            // which is what `from_raw` asks; the body cannot keep the `Lua`,
-            // and its answer is handled here, its frames gone.
-            unsafe { $crate::lua::ret(l, $body(&mut $crate::lua::Lua::from_raw(l))) }
+            // which it has not touched yet: what `in_call` asks. The body
+            // cannot keep the `Lua`; its answer is handled here, its frames
+            // gone.
+            unsafe { $crate::lua::ret(l, $body(&mut $crate::lua::Lua::in_call(l))) }
         }
+    };
+}
+
+/// Exports the body `$body: fn(&mut Lua) -> Ret` as `$name`, an
+/// `UpvalueFn<$t>`: closures of it, made by `push_upvalue_fn`, hold a `$t`
+/// as upvalue 1, which the body reaches with `with_upvalue` unchecked.
+#[macro_export]
+macro_rules! upvalue_fn {
+    ($(#[$meta:meta])* $vis:vis $name:ident: $t:ty = $body:path) => {
+        $(#[$meta])*
+        $vis const $name: $crate::lua::UpvalueFn<$t> = {
+            unsafe extern "C-unwind" fn trampoline(l: $crate::lua::L) -> ::std::ffi::c_int {
+                // SAFETY: Lua calls this C function on its running thread,
+                // untouched yet, and only in a closure `push_upvalue_fn`
+                // made (the one way to push this function), so with a `$t`
+                // as upvalue 1: what `in_closure_of` asks. The body cannot
+                // keep the `Lua`; its answer is handled here.
+                unsafe { $crate::lua::ret(l, $body(&mut $crate::lua::Lua::in_closure_of::<$t>(l))) }
+            }
+            // SAFETY: the trampoline above is the function `new` asks for.
+            unsafe { $crate::lua::UpvalueFn::new(trampoline) }
+        };
     };
 }

@@ -11,7 +11,7 @@ use std::ffi::{CStr, c_int, c_void};
 use super::version::{self as ffi, lua_Integer};
 
 use super::error::{Error, shown};
-use super::thread::{L, Lua};
+use super::thread::{L, Lua, Thread};
 
 /// The type of a value (`lua_type`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -91,12 +91,15 @@ impl Lua {
         unsafe { ffi::lua_settop(self.l, -n - 1) }
     }
 
-    /// `[-0, +0, -]` `idx` as an absolute index.
+    /// `[-0, +0, -]` `idx` as an absolute index (a pseudo-index as it is; a
+    /// negative index below the frame, or 0, one above the top).
     #[inline]
     pub fn abs(&self, idx: c_int) -> c_int {
-        let idx = self.readable(idx);
-        // SAFETY: a valid state; arithmetic only.
-        unsafe { ffi::lua_absindex(self.l, idx) }
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
+        let top = self.top();
+        if idx == 0 || -idx > top { top + 1 } else { top + idx + 1 }
     }
 
     /// `[-0, +0, -]` Makes room for `n` more values.
@@ -108,22 +111,41 @@ impl Lua {
     /// Room for `n` more values, or an abort: the trampoline's raise needs
     /// the same, and Lua's stack limit (a million slots) is far above what
     /// a body pushes.
+    ///
+    /// Room once made stays while the C function runs: Lua never shrinks a
+    /// stack below the top its running functions were promised (the
+    /// `LUA_MINSTACK` of the call, raised by each `lua_checkstack`). So the
+    /// handle keeps the index below which slots are known (`limit`), and a
+    /// push under it costs a look at the top only: most bodies stay within
+    /// their first `LUA_MINSTACK` slots. The index is absolute, so pushes of
+    /// code that did not count them cannot fool it.
     #[inline]
     pub(super) fn room(&self, n: c_int) {
+        let top = self.top();
+        if top + n <= self.limit.get() {
+            return;
+        }
+        let ask = n.max(ffi::LUA_MINSTACK);
         // SAFETY: a valid state; `lua_checkstack` does not raise.
-        if unsafe { ffi::lua_checkstack(self.l, n) } == 0 {
+        if unsafe { ffi::lua_checkstack(self.l, ask) } == 0 {
             std::process::abort();
         }
+        self.limit.set(top + ask);
     }
 
     /// `idx` for a read: as it is if it names a slot of this function's
     /// stack, a pseudo-index or a slot above the top (which reads as none);
     /// a negative index below the frame, or 0, becomes one above the top.
-    /// So no read reaches outside the frame.
+    /// So no read reaches outside the frame. (Lua reads a positive index at
+    /// or above the top as none without touching the slot, and an upvalue
+    /// index past the closure's as none: those need no look at the top.)
     #[inline]
     pub(super) fn readable(&self, idx: c_int) -> c_int {
+        if idx > 0 || idx <= ffi::LUA_REGISTRYINDEX {
+            return idx;
+        }
         let top = self.top();
-        if idx == 0 || (idx < 0 && idx > ffi::LUA_REGISTRYINDEX && -idx > top) { top + 1 } else { idx }
+        if idx == 0 || -idx > top { top + 1 } else { idx }
     }
 
     /// `idx` for a write: it must name a value on the stack (`1..=top` or
@@ -196,6 +218,14 @@ impl Lua {
         (ok != 0).then_some(n)
     }
 
+    /// `[-0, +0, -]` The 64-bit identity at `idx` that `push_id` pushed; 0
+    /// for any other value.
+    pub fn to_id(&self, idx: c_int) -> u64 {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state, within the frame; the value is only read.
+        unsafe { ffi::to_id(self.l, idx) }
+    }
+
     /// `[-0, +0, -]` Is the value at `idx` a number of the integer subtype
     /// (`lua_isinteger`: no float, no string)?
     pub fn is_integer(&self, idx: c_int) -> bool {
@@ -248,6 +278,32 @@ impl Lua {
         let idx = self.readable(idx);
         // SAFETY: a valid state; reads only, within the frame.
         unsafe { ffi::lua_touserdata(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The address of the value at `idx` (`lua_topointer`), as
+    /// an identity: equal short strings are one object in Lua 5.4.
+    pub fn to_identity(&self, idx: c_int) -> *const c_void {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; `lua_topointer` only reads the slot (a
+        // `readable` one) and converts nothing.
+        unsafe { ffi::lua_topointer(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` The C function at `idx`, if it is one (an identity).
+    pub fn to_cfunction(&self, idx: c_int) -> Option<ffi::lua_CFunction> {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state; answers the pointer of a light C function
+        // or C closure in a `readable` slot, or none; nothing is called.
+        unsafe { ffi::lua_tocfunction(self.l, idx) }
+    }
+
+    /// `[-0, +0, -]` Are the values at `a` and `b` primitively equal
+    /// (`rawequal`)?
+    pub fn raw_equal(&self, a: c_int, b: c_int) -> bool {
+        let (a, b) = (self.readable(a), self.readable(b));
+        // SAFETY: a valid state; compares two slots of the frame, no
+        // metamethod.
+        unsafe { ffi::lua_rawequal(self.l, a, b) != 0 }
     }
 
     // ===== argument checks =====
@@ -360,6 +416,25 @@ impl Lua {
         self.room(1);
         // SAFETY: room for one value (checked); an integer is stored inline.
         unsafe { ffi::lua_pushinteger(self.l, n) }
+    }
+
+    /// `[-0, +1, m]` Pushes a 64-bit identity (a task handle) that `to_id`
+    /// reads back whole: an integer, or 8 bytes where the Lua version has no
+    /// integers (`version::push_id`).
+    #[inline]
+    pub fn push_id(&self, id: u64) {
+        self.room(1);
+        // SAFETY: room for one value (checked).
+        unsafe { ffi::push_id(self.l, id) }
+    }
+
+    /// `[-0, +1, -]` Pushes the global table (the registry's in 5.2 on, a
+    /// pseudo-index's in 5.1).
+    #[inline]
+    pub fn push_globals(&self) {
+        self.room(1);
+        // SAFETY: room for one value (checked); the global table exists.
+        unsafe { ffi::lua_pushglobaltable(self.l) };
     }
 
     /// `[-0, +1, -]` Pushes a float.
@@ -506,6 +581,47 @@ impl Lua {
         self.push_owned(msg);
         self.push_int(errno as lua_Integer);
         3
+    }
+}
+
+impl Lua {
+    // ===== other threads =====
+
+    /// `[-0, +n, -]` Moves the top `n` values of `co` (suspended, with that
+    /// many) onto this stack, and makes room for `extra` more above them;
+    /// an error if this stack cannot grow so far, nothing moved then.
+    pub fn take_from(&mut self, co: &Thread, n: c_int, extra: c_int) -> Result<(), Error> {
+        self.check_stack(n + extra)?;
+        if n == 0 {
+            return Ok(());
+        }
+        if !co.is_suspended() || !(0..=co.top()).contains(&n) {
+            std::process::abort(); // a bug of ours: a read outside its frame
+        }
+        // SAFETY: two threads of one state (`Thread::from_raw`); `co` holds
+        // `n` values (checked) and nothing runs on it; this stack has room.
+        unsafe { ffi::lua_xmove(co.l, self.l, n) };
+        Ok(())
+    }
+
+    /// `[-n, +0, -]` Moves the top `n` values of this stack onto `co`
+    /// (suspended): whether they moved. Nothing moves if `co` is not
+    /// suspended or its stack cannot grow.
+    pub fn give_to(&mut self, co: &Thread, n: c_int) -> bool {
+        if n == 0 {
+            return true;
+        }
+        self.slot(-n);
+        // SAFETY: two threads of one state; this stack holds `n` values
+        // (checked by `slot`); `co` is suspended (nothing runs on it) with
+        // room for them (`lua_checkstack` answers 0 instead of raising).
+        unsafe {
+            if !co.is_suspended() || ffi::lua_checkstack(co.l, n) == 0 {
+                return false;
+            }
+            ffi::lua_xmove(self.l, co.l, n);
+        }
+        true
     }
 }
 

@@ -115,6 +115,31 @@ impl Lua {
         unsafe { ffi::lua_rawset(self.l, t) }
     }
 
+    /// `[-1, +1, -]` Replaces the key on the top by `t[key]` of the table at
+    /// `t` (raw) and says its type (nil if `t` is not a table).
+    pub fn get_table(&mut self, t: c_int) -> Type {
+        // (`lua_rawget` finds the table before it pops the key: `t` may be
+        // relative to the top.)
+        if self.kind(t) != Type::Table {
+            self.pop(1);
+            self.push_nil();
+            return Type::Nil;
+        }
+        // SAFETY: a table at `t` (checked) and a key on the top, replaced by
+        // the value: a raw read, which raises nothing.
+        Type::of(unsafe { ffi::lua_rawget(self.l, t) })
+    }
+
+    /// `[-0, +(0|1), -]` Pushes upvalue `n` of the function at `idx`, if it
+    /// has one (true).
+    pub fn get_upvalue(&self, idx: c_int, n: c_int) -> bool {
+        let idx = self.readable(idx);
+        self.room(1);
+        // SAFETY: a valid state with room; `lua_getupvalue` pushes only when
+        // the function has that upvalue, and reads nothing else.
+        unsafe { !ffi::lua_getupvalue(self.l, idx, n).is_null() }
+    }
+
     /// `[-0, +0, -]` Calls `f` with `t[i]` of the table at `t` (raw) pushed,
     /// and its type; pops it, and whatever `f` pushed, after.
     pub fn with_index<R>(&self, t: c_int, i: lua_Integer, f: impl FnOnce(&Lua, Type) -> R) -> R {
@@ -124,6 +149,31 @@ impl Lua {
         // SAFETY: only values pushed since `top` go: `t[i]`, which nothing
         // borrowed before it was pushed, and `f`'s pushes, whose borrows
         // ended with `f` (its result cannot hold one: `f` takes any `&Lua`).
+        unsafe { ffi::lua_settop(self.l, top) };
+        r
+    }
+
+    /// `[-0, +0, -]` Calls `f` with `t[k]` of the table at `t` (raw) pushed,
+    /// `k` the value at `key`, and its type; pops it, and whatever `f`
+    /// pushed, after.
+    pub fn with_key<R>(&self, t: c_int, key: c_int, f: impl FnOnce(&Lua, Type) -> R) -> R {
+        let (t, key) = (self.abs(t), self.readable(key));
+        let top = self.top();
+        self.room(1);
+        // SAFETY: a valid state with room for the key's copy, which a raw
+        // read replaces by the value (nothing raises); a non-table reads nil.
+        let ty = unsafe {
+            ffi::lua_pushvalue(self.l, key);
+            if ffi::lua_type(self.l, t) == ffi::LUA_TTABLE {
+                Type::of(ffi::lua_rawget(self.l, t))
+            } else {
+                ffi::lua_settop(self.l, -2);
+                ffi::lua_pushnil(self.l);
+                Type::Nil
+            }
+        };
+        let r = f(self, ty);
+        // SAFETY: as in `with_index`: only values pushed since `top` go.
         unsafe { ffi::lua_settop(self.l, top) };
         r
     }

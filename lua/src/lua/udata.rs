@@ -16,11 +16,13 @@
 //! it is unforgeable because Lua code cannot set user values and this
 //! layer's `set_uservalue` refuses light userdata.
 
+use std::any::TypeId;
 use std::cell::Cell;
 use std::ffi::{CStr, c_int};
+use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 
-use super::version as ffi;
+use super::version::{self as ffi, lua_Integer};
 
 use super::error::Error;
 use super::stack::Type;
@@ -43,6 +45,10 @@ pub unsafe trait Udata: Sized + 'static {
     /// Its classes, if its objects change class (none: one metatable,
     /// `NAME`).
     const CLASSES: Option<&'static Classes> = None;
+
+    /// Runs in its `__gc`, just before the value is dropped: what must
+    /// still talk to Lua (nothing, by default).
+    fn finalize(&self, _lua: &mut Lua) {}
 }
 
 /// The registry names of the metatables of a `Udata` type whose objects
@@ -54,6 +60,32 @@ impl Classes {
     /// The tag of the objects of the type (user value 1).
     fn tag(&'static self) -> *const std::ffi::c_void {
         (self as *const Classes).cast()
+    }
+}
+
+/// A C function whose closures hold a `T` as upvalue 1: made by
+/// `upvalue_fn!` (its trampoline tells the layer so), pushed only by
+/// `push_upvalue_fn` (which checks the `T`).
+pub struct UpvalueFn<T>(ffi::lua_CFunction, PhantomData<T>);
+
+impl<T> Clone for UpvalueFn<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for UpvalueFn<T> {}
+
+impl<T: Udata> UpvalueFn<T> {
+    /// # Safety
+    /// `f` is the trampoline `upvalue_fn!` makes: the only C function that
+    /// runs with `Lua::in_closure_of::<T>`.
+    pub const unsafe fn new(f: ffi::lua_CFunction) -> UpvalueFn<T> {
+        UpvalueFn(f, PhantomData)
+    }
+
+    /// Is `f` this function (a closure's, as `to_cfunction` reads it)?
+    pub fn is(&self, f: ffi::lua_CFunction) -> bool {
+        std::ptr::fn_addr_eq(self.0, f)
     }
 }
 
@@ -140,12 +172,13 @@ impl Lua {
     }
 
     /// `[-0, +1, m]` Pushes a new userdata holding `value`, of class `class`
-    /// of `T` (`udata_class` made it), tagged as `T`'s (its one user value).
-    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize) -> &T {
+    /// of `T` (`udata_class` made it), tagged as `T`'s (user value 1), with
+    /// `nuv` more user values (nil), from 2.
+    pub fn new_udata_class<T: Udata>(&self, value: T, class: usize, nuv: c_int) -> &T {
         let classes = T::CLASSES.expect("a type with classes");
-        let t = self.new_block(value, 1, classes.0[class]);
+        let t = self.new_block(value, 1 + nuv.max(0), classes.0[class]);
         self.push_light(classes.tag());
-        // SAFETY: the new userdata is below its tag, and has one user value:
+        // SAFETY: the new userdata is below its tag, and has user value 1:
         // the only write of a `Classes` address into a user value.
         unsafe { ffi::lua_setiuservalue(self.l, -2, 1) };
         t
@@ -202,6 +235,49 @@ impl Lua {
         }
     }
 
+    /// Runs `f` with the live `T` in upvalue `n` of the running C closure
+    /// (`None` if the value there is not one, or was collected). The
+    /// reference is not tied to a stack slot: the closure holds it. In an
+    /// `UpvalueFn<T>` upvalue 1 is known to be a `T`, and is not checked
+    /// again: the scheduler's functions reach their state this way on every
+    /// call.
+    #[inline]
+    pub fn with_upvalue<T: Udata, R>(&mut self, n: c_int, f: impl FnOnce(&mut Lua, Option<&T>) -> R) -> R {
+        let b = if n == 1 && self.upvalue_type == Some(TypeId::of::<T>()) {
+            // SAFETY: a valid state; an upvalue's pseudo-index reads the
+            // closure's upvalue (a full userdata here: `push_upvalue_fn`
+            // made the closure with a `T`, and only the debug library, which
+            // Lua's manual says breaks what libraries assume, could change
+            // it).
+            unsafe { ffi::lua_touserdata(self.l, Lua::upvalue(1)) as *mut Block<T> }
+        } else {
+            self.block_ptr::<T>(Lua::upvalue(n))
+        };
+        // SAFETY: null or a `Block<T>` (above, or `block_ptr`), held by an
+        // upvalue of the closure that runs: reachable, so not collected, for
+        // the whole call. `f` cannot keep the reference (it is
+        // higher-ranked), and only `gc`, on an unreachable block, takes
+        // `&mut`.
+        let t = unsafe { b.as_ref() }.filter(|b| b.live.get()).map(|b| &*b.value);
+        f(self, t)
+    }
+
+    /// `[-(n), +1, m]` Pushes `f` as a closure whose upvalue 1 is the `T` at
+    /// `ud` and whose next upvalues are the `n` values on the top (popped).
+    /// Nothing is pushed, and they stay, if there is no `T` at `ud`.
+    pub fn push_upvalue_fn<T: Udata>(&mut self, f: UpvalueFn<T>, ud: c_int, n: c_int) -> bool {
+        let ud = self.abs(ud);
+        if self.block_ptr::<T>(ud).is_null() {
+            return false;
+        }
+        self.push_value(ud);
+        if n > 0 {
+            self.insert(-n - 1);
+        }
+        self.push_closure(f.0, n + 1);
+        true
+    }
+
     /// `[-0, +1, -]` Pushes user value `n` of the userdata at `idx` and says
     /// its type (`None` if it has no such value).
     pub fn get_uservalue(&self, idx: c_int, n: c_int) -> Type {
@@ -210,6 +286,61 @@ impl Lua {
         // SAFETY: a valid state with room; a non-userdata or a missing value
         // pushes nil and answers LUA_TNONE.
         Type::of(unsafe { ffi::lua_getiuservalue(self.l, idx, n) })
+    }
+
+    /// `[-0, +0, -]` `t[k]` (raw) as an integer, `t` being the table in
+    /// user value `n` of the userdata at `ud` and `k` the value at `key`:
+    /// `None` if there is no such table or the value is no integer. One
+    /// call for what the scheduler does on every signal it looks up.
+    pub fn uservalue_field_int(&self, ud: c_int, n: c_int, key: c_int) -> Option<lua_Integer> {
+        let (ud, key) = (self.abs(ud), self.abs(key));
+        self.room(2);
+        let mut ok = 0;
+        // SAFETY: a valid state with room for the table and the key; both
+        // indices are within the frame (`abs`), read before anything is
+        // pushed; a raw read raises nothing, nor does an integer
+        // conversion, and the stack is as it was after.
+        let v = unsafe {
+            if ffi::lua_getiuservalue(self.l, ud, n) != ffi::LUA_TTABLE {
+                ffi::lua_settop(self.l, -2);
+                return None;
+            }
+            ffi::lua_pushvalue(self.l, key);
+            ffi::lua_rawget(self.l, -2);
+            let v = ffi::lua_tointegerx(self.l, -1, &mut ok);
+            ffi::lua_settop(self.l, -3);
+            v
+        };
+        (ok != 0).then_some(v)
+    }
+
+    /// `[-0, +0, m]` Sets `t[i]` (raw) to the value at `value` (nil if
+    /// `None`), `t` being the table in user value `n` of the userdata at
+    /// `ud`, and says whether `t[i]` was nil before. Nothing if there is no
+    /// such table.
+    pub fn swap_uservalue_index(&mut self, ud: c_int, n: c_int, i: lua_Integer, value: Option<c_int>) -> bool {
+        let ud = self.abs(ud);
+        let value = value.map(|v| self.abs(v));
+        self.room(3);
+        // SAFETY: a valid state with room for the table, the old value and
+        // the new one; the indices are within the frame (`abs`), read before
+        // the pushes; raw reads and writes with an integer key raise nothing
+        // but a memory error (rule 2). The stack is as it was after.
+        unsafe {
+            if ffi::lua_getiuservalue(self.l, ud, n) != ffi::LUA_TTABLE {
+                ffi::lua_settop(self.l, -2);
+                return false;
+            }
+            let was_nil = ffi::lua_rawgeti(self.l, -1, i) == ffi::LUA_TNIL;
+            ffi::lua_settop(self.l, -2);
+            match value {
+                Some(v) => ffi::lua_pushvalue(self.l, v),
+                None => ffi::lua_pushnil(self.l),
+            }
+            ffi::lua_rawseti(self.l, -2, i);
+            ffi::lua_settop(self.l, -2);
+            was_nil
+        }
     }
 
     /// `[-1, +0, -]` Pops the top value into user value `n` of the userdata
@@ -299,18 +430,27 @@ unsafe extern "C-unwind" fn new_userdata_call(l: L) -> c_int {
     1
 }
 
-/// `__gc` of every `T`: drops the value once.
+/// `__gc` of every `T`: finalizes and drops the value once.
 unsafe extern "C-unwind" fn gc<T: Udata>(l: L) -> c_int {
     // SAFETY: Lua calls a metatable's `__gc` on its running thread.
-    let lua = unsafe { Lua::from_raw(l) };
-    // SAFETY: the block, if one, is a `Block<T>` held by slot 1; `live`
-    // makes the drop happen once, and the value is not read after it
-    // (`udata` and `test_udata` refuse a dead one).
+    let mut lua = unsafe { Lua::from_raw(l) };
+    let b = lua.block_ptr::<T>(1);
+    // SAFETY: null or a `Block<T>` held by slot 1, only read here.
+    let live = unsafe { b.as_ref() }.is_some_and(|b| b.live.get());
+    if !live {
+        return 0;
+    }
+    // SAFETY: as above; `finalize` gets it shared, and slot 1 stays.
+    T::finalize(unsafe { &(*b).value }, &mut lua);
+    // SAFETY: no other reference to the block is alive: Lua calls `__gc` on
+    // an object nothing reaches any more (no slot or upvalue of a running
+    // body holds it), or on every object as it closes, when no body runs;
+    // `live` makes the drop happen once, and the value is not read after
+    // it (`udata`, `test_udata` and `with_upvalue` refuse a dead one).
     unsafe {
-        if let Some(b) = lua.block_ptr::<T>(1).as_mut() {
-            if b.live.replace(false) {
-                ManuallyDrop::drop(&mut b.value);
-            }
+        let b = &mut *b;
+        if b.live.replace(false) {
+            ManuallyDrop::drop(&mut b.value);
         }
     }
     0

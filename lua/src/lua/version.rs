@@ -59,7 +59,7 @@ pub use older::lua_resume;
 #[inline]
 pub unsafe fn yield_in_place(l: *mut lua_State) -> std::ffi::c_int {
     #[cfg(feature = "lua54")]
-    // SAFETY: the contract.
+    // SAFETY: `l` runs the C function that returns this (the caller's proof).
     return unsafe { lua_yield(l, 0) };
     #[cfg(not(feature = "lua54"))]
     // SAFETY: the contract; the whole frame is on the stack to yield.
@@ -91,7 +91,7 @@ mod older {
         // Cleared first: a yield in place that failed (not yieldable)
         // leaves its thread here.
         IN_PLACE.set(std::ptr::null_mut());
-        // SAFETY: the contract.
+        // SAFETY: the caller proves 5.4's conditions, which mlua's emulation asks too.
         let status = unsafe { mlua::ffi::lua_resume(l, from, narg, nres) };
         if IN_PLACE.replace(std::ptr::null_mut()) == l && status == LUA_YIELD {
             // SAFETY: `nres` is valid (the contract).
@@ -350,7 +350,7 @@ mod older {
 /// A valid state with a free slot.
 #[inline]
 pub unsafe fn push_id(l: *mut lua_State, id: u64) {
-    // SAFETY: the contract.
+    // SAFETY: a valid state with a free slot (the caller's proof); the 8 bytes are copied by Lua.
     unsafe {
         #[cfg(any(feature = "lua53", feature = "lua54"))]
         lua_pushinteger(l, id as lua_Integer);

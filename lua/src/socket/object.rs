@@ -156,8 +156,8 @@ impl Sock {
     }
 
     /// Its source, for the engine.
-    pub(super) fn source(&self) -> *mut Source {
-        (&raw const self.src).cast_mut()
+    pub(super) fn source(&self) -> &Source {
+        &self.src
     }
 
     /// Applies the pending options to the new descriptor.
@@ -205,7 +205,7 @@ impl Sock {
 
 /// `[-0, +1, m]` Pushes a new socket object.
 pub(super) fn push_sock(lua: &Lua, fd: RawFd, family: c_int, kind: Kind, lazy: bool) -> &Sock {
-    lua.new_udata_class(Sock::new(fd, family, kind, lazy), kind.class())
+    lua.new_udata_class(Sock::new(fd, family, kind, lazy), kind.class(), 0)
 }
 
 /// `[-0, +0, m]` Makes `s`, the object at `idx`, of kind `kind`.
@@ -352,7 +352,7 @@ pub(super) fn failure(why: Why) -> Option<&'static CStr> {
 
 /// Calls `each` with the source of the socket in slot 1 of the frame (if
 /// it has a descriptor), for direction `dir`.
-pub(super) fn one_source(f: &Frame, dir: u32, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+pub(super) fn one_source(f: &Frame, dir: u32, each: &mut dyn FnMut(&Source, RawFd, u32)) {
     if let Some(s) = sock_of(f).filter(|s| s.fd.get() >= 0) {
         each(s.source(), s.fd.get(), dir);
     }

@@ -88,12 +88,12 @@ impl Operation for Select {
         select_step(f, why)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         for (idx, dir) in [(f.at(1), READ), (f.at(2), WRITE)] {
             each_item(&f.lua, idx, dir, |item| match item {
                 Item::Sock(s) if s.fd.get() >= 0 => each(s.source(), s.fd.get(), dir),
                 Item::Sock(_) => {}
-                Item::Other { src, .. } => each((&raw const *src).cast_mut(), -1, READ),
+                Item::Other { src, .. } => each(src, -1, READ),
             });
         }
     }

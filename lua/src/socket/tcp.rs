@@ -68,7 +68,7 @@ impl Operation for Receive {
         receive_now(lua, s, &want, why)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         one_source(f, READ, each)
     }
 }
@@ -343,7 +343,7 @@ impl Operation for Send {
         send_now(lua, s, data, range, deadline_at(lua, f.at(5)), &mut self.sent)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         one_source(f, WRITE, each)
     }
 }
@@ -438,7 +438,7 @@ impl Operation for Accept {
         accept_step(f, why, self)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         one_source(f, READ, each)
     }
 }
@@ -512,7 +512,7 @@ impl Operation for Connect {
         connect_step(f, why, self)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         one_source(f, WRITE, each)
     }
 }

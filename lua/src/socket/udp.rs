@@ -113,7 +113,7 @@ impl Operation for Receive {
         receive_step(f, why)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         one_source(f, READ, each)
     }
 }
@@ -210,7 +210,7 @@ impl Operation for Send {
         send_step(f, why)
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         one_source(f, WRITE, each)
     }
 }

@@ -279,7 +279,7 @@ impl Operation for StreamOp {
         }
     }
 
-    fn sources(&self, f: &Frame, each: &mut dyn FnMut(*mut Source, RawFd, u32)) {
+    fn sources(&self, f: &Frame, each: &mut dyn FnMut(&Source, RawFd, u32)) {
         let Some(s) = stream_of(f).filter(|s| s.pipe) else { return };
         // A pipe's lock is only held by Rust code on this thread: free here.
         let Some(core) = s.core() else { return };
@@ -287,7 +287,7 @@ impl Operation for StreamOp {
             Ok(g) if g.fd >= 0 => g.fd,
             _ => return,
         };
-        each((&raw const s.src).cast_mut(), fd, self.dir);
+        each(&s.src, fd, self.dir);
     }
 
     fn job(&mut self, f: &Frame) -> Job {

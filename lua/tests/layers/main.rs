@@ -1,5 +1,6 @@
 //! The layer check of `lua/src`: no import circle between its files, no file
-//! over 700 lines. `cargo test` runs it, so `scripts/test` does.
+//! over 700 lines, unsafe code only where `safety.rs` allows it, with notes
+//! that argue it. `cargo test` runs it, so `scripts/test` does.
 //!
 //! A node is a module, which is a file (`x.rs` or `x/mod.rs`; an inline
 //! `mod tests { }` belongs to its file). An edge `a -> b` is any reference
@@ -12,6 +13,7 @@
 mod graph;
 mod lex;
 mod refs;
+mod safety;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -119,6 +121,39 @@ fn lua_src_has_no_file_over_700_lines() {
         .map(|(m, lines)| format!("{}: {lines} lines", name(m)))
         .collect();
     assert!(long.is_empty(), "files over {MAX_LINES} lines in lua/src:\n  {}", long.join("\n  "));
+}
+
+#[test]
+fn unsafe_code_stays_in_its_layers() {
+    let outside: Vec<String> = lua_sources()
+        .iter()
+        .filter(|(m, text)| !safety::allowed(m) && safety::uses_unsafe(text))
+        .map(|(m, _)| name(m))
+        .collect();
+    assert!(outside.is_empty(), "unsafe code outside {:?}:\n  {}", safety::ALLOWED, outside.join("\n  "));
+}
+
+#[test]
+fn unsafe_lines_are_at_most_half_of_702() {
+    let lines: usize = lua_sources().iter().map(|(_, text)| safety::unsafe_lines(text)).sum();
+    assert!(
+        lines <= safety::MAX_UNSAFE_LINES,
+        "{lines} lines mention unsafe in lua/src (at most {})",
+        safety::MAX_UNSAFE_LINES
+    );
+}
+
+#[test]
+fn no_safety_note_stands_more_than_three_times() {
+    let files = lua_sources();
+    let repeated = safety::repeated_notes(files.iter().map(|(_, t)| t.as_str()));
+    let shown: Vec<String> = repeated.iter().map(|(n, c)| format!("{c}x {n}")).collect();
+    assert!(
+        repeated.is_empty(),
+        "SAFETY notes repeated more than {} times:\n  {}",
+        safety::MAX_SAME_NOTE,
+        shown.join("\n  ")
+    );
 }
 
 // The checker's own tests: sources written here, as `(file under src, text)`.
@@ -253,4 +288,21 @@ fn module_paths_of_files() {
     assert_eq!(module_of(Path::new("engine/mod.rs")), ["engine"]);
     assert_eq!(module_of(Path::new("engine/step.rs")), ["engine", "step"]);
     assert_eq!(module_of(Path::new("lib/mod.rs")), ["lib"]);
+}
+
+#[test]
+fn safety_reads_code_lines_and_notes() {
+    assert!(safety::uses_unsafe("fn f() { unsafe { g() } }"));
+    assert!(safety::uses_unsafe("pub unsafe fn f() {}"));
+    assert!(safety::uses_unsafe("unsafe extern \"C\" fn f() {}"));
+    assert!(!safety::uses_unsafe("unsafe impl Udata for S {}\n#[unsafe(no_mangle)]\nfn f() {}"));
+    assert!(!safety::uses_unsafe("// unsafe in a comment\nfn f() { let s = \"unsafe\"; }"));
+    assert_eq!(safety::unsafe_lines("unsafe {\n// not unsafe_x\n// unsafe, said\nx"), 2);
+    let text = "// SAFETY: a long\n//   note.\nunsafe { a() }\n    // SAFETY: short.\n    unsafe { b() }\n";
+    assert_eq!(safety::notes(text), ["a long note.", "short."]);
+    let four = "// SAFETY: same.\n".repeat(4);
+    assert_eq!(safety::repeated_notes([four.as_str()]), [("same.".to_string(), 4)]);
+    assert!(safety::repeated_notes(["// SAFETY: same.\n".repeat(3).as_str()]).is_empty());
+    assert!(safety::allowed(&vec!["lua".to_string(), "stack".to_string()]));
+    assert!(!safety::allowed(&vec!["engine".to_string()]));
 }

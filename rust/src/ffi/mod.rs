@@ -34,11 +34,14 @@ mod timer;
 mod timers;
 mod version;
 mod work;
-// Last: the header lists coroutines after the loop they run on.
+// Last: the header lists coroutines (and their raw contexts) after the loop
+// they run on.
+mod context;
 mod coro;
 
 pub use async_::*;
 pub use chain::*;
+pub use context::*;
 pub use coro::*;
 pub use error::*;
 pub use fs::*;

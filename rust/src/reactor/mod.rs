@@ -486,4 +486,6 @@ impl std::fmt::Debug for Loop {
 }
 
 #[cfg(test)]
+mod task_tests;
+#[cfg(test)]
 mod tests;

@@ -503,4 +503,6 @@ fn check_when(when: When) -> Result<()> {
 }
 
 #[cfg(test)]
+mod model_tests;
+#[cfg(test)]
 pub(crate) mod tests;

@@ -6,9 +6,15 @@
 //! appends to `buf`.
 
 /// Consumed bytes kept before they are dropped from the front.
-const COMPACT: usize = 256 * 1024;
-/// The largest allocation an emptied buffer keeps.
-const KEEP: usize = 16 * 1024;
+#[cfg(not(fuzzing))]
+pub const COMPACT: usize = 256 * 1024;
+/// Under `cargo fuzz` (`--cfg fuzzing`) a small one, so that inputs of a few
+/// KiB reach the compaction and the fuzzer runs them fast.
+#[cfg(fuzzing)]
+pub const COMPACT: usize = 4 * 1024;
+/// The largest allocation an emptied buffer keeps (16 KiB; scaled with
+/// `COMPACT` so a fuzzed stream can outgrow it too).
+const KEEP: usize = COMPACT / 16;
 
 /// A read buffer; see the [module documentation](self).
 #[derive(Default, Debug)]
