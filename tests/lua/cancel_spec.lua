@@ -433,6 +433,7 @@ end)
 
 describe("a cothread closed with coroutine.close while it waits", function()
   it("and then unscheduled leaves its socket free for another scheduler", function()
+    if not support.has.close then return assert.is_nil(coroutine.close) end -- Lua 5.4's
     -- Closing took its stack, with the engine's token on it; unschedule
     -- still finds its operation (by its thread) and drops it, so nothing
     -- holds the socket and a collected scheduler reads no collected thread.
