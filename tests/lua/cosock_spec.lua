@@ -498,7 +498,7 @@ describe("cosock's examples", function()
       local server = assert(socket.bind("127.0.0.1", 0))
       local s = assert(socket.connect("127.0.0.1", (select(2, server:getsockname()))))
       local _, sendr
-      _, sendr, err = socket.select({}, { s }, math.maxinteger)
+      _, sendr, err = socket.select({}, { s }, math.maxinteger or 2 ^ 53)
       assert.equal(s, sendr[1])
       s:close()
     end, "large timeout")
