@@ -3,7 +3,15 @@
 -- and `waitinfo(thread)` (what the thread waits for on the event loop).
 local M, waitinfo = ...
 
-local create, status, close = coroutine.create, coroutine.status, coroutine.close
+local create, close = coroutine.create, coroutine.close
+-- Lua 5.4 closes a cancelled cothread (`coroutine.close`). Older versions
+-- have no such call, and no to-be-closed variables: a cancelled thread is
+-- only forgotten, and its status here is "dead".
+local cancelled = setmetatable({}, { __mode = "k" })
+local thread_status = coroutine.status
+local function status(co)
+  return cancelled[co] and "dead" or thread_status(co)
+end
 local running = coroutine.running
 local traceback = debug and debug.traceback
 local socket = M.socket
@@ -46,6 +54,10 @@ function Handle.cancel(h)
     error("cannot cancel a running cothread (a cothread cannot cancel itself)", 2)
   end
   M.unschedule(co)
+  if not close then
+    cancelled[co] = true
+    return
+  end
   local ok, err = close(co)
   if not ok then error(err, 0) end
 end
@@ -138,7 +150,13 @@ local env = setmetatable({ require = redirected_require }, { __index = _G, __new
 -- yield ("attempt to yield from outside a coroutine" in the main thread),
 -- instead of blocking the thread as cothread.socket's do there. Every other
 -- field is cothread.socket's.
-local isyieldable, yield = coroutine.isyieldable, coroutine.yield
+local yield = coroutine.yield
+-- Lua 5.1 and 5.2 have no coroutine.isyieldable: there only the main thread is
+-- taken as unable to yield (a yield that cannot be made raises Lua's error).
+local isyieldable = coroutine.isyieldable or function()
+  local co, main = coroutine.running()
+  return co ~= nil and not main
+end
 local async_socket = {}
 for k, v in pairs(socket) do async_socket[k] = v end
 for _, k in ipairs { "select", "sleep", "connect" } do
@@ -164,7 +182,7 @@ function asyncify(name)
   if m ~= nil then return m end
   local loader, extra
   local msg = {}
-  for _, searcher in ipairs(package.searchers) do
+  for _, searcher in ipairs(package.searchers or package.loaders) do -- loaders: Lua 5.1
     loader, extra = searcher(name)
     if type(loader) == "function" then break end
     if type(loader) == "string" then msg[#msg + 1] = loader end

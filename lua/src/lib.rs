@@ -31,7 +31,6 @@
 
 use std::ffi::{CStr, c_int};
 
-use lua::ffi;
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
@@ -163,7 +162,7 @@ fn new(lua: &mut Lua) -> Ret {
     lua.push_value(-1);
     lua.set_uservalue(s, state::UV_TIME);
     lua.set_field(m, c"time");
-    lua.get_index(lua::REGISTRY, ffi::LUA_RIDX_GLOBALS);
+    lua.push_globals();
     lua.get_field(-1, c"error");
     lua.set_field(m, c"error");
     lua.pop(1);

@@ -20,9 +20,9 @@ pub fn task_of(lua: &mut Lua, idx: c_int) -> Option<Task> {
     push_uv(lua, UV_ALIVE);
     lua.push_value(idx);
     lua.get_table(-2);
-    let t = lua.to_int(-1).unwrap_or(0);
+    let t = lua.to_id(-1);
     lua.pop(2);
-    Task::from_raw(t as u64)
+    Task::from_raw(t)
 }
 
 /// Is the registered thread `co` dead behind the scheduler's back (closed
@@ -70,7 +70,7 @@ pub fn forget_dead(lua: &mut Lua, st: &State) -> usize {
     let mut dead = Vec::new();
     lua.each(-1, |lua| {
         if is_dead_at(lua, -2) {
-            let t = Task::from_raw(lua.to_int(-1).unwrap_or(0) as u64);
+            let t = Task::from_raw(lua.to_id(-1));
             dead.extend(t.zip(lua.to_thread(-2)));
         }
         true
@@ -120,7 +120,7 @@ pub fn register(lua: &mut Lua, st: &State, idx: c_int, co: L) -> Result<Task, Er
     let task = st.core().task_new(co as usize | if delivered { OPERATION_BIT } else { 0 });
     push_uv(lua, UV_ALIVE);
     lua.push_value(idx);
-    lua.push_int(task.to_raw() as i64);
+    lua.push_id(task.to_raw());
     lua.set_table(-3);
     lua.pop(1);
     st.registered.set(st.registered.get() + 1);

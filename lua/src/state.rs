@@ -50,7 +50,7 @@ pub enum Quick {
 /// User value slots of the state userdata (1 is the layer's tag of a
 /// `State`: see `Udata::CLASSES`).
 pub const UV_MODULE: c_int = 2; // the scheduler table (fields error, trap, time, idle)
-pub const UV_ALIVE: c_int = 3; // thread -> task handle (integer)
+pub const UV_ALIVE: c_int = 3; // thread -> task handle (`Lua::push_id`)
 pub const UV_KEYOF: c_int = 4; // signal value -> key (weak keys)
 pub const UV_HELD: c_int = 5; // key -> signal value, while the key has waiters
 pub const UV_YIELDOPS: c_int = 6; // name -> {nfixed, handler} (handler false: built-in)

@@ -78,7 +78,7 @@ describe("spawn", function()
     local after = {}
     local sleeping = S.spawn(function()
       control_tx:send(true)
-      socket.sleep(math.maxinteger)
+      socket.sleep(math.maxinteger or 2 ^ 53) -- no integers before Lua 5.3
       after[#after + 1] = "sleep"
     end, "sleep")
     local _, handle_rx = S.channel.new()
@@ -116,13 +116,19 @@ describe("spawn", function()
   it("closes the pending to-be-closed variables of a cancelled cothread", function()
     local S = cosock.new()
     local closed = false
-    local h = S.spawn(function()
-      local _ <close> = setmetatable({}, { __close = function() closed = true end })
-      socket.sleep(60)
-    end)
+    local body = support.tbc([[
+      local socket, closed = ...
+      return function()
+        local _ <close> = setmetatable({}, { __close = closed })
+        socket.sleep(60)
+      end
+    ]], socket, function() closed = true end)
+    -- Before Lua 5.4 there are none to close: the cancelled cothread is dead all the same.
+    local h = S.spawn(body or function() socket.sleep(60) end)
     S.step()
     h:cancel()
-    assert.is_true(closed)
+    assert.equal(support.has.close, closed)
+    assert.is_false(h:is_alive())
   end)
 
   it("blames the caller's line for a bad handle", function()
@@ -492,7 +498,7 @@ describe("cosock's examples", function()
       local server = assert(socket.bind("127.0.0.1", 0))
       local s = assert(socket.connect("127.0.0.1", (select(2, server:getsockname()))))
       local _, sendr
-      _, sendr, err = socket.select({}, { s }, math.maxinteger)
+      _, sendr, err = socket.select({}, { s }, math.maxinteger or 2 ^ 53)
       assert.equal(s, sendr[1])
       s:close()
     end, "large timeout")

@@ -3,6 +3,9 @@
 --
 --   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/error_spec.lua
 
+-- Lua 5.1 and LuaJIT have neither (their unpack is a global).
+table.pack = table.pack or function(...) return { n = select("#", ...), ... } end
+table.unpack = table.unpack or unpack
 local cothread = require "cothread"
 local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
 local ready = support.ready
@@ -616,7 +619,7 @@ describe("step and run from inside a cothread", function()
 end)
 
 describe("messages quoting a user's value", function()
-  local huge = string.rep("x", 1 << 20)
+  local huge = string.rep("x", 2 ^ 20)
 
   it("show at most 48 bytes of it", function()
     local S = cothread.new()

@@ -8,6 +8,7 @@
 -- that no stack slot of the test keeps them alive.
 
 local cothread = require "cothread"
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
 
 local function collect()
   collectgarbage("collect")
@@ -301,7 +302,7 @@ describe("memory", function()
     end
     collect()
     local before = collectgarbage("count")
-    for _ = 1, N // 100 do
+    for _ = 1, math.floor(N / 100) do
       for _ = 1, 100 do
         S.schedule(coroutine.create(body))
       end
@@ -376,12 +377,11 @@ describe("a scheduler collected before an older object's finalizer", function()
     do
       local S2
       -- Made before S2, so finalized after it in the same collection.
-      local guard = setmetatable({}, { __gc = function()
+      support.on_gc(function()
         result = { pcall(S2.schedule, coroutine.create(function() end)) }
-      end })
+      end)
       S2 = cothread.new()
       S2.schedule(coroutine.create(function() end))
-      assert(guard)
     end
     collectgarbage("collect")
     collectgarbage("collect")

@@ -3,6 +3,9 @@
 --
 --   busted --lua=lua5.4 --cpath='<dir holding cothread.so>/?.so' tests/lua/instance_spec.lua
 
+-- Lua 5.1 and LuaJIT have neither (their unpack is a global).
+table.pack = table.pack or function(...) return { n = select("#", ...), ... } end
+table.unpack = table.unpack or unpack
 local cothread = require "cothread"
 
 local functions = { "schedule", "unschedule", "scheduled", "current", "running", "iready",

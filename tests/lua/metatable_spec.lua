@@ -8,6 +8,7 @@
 local cothread = require "cothread"
 local socket = require "cothread.socket"
 local channel = require "cothread.channel"
+local support = dofile((debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./") .. "support.lua")
 
 -- One object of each kind, with a closer for after the test.
 local function objects()
@@ -72,9 +73,9 @@ describe("getmetatable on the module's objects", function()
     local s = socket.tcp4()
     local fd = s:getfd()
     local seen
-    setmetatable({}, { __gc = function()
+    support.on_gc(function()
       seen = { pcall(function() getmetatable(s).__gc(s) end) }
-    end })
+    end)
     collectgarbage()
     collectgarbage()
     assert.is_false(seen[1])

@@ -70,12 +70,13 @@ describe("blocking mode (outside cothreads)", function()
   end)
 
   it("honours to-be-closed variables", function()
-    local fd
-    do
+    local fd = support.tbc([[
+      local socket = ...
       local s <close> = socket.tcp4()
-      fd = s:getfd()
-      assert.is_true(fd >= 0)
-    end
+      assert(s:getfd() >= 0)
+      return s:getfd()
+    ]], socket)
+    if not fd then return end -- no to-be-closed variables before Lua 5.4
     local s2 = socket.tcp4() -- the descriptor was released: reused
     assert.equal(fd, s2:getfd())
     s2:close()
@@ -115,12 +116,12 @@ describe("an echo server", function()
         assert(c:setoption("tcp-nodelay", true))
         local block = string.rep(string.char(i % 256), CHUNK - 1) .. "\n"
         go(S, function() -- the sender
-          for _ = 1, SIZE // CHUNK do assert(c:send(block)) end
+          for _ = 1, math.floor(SIZE / CHUNK) do assert(c:send(block)) end
           assert(c:shutdown("send"))
         end)
         local got = assert(c:receive(SIZE))
         assert.equal(SIZE, #got)
-        assert.equal(string.rep(block, SIZE // CHUNK), got)
+        assert.equal(string.rep(block, math.floor(SIZE / CHUNK)), got)
         assert.same({ nil, "closed", "" }, { c:receive(1) })
         c:close()
         checked = checked + 1
@@ -696,7 +697,7 @@ describe("bad input", function()
   end)
 
   it("quotes a huge option name cut short", function()
-    local huge = ("x"):rep(1 << 20)
+    local huge = ("x"):rep(2 ^ 20)
     local t = socket.tcp()
     local c, a = pair()
     local calls = {

@@ -84,10 +84,40 @@ function support.child(script, limit, ...)
   local cmd = string.format("ulimit -n %d 2>/dev/null || exit 77; exec %q %q %q %s 2>&1",
     limit, lua, here .. script, dir, table.concat(args, " "))
   local f = assert(io.popen(cmd))
-  local out = f:read("a")
+  local out = f:read("*a")
   local ok, how, code = f:close()
   if how == "exit" and code == 77 then return nil end
   return out, ok
+end
+
+-- What the running Lua has that older versions lack (doc/lua.md: the differences):
+-- coroutine.close and to-be-closed variables (5.4); integers and math.maxinteger (5.3).
+support.has = {
+  close = coroutine.close ~= nil,
+  integers = math.type ~= nil,
+}
+support.maxinteger = math.maxinteger or 2 ^ 53
+
+-- Calls `f` when the collector finalizes a fresh object: a table's __gc
+-- (5.2 on); Lua 5.1 and LuaJIT finalize only userdata, a `newproxy` there.
+function support.on_gc(f)
+  if newproxy then
+    local p = newproxy(true)
+    getmetatable(p).__gc = f
+  else
+    setmetatable({}, { __gc = f })
+  end
+end
+
+-- Runs `src`, a chunk with to-be-closed variables, with `...` and returns its
+-- results. A version without them refuses the syntax: checked, then nil.
+function support.tbc(src, ...)
+  local chunk, err = (loadstring or load)(src, "=tbc") -- Lua 5.1 loads a string with loadstring
+  if not support.has.close then
+    assert(chunk == nil, "a Lua before 5.4 compiled a to-be-closed variable")
+    return nil
+  end
+  return assert(chunk, err)(...)
 end
 
 return support

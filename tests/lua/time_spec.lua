@@ -267,7 +267,8 @@ describe("the default time", function()
   it("is a function returning a float", function()
     assert.is_function(S.time)
     local t = S.time()
-    assert.equal("float", math.type(t))
+    assert.is_number(t)
+    if math.type then assert.equal("float", math.type(t)) end -- no integers before Lua 5.3
   end)
 
   it("never goes back", function()

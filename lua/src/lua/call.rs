@@ -4,7 +4,7 @@
 
 use std::ffi::{CStr, c_int};
 
-use mlua::ffi;
+use super::version as ffi;
 
 use super::error::Error;
 use super::thread::{L, Lua};

@@ -2,7 +2,7 @@
 
 use std::ffi::{CStr, CString, c_int};
 
-use mlua::ffi;
+use super::version as ffi;
 
 use super::thread::{L, Lua};
 

@@ -56,6 +56,7 @@ mod stack;
 mod table;
 mod thread;
 mod udata;
+pub mod version;
 
 use std::ffi::c_int;
 
@@ -65,7 +66,7 @@ pub use table::{REGISTRY, Reg};
 pub use thread::{L, Lua, Status, Thread};
 pub use udata::{Classes, Udata, UpvalueFn};
 
-pub use mlua::ffi::{self, lua_Integer};
+pub use version::{self as ffi, lua_Integer};
 
 /// What a body answers instead of a count of results when its cothread
 /// parked an operation: the trampoline yields (a plain `lua_yield(l, 0)`,
@@ -88,7 +89,7 @@ pub unsafe fn ret(l: L, r: Ret) -> c_int {
         Ok(YIELD) => {
             // SAFETY: the contract; a yield from a C function longjmps to
             // `lua_resume`, past this plain frame only.
-            unsafe { ffi::lua_yield(l, 0) }
+            unsafe { ffi::yield_in_place(l) }
         }
         Ok(YIELD_ALL) => {
             // SAFETY: as for `YIELD`, with the values on the stack.

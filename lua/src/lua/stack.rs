@@ -8,7 +8,7 @@
 use std::cell::RefCell;
 use std::ffi::{CStr, c_int, c_void};
 
-use mlua::ffi::{self, lua_Integer};
+use super::version::{self as ffi, lua_Integer};
 
 use super::error::{Error, shown};
 use super::thread::{L, Lua, Thread};
@@ -218,6 +218,14 @@ impl Lua {
         (ok != 0).then_some(n)
     }
 
+    /// `[-0, +0, -]` The 64-bit identity at `idx` that `push_id` pushed; 0
+    /// for any other value.
+    pub fn to_id(&self, idx: c_int) -> u64 {
+        let idx = self.readable(idx);
+        // SAFETY: a valid state, within the frame; the value is only read.
+        unsafe { ffi::to_id(self.l, idx) }
+    }
+
     /// `[-0, +0, -]` Is the value at `idx` a number of the integer subtype
     /// (`lua_isinteger`: no float, no string)?
     pub fn is_integer(&self, idx: c_int) -> bool {
@@ -408,6 +416,25 @@ impl Lua {
         self.room(1);
         // SAFETY: room for one value (checked); an integer is stored inline.
         unsafe { ffi::lua_pushinteger(self.l, n) }
+    }
+
+    /// `[-0, +1, m]` Pushes a 64-bit identity (a task handle) that `to_id`
+    /// reads back whole: an integer, or 8 bytes where the Lua version has no
+    /// integers (`version::push_id`).
+    #[inline]
+    pub fn push_id(&self, id: u64) {
+        self.room(1);
+        // SAFETY: room for one value (checked).
+        unsafe { ffi::push_id(self.l, id) }
+    }
+
+    /// `[-0, +1, -]` Pushes the global table (the registry's in 5.2 on, a
+    /// pseudo-index's in 5.1).
+    #[inline]
+    pub fn push_globals(&self) {
+        self.room(1);
+        // SAFETY: room for one value (checked); the global table exists.
+        unsafe { ffi::lua_pushglobaltable(self.l) };
     }
 
     /// `[-0, +1, -]` Pushes a float.

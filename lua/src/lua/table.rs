@@ -7,7 +7,7 @@
 
 use std::ffi::{CStr, c_int};
 
-use mlua::ffi::{self, lua_Integer};
+use super::version::{self as ffi, lua_Integer};
 
 use super::stack::Type;
 use super::thread::Lua;

@@ -6,7 +6,7 @@ use std::any::TypeId;
 use std::cell::Cell;
 use std::ffi::{c_int, c_void};
 
-use mlua::ffi::{self, lua_State};
+use super::version::{self as ffi, lua_State};
 
 /// A raw Lua state pointer (a thread).
 pub type L = *mut lua_State;

@@ -22,7 +22,7 @@ use std::ffi::{CStr, c_int};
 use std::marker::PhantomData;
 use std::mem::ManuallyDrop;
 
-use mlua::ffi::{self, lua_Integer};
+use super::version::{self as ffi, lua_Integer};
 
 use super::error::Error;
 use super::stack::Type;
