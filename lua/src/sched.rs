@@ -72,14 +72,14 @@ fn unschedule(lua: &mut Lua) -> Ret {
             None => false,
             // The running cothread stays known: its yield operation places it.
             Some(t) if co == st.running.get() => st.core().unschedule(t) == Ok(true),
-            // Closed by `coroutine.close` while parked: its operation is
-            // found by its thread (its stack lost the engine's token).
-            Some(t) if registry::is_dead_at(lua, 1) => {
-                registry::unregister_dead(lua, st, co, t);
-                true
-            }
             Some(t) => {
-                registry::unregister(lua, st, co, t);
+                // Closed by `coroutine.close` while parked: its operation is
+                // found by its thread (its stack lost the engine's token).
+                if registry::is_dead_at(lua, 1) {
+                    registry::unregister_dead(lua, st, co, t);
+                } else {
+                    registry::unregister(lua, st, co, t);
+                }
                 true
             }
         };
