@@ -64,7 +64,8 @@ pub const NUV: c_int = 9; // after the layer's tag, user value 1
 pub const SHRINK_AFTER: usize = 256;
 
 pub struct State {
-    core: RefCell<Sched>,
+    /// The scheduler core, shared with the engine.
+    core: Rc<RefCell<Sched>>,
     /// The cothread being resumed by `step`/`run`, or null.
     pub running: Cell<L>,
     /// Its task (valid while `running` is set).
@@ -118,13 +119,6 @@ unsafe impl Udata for State {
 
 static STATE_CLASSES: Classes = Classes(&[c"cothread.state"]);
 
-impl Drop for State {
-    fn drop(&mut self) {
-        // The engine goes first: it reaches the core.
-        drop(self.engine.take());
-    }
-}
-
 impl State {
     fn new() -> State {
         let emptied = Rc::new(RefCell::new(Vec::new()));
@@ -136,7 +130,7 @@ impl State {
             }
         })));
         State {
-            core: RefCell::new(core),
+            core: Rc::new(RefCell::new(core)),
             running: Cell::new(std::ptr::null_mut()),
             running_task: Cell::new(None),
             registered: Cell::new(0),
@@ -203,9 +197,7 @@ impl State {
 
     /// The core, for an engine of this state.
     fn core_ref(&self) -> CoreRef {
-        // SAFETY: the core lives in this state, which drops its engine
-        // first (`drop`).
-        unsafe { CoreRef::new(&raw const self.core) }
+        CoreRef::new(self.core.clone())
     }
 
     /// The waiting engine, made now if needed (an error if the system

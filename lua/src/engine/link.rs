@@ -1,11 +1,12 @@
-//! What an engine reaches outside Rust's checks: by address, the core of
-//! its scheduler and a host's loop (`cothread.attach`), which belong to
-//! someone else and outlive the engine; an operation lent to its step; and
-//! the system's wall clock. This file holds the engine's `unsafe` code:
-//! each address comes through a constructor whose caller proves it good.
+//! What an engine shares or reaches by address: the core of its scheduler
+//! (shared, counted); a host's loop (`cothread.attach`), which belongs to
+//! the host and outlives the engine; and an operation lent to its step.
+//! This file holds the engine's `unsafe` code: each address comes through
+//! a constructor whose caller proves it good.
 
 use std::cell::{RefCell, RefMut};
 use std::ptr::NonNull;
+use std::rc::Rc;
 
 use cothread::ffi::cot_loop;
 use cothread::reactor::Loop;
@@ -13,25 +14,20 @@ use cothread::{Sched, Task, When};
 
 use super::op::Operation;
 
-/// The scheduler core the engine makes tasks ready in, in its owner's
-/// `RefCell` (each use borrows it for one call of the core).
-pub struct CoreRef(*const RefCell<Sched>);
+/// The scheduler core the engine makes tasks ready in, shared with the
+/// scheduler's state (each use borrows it for one call of the core).
+pub struct CoreRef(Rc<RefCell<Sched>>);
 
 impl CoreRef {
-    /// The core at `p`.
-    ///
-    /// # Safety
-    /// `p` outlives the engine, on this thread.
-    pub unsafe fn new(p: *const RefCell<Sched>) -> CoreRef {
-        CoreRef(p)
+    /// The core `core`, shared.
+    pub fn new(core: Rc<RefCell<Sched>>) -> CoreRef {
+        CoreRef(core)
     }
 
     /// The core, borrowed for one short use (its owner borrows it the
     /// same way, never across a call into the engine).
     fn core(&self) -> RefMut<'_, Sched> {
-        // SAFETY: `new`'s contract: the cell is live; a shared reference to
-        // it is all the `RefCell` needs to check its borrows.
-        unsafe { &*self.0 }.borrow_mut()
+        self.0.borrow_mut()
     }
 
     /// Sets the user value of `task` to `data` and moves it to the ready
@@ -109,11 +105,9 @@ impl LentOp {
     }
 }
 
-/// The wall-clock second now (`time(2)`: a cheap read, for cosock's
-/// thread metadata).
+/// The wall-clock second now (for cosock's thread metadata).
 pub(super) fn wall_seconds() -> i64 {
-    // SAFETY: `time` with a null argument writes nothing; it only answers.
-    unsafe { libc::time(std::ptr::null_mut()) }
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
 /// A loop a host made and handed over (`cothread.attach`).

@@ -47,13 +47,10 @@ fn write(mut s: &UnixStream) {
     assert_eq!(s.write(b"x").unwrap(), 1);
 }
 
-/// An engine over a fresh core (both boxed: the engine keeps the core's address).
-fn engine() -> (Box<RefCell<Sched>>, Box<Engine>) {
-    let core = Box::new(RefCell::new(Sched::new()));
-    // SAFETY: the core is boxed (it does not move) and dropped after the
-    // engine (the tests bind it first); the tests reach it between engine
-    // calls only.
-    let e = Box::new(Engine::with_own_loop(unsafe { CoreRef::new(&raw const *core) }, 1).unwrap());
+/// An engine over a fresh core, which the test shares.
+fn engine() -> (Rc<RefCell<Sched>>, Box<Engine>) {
+    let core = Rc::new(RefCell::new(Sched::new()));
+    let e = Box::new(Engine::with_own_loop(CoreRef::new(core.clone()), 1).unwrap());
     (core, e)
 }
 
@@ -325,12 +322,11 @@ fn on_a_host_loop_the_host_handles_run_and_a_dropped_engine_leaves_nothing_behin
         assert_eq!(cot_timer_init(host, std::ptr::null_mut(), &mut timer), 0);
         assert_eq!(cot_timer_start(host, timer, Some(fired), 1, 0), 0);
     }
-    let core = Box::new(RefCell::new(Sched::new()));
+    let core = Rc::new(RefCell::new(Sched::new()));
     let task = new_task(&core);
     // SAFETY: the host's loop lives until the end of the test and is used
-    // here only between engine calls; the core is boxed and outlives the
-    // engine, reached between engine calls only.
-    let e = unsafe { Engine::new(CoreRef::new(&raw const *core), 1, LoopRef::Host(HostLoop::new(host))) };
+    // here only between engine calls.
+    let e = Engine::new(CoreRef::new(core.clone()), 1, LoopRef::Host(unsafe { HostLoop::new(host) }));
     let (a, _b) = socketpair();
     let src = Source::new(SourceKind::Socket);
     wait(&e, task, &[(&src, a.as_raw_fd(), READ)], Some(cothread::time::monotonic_ns() + 5_000_000_000));

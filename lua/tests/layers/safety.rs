@@ -26,8 +26,8 @@ pub const ALLOWED: &[&str] = &[
     "registry",
     "park",
     "state",
-    // The engine's small core: what it reaches by address (the core, a
-    // host's loop, an operation lent to its step), and its tests.
+    // The engine's small core: what it reaches by address (a host's loop,
+    // an operation lent to its step), and its tests.
     "engine::link",
     "engine::step",
     "engine::tests",
