@@ -95,7 +95,7 @@
 //! | `block`     | waiting outside cothreads (`poll(2)`, a job in this thread)  |
 //! | `op`        | the `Operation` trait                                        |
 //! | `guard`     | a step holding a payload, run in a protected call            |
-//! | `link`      | the shared core, a host loop's address, a lent operation     |
+//! | `link`      | the shared core, a host loop, a lent operation, the clock    |
 //! | `lp`        | the loop (own or a host's), `Block`, the deadline timers     |
 //! | `watch`     | the engine's table of attached sources                       |
 //! | `slots`     | records by id: a slab with generations                       |
