@@ -10,14 +10,9 @@ use std::os::fd::RawFd;
 use super::object::{Kind, MAX_VALUE, PendingOpt, Sock, check, close, ok, push_sock, set_kind, shared};
 use super::options;
 use crate::cfn;
-use crate::lua::{Error, Lua, Reg, Ret, lua_Integer, shown};
+use crate::lua::{Error, Lua, Reg, Ret, lua_Integer};
 use crate::sys;
 
-/// `bad argument #arg to '...' (invalid option 'name')`, as
-/// `luaL_checkoption` (LuaSocket's message for an unknown choice).
-pub(super) fn bad_option(arg: c_int, name: &[u8]) -> Error {
-    Error::arg_owned(arg, format!("invalid option '{}'", shown(name)))
-}
 
 cfn!(getfd = getfd_body::<false>);
 
@@ -105,13 +100,8 @@ cfn!(shutdown = shutdown_body);
 /// `client:shutdown([how])`: "both" (default), "send" or "receive".
 fn shutdown_body(lua: &mut Lua) -> Ret {
     let s = check(lua, 1, &[Kind::Client])?;
-    let how = if lua.is_nil(2) { c"both" } else { lua.check_cstr(2)? };
-    let how = match how.to_bytes() {
-        b"both" => libc::SHUT_RDWR,
-        b"send" => libc::SHUT_WR,
-        b"receive" => libc::SHUT_RD,
-        other => return Err(bad_option(2, other)),
-    };
+    let how = [libc::SHUT_RDWR, libc::SHUT_WR, libc::SHUT_RD]
+        [lua.check_option(2, Some(c"both"), &[c"both", c"send", c"receive"])?];
     if s.fd.get() < 0 {
         return Ok(lua.fail(c"closed"));
     }
@@ -237,12 +227,13 @@ pub(super) fn resolve(
     }
 }
 
-cfn!(bind_method = bind_method_body);
+cfn!(bind_method = bind_method_body::<false>);
 
-/// `master:bind(host, port)`: binds to the first address `host` resolves to
-/// ("*" for any; blocking name resolution).
-fn bind_method_body(lua: &mut Lua) -> Ret {
-    let s = check(lua, 1, &[Kind::Master])?;
+/// `master:bind(host, port)` and `unconnected:setsockname(host, port)`
+/// (`UDP`): binds to the first address `host` resolves to ("*" for any;
+/// blocking name resolution).
+pub(super) fn bind_method_body<const UDP: bool>(lua: &mut Lua) -> Ret {
+    let s = check(lua, 1, &[if UDP { Kind::Unconnected } else { Kind::Master }])?;
     let (host, port) = check_host_port(lua, 2)?;
     if s.closed.get() {
         return Ok(lua.fail(c"closed"));

@@ -9,7 +9,7 @@ use std::os::fd::RawFd;
 
 use cothread::net::{self, AcceptError};
 
-use super::methods::{bad_option, bind_to, check_host_port, host_port_at, resolve};
+use super::methods::{bind_to, check_host_port, host_port_at, resolve};
 use super::object::{
     Kind, Sock, call_deadline, check, deadline_at, failure, ok, one_source, push_deadline, push_sock, set_kind,
     sock_of, wait_deadline,
@@ -641,13 +641,8 @@ fn connect_body(lua: &mut Lua) -> Ret {
         lua.check_bytes(3)?;
         lua.opt_bytes(4, b"0")?;
     }
-    let fam = if lua.is_nil(5) { c"unspec" } else { lua.check_cstr(5)? };
-    let family = match fam.to_bytes() {
-        b"unspec" => libc::AF_UNSPEC,
-        b"inet" => libc::AF_INET,
-        b"inet6" => libc::AF_INET6,
-        other => return Err(bad_option(5, other)),
-    };
+    let family = [libc::AF_UNSPEC, libc::AF_INET, libc::AF_INET6]
+        [lua.check_option(5, Some(c"unspec"), &[c"unspec", c"inet", c"inet6"])?];
     lua.set_top(5); // the object goes above the arguments, missing ones nil
     if let Some(failed) = make_connecting(lua, family, local) {
         return Ok(failed);

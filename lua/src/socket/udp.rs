@@ -14,7 +14,7 @@ use std::ffi::CStr;
 use std::os::fd::RawFd;
 
 use super::methods::{
-    bind_to, check_host_port, dirty_body, getfamily_body, getfd_body, getoption_body, getsockname_body,
+    bind_method_body, check_host_port, dirty_body, getfamily_body, getfd_body, getoption_body, getsockname_body,
     gettimeout_body, new_body, push_name, setfd_body, setoption_body, settimeout_body,
 };
 use super::object::{
@@ -55,20 +55,7 @@ fn getpeername_body(lua: &mut Lua) -> Ret {
     Ok(push_name(lua, s, true))
 }
 
-cfn!(setsockname = setsockname_body);
-
-/// `unconnected:setsockname(host, port)`: binds (`"*"`: any address).
-fn setsockname_body(lua: &mut Lua) -> Ret {
-    let s = check(lua, 1, &[Kind::Unconnected])?;
-    let (host, port) = check_host_port(lua, 2)?;
-    if s.closed.get() {
-        return Ok(lua.fail(c"closed"));
-    }
-    match bind_to(s, host, port) {
-        None => Ok(ok(lua)),
-        Some(m) => Ok(lua.fail(m)),
-    }
-}
+cfn!(setsockname = bind_method_body::<true>);
 
 cfn!(setpeername = setpeername_body);
 
