@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The switch benchmark (bench.lua's part (a)) on every Lua installed here: builds
+# the module for each (release, cargo feature per version, as scripts/lua-versions
+# does) and prints one line per version: the switch ratio cothread/bare of each run
+# and the nanoseconds per switch of the last, each side measured in one process.
+#
+#     bench/lua/versions.sh                   # lua5.1 lua5.2 lua5.3 lua5.4 luajit luajit-joff
+#     bench/lua/versions.sh lua5.1 luajit     # only these
+#
+# luajit-joff is luajit with its JIT off. Environment: COT_BENCH_RUNS (runs per
+# version, 3), COT_BENCH_REPS (repetitions per run, best taken: 5). Targets: a
+# ratio <= 0.6 on Lua 5.1-5.4, <= 1.0 on LuaJIT with its JIT on.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+
+versions=("$@")
+[ ${#versions[@]} -gt 0 ] || versions=(lua5.1 lua5.2 lua5.3 lua5.4 luajit luajit-joff)
+runs=${COT_BENCH_RUNS:-3}
+reps=${COT_BENCH_REPS:-5}
+
+# feature VERSION: the cargo feature of the build that VERSION runs.
+feature() {
+    case "$1" in
+        lua5.1 | luajit*) echo lua51 ;;
+        lua5.*) echo "lua5${1#lua5.}" ;;
+    esac
+}
+
+# command VERSION: the interpreter and its options.
+command_of() {
+    case "$1" in
+        luajit-joff) echo "luajit -joff" ;;
+        *) echo "$1" ;;
+    esac
+}
+
+status=0
+for v in "${versions[@]}"; do
+    read -r -a lua <<<"$(command_of "$v")"
+    if ! command -v "${lua[0]}" >/dev/null; then
+        echo "$v: not installed, left out"
+        continue
+    fi
+    f=$(feature "$v")
+    if ! nice -n 10 cargo build -q --release -p cothread-lua --no-default-features \
+        --features "$f" --target-dir "target/$f"; then
+        echo "$v: build failed"
+        status=1
+        continue
+    fi
+    dir="$root/target/$f/release/benchmod"
+    mkdir -p "$dir"
+    ln -sf "$root/target/$f/release/libcothread_lua.so" "$dir/cothread.so"
+    ratios=() out=
+    for _ in $(seq "$runs"); do
+        if ! out=$("${lua[@]}" bench/lua/bench.lua "$dir" "$reps" switch); then
+            echo "$v: bench.lua failed"
+            status=1
+            continue 2
+        fi
+        ratios+=("$(awk '/^  ratio cothread\/bare/ { sub(/.*\)/, ""); print $1 }' <<<"$out")")
+    done
+    awk -v v="$v" -v ratios="${ratios[*]}" '
+        /^  cothread.run/ { ours = $(NF - 1) }
+        /^  coroutine.resume/ { bare = $(NF - 1) }
+        /^  ratio cothread\/bare/ { target = $0; sub(/.*\(/, "", target); sub(/\).*/, "", target) }
+        END { printf "%-12s ratio %s  (%s)   last run: %s ns cothread, %s ns bare\n", v, ratios, target, ours, bare }
+    ' <<<"$out"
+done
+exit $status
