@@ -8,8 +8,10 @@
 #     bench/lua/versions.sh lua5.1 luajit     # only these
 #
 # luajit-joff is luajit with its JIT off. Environment: COT_BENCH_RUNS (runs per
-# version, 3), COT_BENCH_REPS (repetitions per run, best taken: 5). Targets: a
-# ratio <= 0.6 on Lua 5.1-5.4, <= 1.0 on LuaJIT with its JIT on.
+# version, 3), COT_BENCH_REPS (repetitions per run, best taken: 5),
+# COT_BENCH_COUNT=1 (also count the instructions per switch of each side under
+# callgrind, with switch.lua: noise-free on a busy machine). Targets: a ratio
+# <= 0.6 on Lua 5.1-5.4, <= 1.0 on LuaJIT with its JIT on.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -25,6 +27,18 @@ feature() {
         lua5.1 | luajit*) echo lua51 ;;
         lua5.*) echo "lua5${1#lua5.}" ;;
     esac
+}
+
+# per_switch LUA... DIR SIDE: instructions per switch of SIDE (cothread or bare),
+# from two callgrind runs of switch.lua (2030 and 30 yields, 100 coroutines).
+per_switch() {
+    local side=${*: -1} dir=${*: -2:1} lua=("${@:1:$#-2}") ir=()
+    for yields in 2030 30; do
+        ir+=("$(valgrind --tool=callgrind --callgrind-out-file=/dev/null \
+            "${lua[@]}" bench/lua/switch.lua "$dir" "$yields" "$side" 2>&1 |
+            awk '/Collected/ { print $NF }')")
+    done
+    echo $(((ir[0] - ir[1]) / 200000))
 }
 
 # command VERSION: the interpreter and its options.
@@ -61,11 +75,18 @@ for v in "${versions[@]}"; do
         fi
         ratios+=("$(awk '/^  ratio cothread\/bare/ { sub(/.*\)/, ""); print $1 }' <<<"$out")")
     done
-    awk -v v="$v" -v ratios="${ratios[*]}" '
+    count=
+    if [ "${COT_BENCH_COUNT:-0}" = 1 ]; then
+        ours=$(per_switch "${lua[@]}" "$dir" cothread) bare=$(per_switch "${lua[@]}" "$dir" bare)
+        count=$(awk -v o="$ours" -v b="$bare" \
+            'BEGIN { printf "   instructions: %d cothread, %d bare, ratio %.3f", o, b, o / b }')
+    fi
+    awk -v v="$v" -v ratios="${ratios[*]}" -v count="$count" '
         /^  cothread.run/ { ours = $(NF - 1) }
         /^  coroutine.resume/ { bare = $(NF - 1) }
         /^  ratio cothread\/bare/ { target = $0; sub(/.*\(/, "", target); sub(/\).*/, "", target) }
-        END { printf "%-12s ratio %s  (%s)   last run: %s ns cothread, %s ns bare\n", v, ratios, target, ours, bare }
+        END { printf "%-12s ratio %s  (%s)   last run: %s ns cothread, %s ns bare%s\n",
+                      v, ratios, target, ours, bare, count }
     ' <<<"$out"
 done
 exit $status
