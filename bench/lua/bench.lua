@@ -7,6 +7,10 @@
 --       robin). Unit: one switch, i.e. one resume and the yield or end that
 --       follows it (301 per coroutine: 300 yields and the final resume).
 --       Target: ratio cothread/bare <= 0.6 on Lua 5.1-5.4, <= 1.0 on LuaJIT.
+--       If the directory holds switch_floor.so (switch_floor.c; versions.sh
+--       builds it), the same round robin in C over a C `yield` is timed too:
+--       the floor of any module that yields from C. The loops are
+--       switch_loops.lua's.
 --   (b) notify: a signal queue of 100 and of 100 000 waiters (suspended in `wait(a)`)
 --       moved back and forth with `notify(a, "wait", b)` / `notify(b, "wait", a)`.
 --       Unit: one notify. It must be flat: the ratio 100000/100 is printed. Baseline:
@@ -51,6 +55,7 @@ local SWITCH_TARGET = jit and 1.0 or 0.6
 
 local clock = os.clock
 local create, resume = coroutine.create, coroutine.resume
+local unpack = table.unpack or unpack
 
 -- CPU seconds taken by f(), after a full garbage collection.
 local function timed(f)
@@ -60,16 +65,16 @@ local function timed(f)
   return clock() - t0
 end
 
--- Best (smallest) of REPS results of each of `ours` and `base`, alternating them.
+-- Best (smallest) of REPS results of each function given, taking them in turn.
 -- Each function does its own setup, times its work with `timed` and returns
 -- nanoseconds per unit.
-local function best(ours, base)
-  local bo, bb = math.huge, math.huge
+local function best(...)
+  local fs, b = { ... }, {}
+  for i = 1, #fs do b[i] = math.huge end
   for _ = 1, REPS do
-    bo = math.min(bo, ours())
-    bb = math.min(bb, base())
+    for i = 1, #fs do b[i] = math.min(b[i], fs[i]()) end
   end
-  return bo, bb
+  return unpack(b, 1, #fs)
 end
 
 local function row(what, ns, extra)
@@ -90,58 +95,33 @@ print(("cothread %s, %s, clock: os.clock (process CPU time), best of %d")
 do
   local N, YIELDS = 1000, 300
   local units = N * (YIELDS + 1)            -- switches: 300 yields + the final resume
+  local loops = dofile((arg[0]:match("^(.*/)") or "./") .. "switch_loops.lua")
 
-  local function ours()
-    local s = cothread.new()
-    local yield = s.yield
-    local done = 0
-    local function body()
-      for _ = 1, YIELDS do yield() end
-      done = done + 1
+  -- ns per switch of the loop that make(N, YIELDS) sets up.
+  local function per_switch(make)
+    return function()
+      return timed(make(N, YIELDS)) * 1e9 / units
     end
-    for _ = 1, N do s.schedule(create(body)) end
-    local t = timed(s.run)
-    assert(done == N, "not every cothread finished")
-    return t * 1e9 / units
   end
+  local ours = per_switch(function(n, y) return loops.cothread(cothread, n, y) end)
+  local base = per_switch(loops.bare)
+  local have_floor, floor = pcall(require, "switch_floor")
 
-  local function base()
-    local yield = coroutine.yield
-    local done = 0
-    local function body()
-      for _ = 1, YIELDS do yield("yield") end
-      done = done + 1
-    end
-    local q = {}
-    for i = 1, N do q[i] = create(body) end
-    local t = timed(function()
-      local n = N
-      while n > 0 do                          -- one pass = one round of the robin
-        local live = 0
-        for i = 1, n do
-          local co = q[i]
-          local ok, op = resume(co)
-          if op == "yield" then               -- keep it, in order
-            live = live + 1
-            q[live] = co
-          elseif not ok then
-            error(op)
-          end                                 -- ended: dropped
-        end
-        for i = live + 1, n do q[i] = nil end
-        n = live
-      end
-    end)
-    assert(done == N, "not every coroutine finished")
-    return t * 1e9 / units
+  local o, b, f
+  if have_floor then
+    o, b, f = best(ours, base, per_switch(function(n, y) return loops.floor(floor, n, y) end))
+  else
+    o, b = best(ours, base)
   end
-
-  local o, b = best(ours, base)
   print(("(a) switch: %d cothreads x %d yields, ns per switch"):format(N, YIELDS))
   row("cothread.run + yield()", o)
   row("coroutine.resume round robin", b)
   ratio(("ratio cothread/bare (target <= %.1f)"):format(SWITCH_TARGET), o / b,
     o / b <= SWITCH_TARGET and "  ok" or "  ABOVE TARGET")
+  if have_floor then
+    row("switch_floor.c: lua_resume in C, C yield", f)
+    ratio("ratio floor/bare (any module yielding from C)", f / b)
+  end
 end
 if SWITCH_ONLY then return end
 

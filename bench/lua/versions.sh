@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The switch benchmark (bench.lua's part (a)) on every Lua installed here: builds
 # the module for each (release, cargo feature per version, as scripts/lua-versions
-# does) and prints one line per version: the switch ratio cothread/bare of each run
-# and the nanoseconds per switch of the last, each side measured in one process.
+# does) and switch_floor.c against that version's headers, and prints one line per
+# version: the ratios cothread/bare and floor/bare of each run and the nanoseconds
+# per switch of the last, all sides measured in one process.
 #
 #     bench/lua/versions.sh                   # lua5.1 lua5.2 lua5.3 lua5.4 luajit luajit-joff
 #     bench/lua/versions.sh lua5.1 luajit     # only these
@@ -29,7 +30,7 @@ feature() {
     esac
 }
 
-# per_switch LUA... DIR SIDE: instructions per switch of SIDE (cothread or bare),
+# per_switch LUA... DIR SIDE: instructions per switch of SIDE (cothread, bare, floor),
 # from two callgrind runs of switch.lua (2030 and 30 yields, 100 coroutines).
 per_switch() {
     local side=${*: -1} dir=${*: -2:1} lua=("${@:1:$#-2}") ir=()
@@ -66,7 +67,13 @@ for v in "${versions[@]}"; do
     dir="$root/target/$f/release/benchmod"
     mkdir -p "$dir"
     ln -sf "$root/target/$f/release/libcothread_lua.so" "$dir/cothread.so"
-    ratios=() out=
+    # The floor, built for the version whose headers the module was built for.
+    if ! cc -O2 -shared -fPIC $(pkg-config --cflags "lua5.${f#lua5}") \
+        -o "$dir/switch_floor.so" bench/lua/switch_floor.c; then
+        echo "$v: switch_floor.c did not build (headers missing?): no floor"
+        rm -f "$dir/switch_floor.so"
+    fi
+    ratios=() floors=() out=
     for _ in $(seq "$runs"); do
         if ! out=$("${lua[@]}" bench/lua/bench.lua "$dir" "$reps" switch); then
             echo "$v: bench.lua failed"
@@ -74,19 +81,23 @@ for v in "${versions[@]}"; do
             continue 2
         fi
         ratios+=("$(awk '/^  ratio cothread\/bare/ { sub(/.*\)/, ""); print $1 }' <<<"$out")")
+        floors+=("$(awk '/^  ratio floor\/bare/ { sub(/.*\)/, ""); print $1 }' <<<"$out")")
     done
     count=
     if [ "${COT_BENCH_COUNT:-0}" = 1 ]; then
-        ours=$(per_switch "${lua[@]}" "$dir" cothread) bare=$(per_switch "${lua[@]}" "$dir" bare)
-        count=$(awk -v o="$ours" -v b="$bare" \
-            'BEGIN { printf "   instructions: %d cothread, %d bare, ratio %.3f", o, b, o / b }')
+        count="   instructions:"
+        for side in cothread bare floor; do
+            [ "$side" != floor ] || [ -e "$dir/switch_floor.so" ] || continue
+            count+=" $(per_switch "${lua[@]}" "$dir" "$side") $side"
+        done
     fi
-    awk -v v="$v" -v ratios="${ratios[*]}" -v count="$count" '
+    awk -v v="$v" -v ratios="${ratios[*]}" -v floors="${floors[*]}" -v count="$count" '
         /^  cothread.run/ { ours = $(NF - 1) }
         /^  coroutine.resume/ { bare = $(NF - 1) }
+        /^  switch_floor/ { floor = ", " $(NF - 1) " floor" }
         /^  ratio cothread\/bare/ { target = $0; sub(/.*\(/, "", target); sub(/\).*/, "", target) }
-        END { printf "%-12s ratio %s  (%s)   last run: %s ns cothread, %s ns bare%s\n",
-                      v, ratios, target, ours, bare, count }
+        END { printf "%-12s cothread/bare %s (%s)   floor/bare %s   ns: %s cothread, %s bare%s%s\n",
+                      v, ratios, target, floors, ours, bare, floor, count }
     ' <<<"$out"
 done
 exit $status
