@@ -431,3 +431,224 @@ describe("outside cothreads", function()
     p:close()
   end)
 end)
+
+-- In a cothread of S: a handshaken pair (client, server side).
+local function tls_pair(S, server_params, client_params)
+  local server, port = listener()
+  local tx, rx = cothread.channel.new()
+  go(S, function()
+    server:settimeout(5)
+    local c = assert(server:accept())
+    local t = assert(ssl.wrap(c, server_params or certs.server()))
+    t:settimeout(5)
+    assert(t:dohandshake())
+    tx:send(t)
+  end)
+  local t = client(port, client_params)
+  assert(t:dohandshake())
+  local s = rx:receive()
+  server:close()
+  -- TLS 1.3 servers send session tickets after the handshake: read them, so
+  -- that a readable descriptor means data.
+  t:settimeout(0)
+  assert.same({ nil, "wantread", "" }, { t:receive() })
+  t:settimeout(5)
+  return t, s
+end
+
+describe("cancellation", function()
+  it("ends a receive with 'closed' when another cothread closes the connection", function()
+    local S = cothread.new()
+    local r
+    go(S, function()
+      local c, s = tls_pair(S)
+      go(S, function() r = { c:receive() } end)
+      socket.sleep(0.05)
+      c:close()
+      s:close()
+    end)
+    S.run()
+    assert.same({ nil, "closed", "" }, r)
+  end)
+
+  it("ends a receive with 'cancelled' when unscheduled, the connection still usable", function()
+    local S = cothread.new()
+    local r, c, s, waiter
+    go(S, function()
+      c, s = tls_pair(S)
+      waiter = go(S, function() r = { c:receive() } end)
+      socket.sleep(0.02)
+      assert.is_true(S.unschedule(waiter))
+      assert(s:send("data\n"))
+      socket.sleep(0.05)
+    end)
+    S.run()
+    assert.is_nil(r)
+    S.schedule(waiter)
+    S.run()
+    assert.same({ nil, "cancelled", "" }, r)
+    assert.equal("data", c:receive()) -- outside cothreads: blocks
+    c:close()
+    s:close()
+  end)
+
+  it("leaves the connection usable after a cosock handle's cancel", function()
+    local S = cothread.new()
+    local got
+    go(S, function()
+      local c, s = tls_pair(S)
+      local h = S.spawn(function() got = c:receive() end)
+      socket.sleep(0.02)
+      h:cancel()
+      assert(s:send("after\n"))
+      got = { c:receive() }
+      c:close()
+      s:close()
+    end)
+    S.run()
+    assert.same({ "after" }, got)
+  end)
+end)
+
+describe("select", function()
+  it("answers at once for data LuaSec already decrypted", function()
+    local S = cothread.new()
+    local got = {}
+    go(S, function()
+      local c, s = tls_pair(S)
+      assert(s:send("a\nb\n")) -- one record
+      got.a = c:receive("*l")
+      got.dirty = c:dirty()
+      local t0 = cothread.time()
+      local r = socket.select({ c }, nil, 1)
+      got.took = cothread.time() - t0
+      got.readable = r[1] == c and r[c] == 1
+      got.b = c:receive("*l")
+      got.clean = c:dirty()
+      c:close()
+      s:close()
+    end)
+    S.run()
+    assert.equal("a", got.a)
+    assert.is_true(got.dirty)
+    assert.is_true(got.readable)
+    assert.is_true(got.took < 0.1, "took " .. got.took)
+    assert.equal("b", got.b)
+    assert.is_false(got.clean)
+  end)
+
+  it("waits for a record, in both lists, and mixes with channels", function()
+    local S = cothread.new()
+    local got = {}
+    go(S, function()
+      local c1, s1 = tls_pair(S)
+      local c2, s2 = tls_pair(S)
+      local tx, rx = cothread.channel.new()
+      go(S, function()
+        socket.sleep(0.05)
+        assert(s2:send("two\n"))
+      end)
+      -- A connection may turn readable with a record that holds no data (a
+      -- late session ticket): receiving takes it, and the select goes on.
+      local t0, r, w, err = cothread.time(), nil, nil, nil
+      repeat
+        r, w, err = socket.select({ c1, c2 }, nil, 2)
+        for _, t in ipairs(r) do
+          t:settimeout(0)
+          local data = t:receive()
+          t:settimeout(5)
+          if data then got.first = { c2 = t == c2, data = data, waited = cothread.time() - t0 >= 0.04 } end
+        end
+      until got.first or err
+      r, w = socket.select(nil, { c1, c2 }, 1)
+      got.writable = #w
+      go(S, function()
+        socket.sleep(0.02)
+        tx:send("x")
+      end)
+      r = socket.select({ c1, rx }, nil, 1)
+      got.channel = r[1] == rx
+      r, w, err = socket.select({ c1 }, nil, 0.05)
+      got.timeout = { #r, err }
+      c1:close()
+      r = socket.select({ c1 }, nil, 1)
+      got.closed = r[1] == c1
+      got.closed_receive = { c1:receive() }
+      for _, t in ipairs { c2, s1, s2 } do t:close() end
+    end)
+    S.run()
+    assert.same({ c2 = true, data = "two", waited = true }, got.first)
+    assert.equal(2, got.writable)
+    assert.is_true(got.channel)
+    assert.same({ 0, "timeout" }, got.timeout)
+    assert.is_true(got.closed)
+    assert.same({ nil, "closed", "" }, got.closed_receive)
+  end)
+
+  it("refuses a closed channel's receiver in the write list, takes a TLS connection", function()
+    local tx, rx = cothread.channel.new()
+    assert.has_error(function() socket.select(nil, { rx }, 0) end)
+    tx:close()
+  end)
+end)
+
+describe("collection", function()
+  -- Sockets this process has open.
+  local function open_fds()
+    for _ = 1, 4 do collectgarbage() end
+    local p = assert(io.popen("ls -l /proc/$PPID/fd | grep -c socket:"))
+    local n = tonumber(p:read("*a"))
+    p:close()
+    return n
+  end
+
+  it("takes a connection out of the engine before LuaSec closes its descriptor", function()
+    local S = cothread.new()
+    local n = slow and 20 or 100
+    local before = open_fds()
+    local outcomes = {}
+    go(S, function()
+      local server, port = listener()
+      local peers = {}
+      -- In a function of its own: no register of this cothread keeps the last.
+      local function wrap_and_drop(i)
+        local c = assert(socket.connect("127.0.0.1", port))
+        peers[i] = assert(server:accept())
+        local t = assert(ssl.wrap(c, certs.client()))
+        t:settimeout(0.001)
+        -- Nobody answers: the wait attaches the descriptor, then times out.
+        outcomes[#outcomes + 1] = select(2, t:dohandshake())
+      end
+      for i = 1, n do wrap_and_drop(i) end
+      for _, p in ipairs(peers) do p:close() end
+      collectgarbage()
+      collectgarbage()
+      -- The same descriptor numbers again, as plain sockets on the same engine.
+      local tx, rx = cothread.channel.new()
+      for i = 1, n do
+        local c = assert(socket.connect("127.0.0.1", port))
+        local a = assert(server:accept())
+        go(S, function()
+          a:settimeout(5)
+          local line = a:receive()
+          a:send(line .. "\n")
+          a:close()
+        end)
+        c:settimeout(5)
+        assert(c:send(i .. "\n"))
+        tx:send(c:receive() == tostring(i))
+        c:close()
+      end
+      local all = true
+      for _ = 1, n do all = rx:receive() and all end
+      outcomes.echo = all
+      server:close()
+    end)
+    S.run()
+    S = nil -- and its event loop's descriptors
+    assert.equal(n, #outcomes)
+    for _, o in ipairs(outcomes) do assert.equal("wantread", o) end
+    assert.is_true(outcomes.echo)
+    assert.equal(before, open_fds())
+  end)
+end)
