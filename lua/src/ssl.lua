@@ -3,7 +3,7 @@
 -- Run once per Lua state with `core` (tls.rs's private functions) and the
 -- metatable of our connections; fills its `__index` and returns the module.
 -- LuaSec's connection never waits (timeout 0): a call that would block
--- answers "wantread" or "wantwrite", and `io` below waits for that
+-- answers "wantread" or "wantwrite", and `operate` below waits for that
 -- direction on the engine and calls again. That loop is the only place a
 -- TLS call is retried.
 
@@ -51,7 +51,7 @@ end
 -- direction (a renegotiation or a key update may ask a receive to write,
 -- or a send to read), then the call again with the progress kept. Data
 -- LuaSec already decrypted is taken once without waiting.
-local function io(self, kind, a, b, c)
+local function operate(self, kind, a, b, c)
   local conn, d = begin(self)
   if not conn then return fail(kind, "closed", b) end
   local again, start = false, kind == RECV and #(b or "") or 0
@@ -96,9 +96,9 @@ for name, f in pairs(methods) do
   end
 end
 
-function index.dohandshake(self) return io(self, HS) end
-function index.receive(self, pattern, prefix) return io(self, RECV, pattern, prefix) end
-function index.send(self, data, i, j) return io(self, SEND, data, i, j) end
+function index.dohandshake(self) return operate(self, HS) end
+function index.receive(self, pattern, prefix) return operate(self, RECV, pattern, prefix) end
+function index.send(self, data, i, j) return operate(self, SEND, data, i, j) end
 
 -- Out of the engine first (waiters get "closed"), then LuaSec's close.
 function index.close(self)
