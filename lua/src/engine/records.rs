@@ -369,7 +369,7 @@ impl Inner {
         r.why = Some(Why::merge(r.why, why));
         if !r.queued {
             r.queued = true;
-            if self.core.make_ready(r.task, r.co.raw() as usize | OPERATION_BIT) {
+            if self.core.make_ready(r.task, OPERATION_BIT) {
                 self.readied += 1;
             }
         }

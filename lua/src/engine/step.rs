@@ -313,6 +313,12 @@ pub fn is_delivered(co: &Thread) -> bool {
     co.is_suspended() && co.light_on_top() == Some(delivered_marker())
 }
 
+/// Is `co` suspended in an operation's yield, its results due or not
+/// (what `finish` looks at)?
+pub fn is_parked(co: &Thread) -> bool {
+    is_delivered(co) || parked_token(co).is_some()
+}
+
 impl Inner {
     /// Runs the loop once, blocking as `block` says, and makes due the
     /// operations its events concern.
