@@ -63,7 +63,8 @@ use std::ffi::c_int;
 pub use error::{Error, Ret, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use thread::{L, Lua, Resumed, Status, Thread};
+pub use call::Resumed;
+pub use thread::{L, Lua, Status, Thread};
 pub use udata::{Classes, Udata, UpvalueFn};
 
 pub use version::{self as ffi, lua_Integer};

@@ -389,9 +389,8 @@ mod older {
 /// `[-0, +1, m]` Pushes a 64-bit identity (a task handle) as a Lua value
 /// that `to_id` reads back: an integer where the version has them; else a
 /// number while it fits a double's 53 bits (a handle's generation, in its
-/// high half, stays small), and the 8 bytes as a string beyond. Not always a
-/// string: each is interned, and the string table that 100 000 cothreads
-/// grow shrinks by halves, one full collection each.
+/// high half, stays small), and the 8 bytes as a string beyond (a string
+/// is made and interned for each, a number is not).
 ///
 /// # Safety
 /// A valid state with a free slot.
