@@ -129,3 +129,80 @@ describe("cothread.xpcall", function()
     assert.same({ n = 3, true, 2, 1 }, r)
   end)
 end)
+
+-- What each Lua yields across without cothread.pcall (doc/lua.md: the
+-- differences). Lua 5.1 cannot yield across pcall, a generic for's iterator
+-- or a metamethod: there a blocking call waits in place (others do not run),
+-- except in a metamethod, which the module cannot see, where it fails with
+-- Lua's error, as a yield operation does in all three.
+describe("on each Lua, a cothread", function()
+  local sleep = cothread.socket.sleep
+
+  -- Runs f(S) as support.ticking does: whether it finished, its error, and
+  -- the ticks taken meanwhile.
+  local function ticked(f)
+    local ok, ticks = pcall(support.ticking, f)
+    if ok then return true, nil, ticks end
+    return false, ticks, 0
+  end
+
+  it("waits under the standard pcall; on Lua 5.1 in place", function()
+    local r
+    local ok, err, ticks = ticked(function() r = pack(pcall(sleep, 0.03)) end)
+    assert.is_true(ok, err)
+    assert.is_true(r[1])
+    if support.lua51 then
+      assert.equal(0, ticks, "nothing ran while it waited")
+    else
+      assert.is_true(ticks > 0, "others ran while it waited")
+    end
+  end)
+
+  it("yields with a yield operation under the standard pcall; not on Lua 5.1", function()
+    local r
+    local ok, err = ticked(function(S) r = pack(pcall(S.delay, 0.01)) end)
+    assert.is_true(ok, err)
+    if support.lua51 then
+      assert.is_false(r[1])
+      assert.is_true(support.is_yield_error(r[2]), r[2])
+    else
+      assert.is_true(r[1])
+    end
+  end)
+
+  it("waits in a generic for's iterator; on Lua 5.1 in place", function()
+    local got = {}
+    local ok, err, ticks = ticked(function()
+      for i in function(_, i)
+        if i == 3 then return nil end
+        sleep(0.01)
+        return i + 1
+      end, nil, 0 do
+        got[#got + 1] = i
+      end
+    end)
+    assert.is_true(ok, err)
+    assert.same({ 1, 2, 3 }, got)
+    if support.lua51 then
+      assert.equal(0, ticks, "nothing ran while it waited")
+    else
+      assert.is_true(ticks > 0, "others ran while it waited")
+    end
+  end)
+
+  it("waits in a metamethod; on Lua 5.1 fails with Lua's error", function()
+    local lazy = setmetatable({}, { __index = function(_, k)
+      sleep(0.01)
+      return k .. "!"
+    end })
+    local v
+    local ok, err = ticked(function() v = lazy.x end)
+    if support.lua51 then
+      assert.is_false(ok)
+      assert.is_true(support.is_yield_error(err), err)
+    else
+      assert.is_true(ok, err)
+      assert.equal("x!", v)
+    end
+  end)
+end)
