@@ -68,12 +68,14 @@ fn park<O: Operation + 'static>(
 ) -> Result<Result<(), &'static std::ffi::CStr>, Error> {
     let e = st.engine_or_make()?;
     f.lua.check_stack(1)?;
-    // SAFETY: the frame's thread is `st`'s running cothread
-    // (`with_resuming` says so), registered: the alive table keeps it while
-    // the engine holds its record (unregistering it takes the record out:
-    // `engine::cancel`).
+    // SAFETY: the frame's thread is `st`'s running cothread, registered:
+    // the alive table keeps it while the engine holds its record
+    // (unregistering it takes the record out: `engine::cancel`); or its
+    // stand-in (`with_resuming` says which), which the cothread's
+    // `cothread.pcall` holds until it ends (unregistering the cothread
+    // drops the record: `Engine::forget`).
     let co = unsafe { Thread::from_raw(f.lua.raw()) };
-    if let Err(m) = engine::park(f, e, co, task, Box::new(op), next) {
+    if let Err(m) = engine::park(f, e, (co, st.running.get()), task, Box::new(op), next) {
         return Ok(Err(m));
     }
     st.quick.set(Some(Quick::Park));

@@ -31,12 +31,11 @@ impl CoreRef {
         self.0.borrow_mut()
     }
 
-    /// Adds `bit` to the user value of `task` (its registered thread, which
-    /// a coroutine standing in for it may have parked for: `pcall`) and moves
-    /// it to the ready tail: whether the task is live.
-    pub(super) fn make_ready(&self, task: Task, bit: usize) -> bool {
+    /// Sets the user value of `task` to `data` and moves it to the ready
+    /// tail: whether the task is live.
+    pub(super) fn make_ready(&self, task: Task, data: usize) -> bool {
         let mut core = self.core();
-        let live = core.data(task).and_then(|d| core.set_data(task, d | bit)).is_ok();
+        let live = core.set_data(task, data).is_ok();
         if live {
             let _ = core.reschedule(task, When::Later);
         }
