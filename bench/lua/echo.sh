@@ -7,14 +7,17 @@
 # flight, every echoed byte checked).
 #
 #   bench/lua/echo.sh [seconds]      # seconds per server and round (default 2)
+#   COT_BENCH_LUA=luajit COTHREAD_LUA_DIR=target/lua51/release/benchmod bench/lua/echo.sh
 #
 # Environment: COT_BENCH_ROUNDS (rounds, the servers alternating; default 4),
 # COT_BENCH_CONNS (64), COT_BENCH_SIZE (4096), COT_BENCH_DEPTH (messages in
 # flight per connection, 1), COTHREAD_LUA_DIR (the directory holding
-# cothread.so; default build/lua). Prints each measurement, then per server the
-# best throughput and the lowest server CPU per message of the rounds, and the
-# ratios cothread / luv and cothread / cqueues of throughput and of messages
-# per second of server CPU (the target is >= 1).
+# cothread.so; default build/lua), COT_BENCH_LUA (the interpreter of the three
+# servers, lua5.4; with luajit, COTHREAD_LUA_DIR holds the build for 5.1).
+# Prints each measurement, then per server the best throughput and the lowest
+# server CPU per message of the rounds, and the ratios cothread / luv and
+# cothread / cqueues of throughput and of messages per second of server CPU
+# (the target is >= 1).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

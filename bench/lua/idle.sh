@@ -11,7 +11,8 @@
 #
 # Raises the soft descriptor limit to 20000 for the servers and the client
 # (the hard limit must allow it). Environment: COT_BENCH_SIZE (the message
-# echoed once per connection, 4096), COTHREAD_LUA_DIR (default build/lua).
+# echoed once per connection, 4096), COTHREAD_LUA_DIR (default build/lua),
+# COT_BENCH_LUA (the servers' interpreter, lua5.4: see echo.sh).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)

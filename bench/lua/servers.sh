@@ -1,20 +1,22 @@
 # Starting and stopping the echo servers of bench/lua (sourced by echo.sh and
-# idle.sh). Each server is `lua5.4 echo_<name>.lua CPATH_DIR SIZE`, prints its
-# port on its first line and runs until killed.
+# idle.sh). Each server is `$COT_BENCH_LUA echo_<name>.lua CPATH_DIR SIZE`
+# (the interpreter: lua5.4 unless set, e.g. luajit), prints its port on its
+# first line and runs until killed.
 
+lua=${COT_BENCH_LUA:-lua5.4}
 tmp=$(mktemp -d)
 server_pid=
 trap 'stop_server; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
-# Fails unless lua5.4 loads cothread (from $1), luv and cqueues.
+# Fails unless $lua loads cothread (from $1), luv and cqueues.
 check_servers() {
-    if ! lua5.4 -e "package.cpath = '$1/?.so;' .. package.cpath; require 'cothread'" 2>/dev/null; then
-        echo "bench: cannot load cothread.so from $1 (build it: cmake -S . -B build && cmake --build build)" >&2
+    if ! "$lua" -e "package.cpath = '$1/?.so;' .. package.cpath; require 'cothread'" 2>/dev/null; then
+        echo "bench: $lua cannot load cothread.so from $1 (build it for $lua: cmake -S . -B build && cmake --build build)" >&2
         exit 1
     fi
-    if ! lua5.4 -e 'require "luv"; require "cqueues"' 2>/dev/null; then
-        echo "bench: lua5.4 cannot load luv and cqueues (Debian: apt-get install lua-luv lua-cqueues)" >&2
+    if ! "$lua" -e 'require "luv"; require "cqueues"' 2>/dev/null; then
+        echo "bench: $lua cannot load luv and cqueues (Debian: apt-get install lua-luv lua-cqueues)" >&2
         exit 1
     fi
 }
@@ -22,7 +24,7 @@ check_servers() {
 # start_server NAME CPATH_DIR SIZE: sets server_pid and server_port.
 start_server() {
     rm -f "$tmp/port"
-    lua5.4 "$here/echo_$1.lua" "$2" "$3" > "$tmp/port" &
+    "$lua" "$here/echo_$1.lua" "$2" "$3" > "$tmp/port" &
     server_pid=$!
     server_port=
     i=0

@@ -85,6 +85,11 @@ if(EXISTS "${CONSUMER_BUILD_DIR}/consumer_lua")
 else()
   message(STATUS "consumer: no Lua 5.4 for pkg-config: consumer_lua not built")
 endif()
+if(EXISTS "${CONSUMER_BUILD_DIR}/consumer_luajit")
+  run_program(consumer_luajit "consumer_lua ok" ${_env} "${CONSUMER_BUILD_DIR}/consumer_luajit")
+else()
+  message(STATUS "consumer: no LuaJIT for pkg-config or no Lua 5.1 build: consumer_luajit not built")
+endif()
 
 # The consumer's own install (CMAKE_INSTALL_RPATH_USE_LINK_PATH in its CMakeLists.txt).
 set(_app_prefix "${CONSUMER_BUILD_DIR}/app-prefix")

@@ -1,4 +1,5 @@
-// A C++ host embedding Lua 5.4 with cothread::lua: one core serves the Lua
+// A C++ host embedding Lua 5.4 with cothread::lua, or LuaJIT with cothread::lua51
+// (the same source, built twice): one core serves the Lua
 // cothreads, the C++ coroutines and plain C, and futures cross between them.
 //   a. a Lua cothread awaits futures that C++ coroutines settle on pool threads
 //      (a raw cot_promise, and a cocls::future through to_core), other cothreads
@@ -63,7 +64,7 @@ void run_lua(lua_State *L, const char *name, const char *code) {
 /// `[-0, +1]` Hands the C future `f` to Lua as a future object and frees the
 /// C handle: cothread.future_of takes a handle of its own.
 void push_future(lua_State *L, cot_future *f) {
-    lua_getfield(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");  // LUA_LOADED_TABLE, unnamed in LuaJIT
     lua_getfield(L, -1, "cothread");
     lua_getfield(L, -1, "future_of");
     lua_replace(L, -3);
@@ -287,21 +288,22 @@ int host_dropped_cocls(lua_State *L) {
 }
 
 const char *const dropped_on_cpp = R"lua(
+  local function pack(...) return { n = select("#", ...), ... } end  -- table.pack, not in LuaJIT
   cothread.schedule(coroutine.create(function()
     local f = host.dropped_raw(100)
     assert(f:state() == "pending")
-    local r = table.pack(f:await(10))
+    local r = pack(f:await(10))
     assert(r.n == 2 and r[1] == false and r[2] == "dropped", tostring(r[2]))
     assert(f:state() == "dropped")
 
     local g = host.dropped_cocls(100)
-    r = table.pack(g:await(10))
+    r = pack(g:await(10))
     assert(r.n == 2 and r[1] == false and r[2] == "dropped", tostring(r[2]))
 
     -- Dropped before the await: no suspension, the same result.
     local h = host.dropped_raw(0)
     while not h:ready() do cothread.delay(0.001) end
-    r = table.pack(h:await(10))
+    r = pack(h:await(10))
     assert(r[1] == false and r[2] == "dropped")
     c_done = true
   end))
@@ -448,7 +450,7 @@ int host_stress_take(lua_State *L) {
 
 const char *const stress = R"lua(
   local n, c = host.stress_setup()
-  local per = n // c
+  local per = math.floor(n / c)  -- no // before Lua 5.3
   local sum, pending, finished = 0, 0, 0
   for k = 0, c - 1 do
     cothread.schedule(coroutine.create(function()
@@ -468,7 +470,7 @@ const char *const stress = R"lua(
   cothread.schedule(coroutine.create(function() host.stress_go() end))
   cothread.run()
   assert(finished == c, "finished " .. finished .. " of " .. c)
-  assert(sum == n * (n - 1) // 2, "sum " .. sum)
+  assert(sum == n * (n - 1) / 2, "sum " .. sum)
   assert(pending >= c, "awaits that suspended: " .. pending)
   stress_pending = pending
 )lua";
@@ -501,6 +503,7 @@ int host_loop(lua_State *L) {
 }
 
 const char *one_loop = R"lua(
+  local function pack(...) return { n = select("#", ...), ... } end
   local loop, signal, promise = host.loop()
   local S = cothread.new()
   assert(S.attach(loop) == true)
@@ -509,7 +512,7 @@ const char *one_loop = R"lua(
   local got
   S.schedule(coroutine.create(function()
     assert(p:set("from lua"))
-    got = table.pack(S.loop_wait(signal, 5))
+    got = pack(S.loop_wait(signal, 5))
   end))
   S.run()
   assert(got and got[1] == true, "loop_wait: " .. tostring(got and got[2]))
@@ -528,8 +531,8 @@ void one_loop_scenario(lua_State *L) {
     CHECK(g_coro_notified);
     CHECK_EQ(cot_coro_status(co), COT_CORO_FINISHED);
     CHECK_EQ(cot_coro_free(co), 0);
-    lua_gc(L, LUA_GCCOLLECT);  // the scheduler goes: its handles close on the loop
-    lua_gc(L, LUA_GCCOLLECT);
+    lua_gc(L, LUA_GCCOLLECT, 0);  // the scheduler goes: its handles close on the loop
+    lua_gc(L, LUA_GCCOLLECT, 0);
     CHECK_EQ(cot_loop_run(g_loop, COT_RUN_DEFAULT), 0);
     CHECK_EQ(cot_loop_close(g_loop), 0);
     cot_promise_free(g_coro_promise);
@@ -562,6 +565,20 @@ void register_host(lua_State *L) {
     lua_setglobal(L, "host");
 }
 
+/// `[-0, +0]` Opens the module of this process's core as package.loaded.cothread
+/// and the global cothread: luaL_requiref(L, "cothread", luaopen_cothread, 1),
+/// which LuaJIT lacks.
+void open_cothread(lua_State *L) {
+    lua_pushcfunction(L, luaopen_cothread);
+    lua_pushstring(L, "cothread");
+    lua_call(L, 1, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+    lua_pushvalue(L, -2);
+    lua_setfield(L, -2, "cothread");
+    lua_pop(L, 1);
+    lua_setglobal(L, "cothread");
+}
+
 }  // namespace
 
 int main() {
@@ -572,8 +589,7 @@ int main() {
     lua_State *L = luaL_newstate();
     CHECK(L != nullptr);
     luaL_openlibs(L);
-    luaL_requiref(L, "cothread", luaopen_cothread, 1);  // the module of this process's core
-    lua_pop(L, 1);
+    open_cothread(L);
     register_host(L);
 
     auto t0 = std::chrono::steady_clock::now();
@@ -596,8 +612,8 @@ int main() {
     lua_pop(L, 1);
     // A value lives while a handle does; Lua's futures are the last ones.
     CHECK_EQ(g_made.load(), static_cast<long>(stress_futures));
-    lua_gc(L, LUA_GCCOLLECT);
-    lua_gc(L, LUA_GCCOLLECT);
+    lua_gc(L, LUA_GCCOLLECT, 0);
+    lua_gc(L, LUA_GCCOLLECT, 0);
     CHECK_EQ(g_live.load(), 0L);
 
     lua_close(L);
