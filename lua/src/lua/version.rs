@@ -89,7 +89,9 @@ pub unsafe fn yield_in_place(l: *mut lua_State) -> std::ffi::c_int {
 
 #[cfg(not(feature = "lua54"))]
 mod older {
-    use std::ffi::{c_char, c_int, c_void};
+    #[cfg(any(feature = "lua51", feature = "lua52", feature = "luajit"))]
+    use std::ffi::c_char;
+    use std::ffi::{c_int, c_void};
 
     use mlua::ffi::*;
 
@@ -140,6 +142,7 @@ mod older {
     ///
     /// # Safety
     /// Called by Lua, as a metamethod.
+    #[cfg(not(feature = "lua53"))]
     pub unsafe extern "C-unwind" fn name_tostring(l: *mut lua_State) -> c_int {
         // SAFETY: Lua calls this with the value as argument 1 and the free
         // slots every C function has; the name's bytes are copied into the
