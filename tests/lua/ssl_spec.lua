@@ -878,3 +878,26 @@ describe("a peer that closes mid-record", function()
     assert.is_true(#got[3] < 16384 and got[3] == string.rep("z", #got[3]))
   end)
 end)
+
+describe("inside cothread.pcall", function()
+  it("suspends only the cothread on every Lua, Lua 5.1 too", function()
+    local S = cothread.new()
+    local got, ticks = {}, 0
+    go(S, function()
+      local c, s = tls_pair(S)
+      go(S, function()
+        for _ = 1, 5 do
+          ticks = ticks + 1
+          S.delay(0.005)
+        end
+        assert(s:send("late\n"))
+      end)
+      got = { cothread.pcall(c.receive, c) }
+      c:close()
+      s:close()
+    end)
+    S.run()
+    assert.same({ true, "late" }, got)
+    assert.equal(5, ticks)
+  end)
+end)
