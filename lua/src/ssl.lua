@@ -54,7 +54,7 @@ end
 local function operate(self, kind, a, b, c)
   local conn, d = begin(self)
   if not conn then return fail(kind, "closed", b) end
-  local again, start = false, kind == RECV and #(b or "") or 0
+  local again, start = false, kind == RECV and b and #tostring(b) or 0
   while true do
     local r1, r2, r3
     if kind == HS then
