@@ -23,14 +23,13 @@
 //! `stream` (file objects and pipes), `file` (`cothread.file`), `ossignal`
 //! (`cothread.signal`: OS signals), `process` (`cothread.process`),
 //! `channel` (`cothread.channel`), `future` (`cothread.promise`: the core's
-//! futures, shared with C and C++), `cosock` (cosock's `spawn`,
+//! futures, shared with C and C++), `tls` (`cothread.ssl`: LuaSec on the engine), `cosock` (cosock's `spawn`,
 //! `get_thread_metadata`, `asyncify`) and `host` (`attach`, `loop_wait`: for
 //! hosts that embed Lua). This file only assembles the module table.
 
 #![warn(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 use std::ffi::{CStr, c_int};
-
 
 use cothread::ffi::{COT_VERSION_MAJOR, COT_VERSION_MINOR, COT_VERSION_PATCH};
 
@@ -57,6 +56,7 @@ mod state;
 mod stream;
 mod sys;
 mod time;
+mod tls;
 mod work;
 
 use builtin::Builtin;
@@ -133,6 +133,13 @@ fn open_channel(lua: &mut Lua) -> Ret {
     open(lua, channel::push_module)
 }
 crate::cfn!(#[unsafe(no_mangle)] pub luaopen_cothread_channel = open_channel);
+
+/// `require "cothread.ssl"`: LuaSec's TLS on cothread's sockets (needs
+/// LuaSec; without it the `require` fails saying what to install).
+fn open_ssl(lua: &mut Lua) -> Ret {
+    open(lua, tls::push_module)
+}
+crate::cfn!(#[unsafe(no_mangle)] pub luaopen_cothread_ssl = open_ssl);
 
 /// `[-0, +1, m]` Pushes the dns module.
 fn push_dns(lua: &mut Lua) -> Result<(), Error> {

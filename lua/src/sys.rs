@@ -5,7 +5,7 @@ pub use cothread::net::resolve::{
     Found, Query, ResolveError, lookup, name_info, resolve, resolve_numeric, resolve_strerror, reverse,
 };
 pub use cothread::net::sys::{
-    Addr, POLL_IN, POLL_OUT, SysResult, accept, bind, close, connect, disconnect, domain, getsockopt, hostname, listen,
-    max_descriptors, name, poll, pollfd, recv, recvfrom, send, sendto, set_nonblocking, setsockopt, shutdown, socket,
-    socket_error, strerror, wall_time,
+    Addr, POLL_IN, POLL_OUT, SysResult, accept, bind, close, connect, disconnect, domain, getsockopt, hostname,
+    ignore_sigpipe, listen, max_descriptors, name, poll, pollfd, recv, recvfrom, send, sendto, set_nonblocking,
+    setsockopt, shutdown, socket, socket_error, strerror, wall_time,
 };

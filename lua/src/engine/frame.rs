@@ -173,6 +173,39 @@ pub fn deadline_in(ns: u64) -> u64 {
     cothread::time::monotonic_ns().saturating_add(ns)
 }
 
+/// LuaSocket's timeout in seconds as nanoseconds: NaN or negative means no
+/// limit (None).
+pub fn timeout_ns(secs: f64) -> Option<u64> {
+    (secs >= 0.0).then(|| ns_of(secs))
+}
+
+/// The deadline of a call with LuaSocket's total timeout `total` (seconds;
+/// negative: none).
+pub fn call_deadline(total: f64) -> Option<u64> {
+    timeout_ns(total).map(deadline_in)
+}
+
+/// The deadline of the next wait of a call whose deadline is `call`, on an
+/// object whose timeout per wait is `block` (LuaSocket's seconds): the
+/// nearer of the two; `Err` if it has passed already (the call fails
+/// without waiting, as LuaSocket's with timeout 0).
+pub fn next_deadline(block: f64, call: Option<u64>) -> Result<Option<u64>, ()> {
+    let block = timeout_ns(block);
+    if call.is_none() && block.is_none() {
+        return Ok(None); // no timeout: no need to read the clock
+    }
+    let now = cothread::time::monotonic_ns();
+    let each = block.map(|ns| now.saturating_add(ns));
+    let d = match (call, each) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    match d {
+        Some(d) if d <= now => Err(()),
+        d => Ok(d),
+    }
+}
+
 /// A payload downcast to `T`, if it is one.
 pub fn payload_as<T: Any>(p: Option<Payload>) -> Option<T> {
     p?.downcast::<T>().ok().map(|b| *b)
@@ -200,5 +233,17 @@ mod tests {
         assert_eq!(ns_of(f64::NAN), 0);
         assert_eq!(ns_of(f64::INFINITY), u64::MAX);
         assert_eq!(ns_of(1e300), u64::MAX);
+    }
+
+    #[test]
+    fn a_wait_ends_at_the_nearer_deadline() {
+        assert_eq!(next_deadline(-1.0, None), Ok(None), "no timeout at all");
+        assert_eq!(next_deadline(0.0, None), Err(()), "timeout 0 never waits");
+        assert_eq!(next_deadline(-1.0, Some(1)), Err(()), "a call deadline passed");
+        let far = deadline_in(3_600_000_000_000);
+        let d = next_deadline(1.0, Some(far)).unwrap().unwrap();
+        assert!(d < far, "the block timeout is nearer than the call's");
+        assert_eq!(next_deadline(7200.0, Some(far)), Ok(Some(far)));
+        assert_eq!(timeout_ns(f64::NAN), None);
     }
 }

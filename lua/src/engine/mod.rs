@@ -123,7 +123,9 @@ mod watch;
 
 pub use block::poll as block_on;
 pub use event::{Fire, OnEnd};
-pub use frame::{Frame, Job, Next, Payload, STEP_SLOTS, Why, deadline_in, ns_of, payload_as};
+pub use frame::{
+    Frame, Job, Next, Payload, STEP_SLOTS, Why, call_deadline, deadline_in, next_deadline, ns_of, payload_as,
+};
 pub use guard::step as step_guarded;
 pub use link::{CoreRef, HostLoop};
 pub use lp::{Block, LoopRef};

@@ -290,20 +290,7 @@ fn tostring_body(lua: &mut Lua) -> Ret {
 
 // ===== timeouts =====
 
-pub(super) fn now_ns() -> u64 {
-    cothread::time::monotonic_ns()
-}
-
-/// LuaSocket's timeout in seconds as nanoseconds: nil, NaN or negative
-/// means no limit.
-pub(super) fn timeout_ns(secs: f64) -> Option<u64> {
-    (secs >= 0.0).then(|| engine::ns_of(secs))
-}
-
-/// The deadline of a call with total timeout `total` (none: no limit).
-pub(super) fn call_deadline(total: f64) -> Option<u64> {
-    timeout_ns(total).map(engine::deadline_in)
-}
+pub(super) use crate::engine::call_deadline;
 
 /// `[-0, +1, -]` Pushes the deadline of a call with total timeout `total`
 /// (nil: none), for its frame.
@@ -322,20 +309,7 @@ pub(super) fn deadline_at(lua: &Lua, slot: c_int) -> Option<u64> {
 /// The deadline of the next wait of an operation on `s` whose call deadline
 /// is `call`: `Err` if it has passed already.
 pub(super) fn wait_deadline(s: &Sock, call: Option<u64>) -> Result<Option<u64>, ()> {
-    let block = timeout_ns(s.block.get());
-    if call.is_none() && block.is_none() {
-        return Ok(None); // no timeout: no need to read the clock
-    }
-    let now = now_ns();
-    let each = block.map(|ns| now.saturating_add(ns));
-    let d = match (call, each) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    match d {
-        Some(d) if d <= now => Err(()),
-        d => Ok(d),
-    }
+    engine::next_deadline(s.block.get(), call)
 }
 
 /// The message a step answers for a wait that ended without readiness (its

@@ -384,6 +384,32 @@ pub fn set_nonblocking(fd: RawFd) -> SysResult<()> {
     check(unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) }).map(drop)
 }
 
+/// Ignores SIGPIPE if its action is the default (which ends the process)
+/// and this thread does not block it. A library that writes to sockets
+/// with plain `write(2)` (OpenSSL under LuaSec) would otherwise kill the
+/// process on a peer's reset, where `send` here passes `MSG_NOSIGNAL`.
+/// A handler, an ignore, or a block (a signalfd reading SIGPIPE) set by
+/// someone else is left alone. Answers whether it changed the action.
+pub fn ignore_sigpipe() -> bool {
+    // SAFETY: an all-zero sigset_t is a valid value to be overwritten.
+    let mut mask: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new set only reads the mask into `mask`, a local.
+    let blocked = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut mask) } == 0
+        // SAFETY: `mask` was filled by pthread_sigmask just above.
+        && unsafe { libc::sigismember(&mask, libc::SIGPIPE) } == 1;
+    if blocked {
+        return false;
+    }
+    // SAFETY: an all-zero sigaction is a valid value for sigaction to fill.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only reads SIGPIPE's action into `old`.
+    if unsafe { libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old) } != 0 || old.sa_sigaction != libc::SIG_DFL {
+        return false;
+    }
+    // SAFETY: SIG_IGN needs no handler code; signal() takes integers only.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) != libc::SIG_ERR }
+}
+
 /// The address family of socket `fd` (`SO_DOMAIN`).
 pub fn domain(fd: RawFd) -> SysResult<c_int> {
     let mut v = [0u8; 4];
@@ -541,6 +567,19 @@ mod tests {
     fn the_machine_has_a_name_and_a_descriptor_limit() {
         assert!(!hostname().unwrap().to_bytes().is_empty());
         assert!(max_descriptors() > 2);
+    }
+
+    #[test]
+    fn an_ignored_sigpipe_is_left_alone() {
+        // Rust's runtime ignores SIGPIPE before main: nothing to change.
+        assert!(!ignore_sigpipe());
+        // SAFETY: a null new action only reads SIGPIPE's action.
+        let old = unsafe {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(libc::SIGPIPE, std::ptr::null(), &mut old);
+            old
+        };
+        assert_eq!(old.sa_sigaction, libc::SIG_IGN);
     }
 
     #[test]

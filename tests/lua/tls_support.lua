@@ -1,0 +1,76 @@
+-- Certificates for the TLS specs, made at test time with the openssl command
+-- (nothing secret is committed): a CA, leaves it signs, and a self-signed
+-- "rogue" server. EC P-256 keys (quick, also under valgrind), valid 2 days.
+--
+--   local certs = dofile(here .. "tls_support.lua").make()   -- certs.dir, certs.path(name)
+--   certs.remove()
+
+local M = {}
+
+local function run(cmd)
+  local ok, how, code = os.execute(cmd .. " >/dev/null 2>&1")
+  -- Lua 5.1 and LuaJIT's os.execute answers the status alone.
+  if ok == true or ok == 0 then return end
+  error("command failed (" .. tostring(how) .. " " .. tostring(code or ok) .. "): " .. cmd, 2)
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local EC = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes"
+
+-- The leaves the CA signs: name, subject CN, subjectAltName.
+local LEAVES = {
+  { "server", "localhost", "DNS:localhost,IP:127.0.0.1" },
+  { "other", "other.test", "DNS:other.test" },
+  { "client", "cothread client", "DNS:client.test" },
+}
+
+function M.make()
+  local p = assert(io.popen("mktemp -d"))
+  local dir = assert(p:read("*l"))
+  p:close()
+  local function path(name) return dir .. "/" .. name end
+  local cd = "cd '" .. dir .. "' && "
+  run(cd .. "openssl req -x509 " .. EC .. " -keyout ca.key -out ca.crt -days 2"
+    .. " -subj '/CN=cothread test CA' -addext basicConstraints=critical,CA:TRUE"
+    .. " -addext keyUsage=critical,keyCertSign,cRLSign")
+  for _, leaf in ipairs(LEAVES) do
+    local name, cn, san = leaf[1], leaf[2], leaf[3]
+    write(path(name .. ".ext"), "subjectAltName=" .. san
+      .. "\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n")
+    run(cd .. "openssl req -new " .. EC .. " -keyout " .. name .. ".key -out " .. name .. ".csr"
+      .. " -subj '/CN=" .. cn .. "'")
+    run(cd .. "openssl x509 -req -in " .. name .. ".csr -CA ca.crt -CAkey ca.key -CAcreateserial"
+      .. " -out " .. name .. ".crt -days 2 -extfile " .. name .. ".ext")
+  end
+  run(cd .. "openssl req -x509 " .. EC .. " -keyout rogue.key -out rogue.crt -days 2"
+    .. " -subj '/CN=localhost' -addext subjectAltName=DNS:localhost,IP:127.0.0.1")
+  local certs = { dir = dir, path = path }
+
+  -- LuaSec parameters: a server with leaf `name` (default "server"), a client
+  -- that trusts the CA; `extra` fields are added.
+  function certs.server(name, extra)
+    name = name or "server"
+    local t = { mode = "server", protocol = "any", key = path(name .. ".key"),
+      certificate = path(name .. ".crt"), cafile = path("ca.crt"), verify = "none",
+      options = "all" }
+    for k, v in pairs(extra or {}) do t[k] = v end
+    return t
+  end
+  function certs.client(extra)
+    local t = { mode = "client", protocol = "any", cafile = path("ca.crt"), verify = "peer",
+      options = "all" }
+    for k, v in pairs(extra or {}) do t[k] = v end
+    return t
+  end
+  function certs.remove()
+    run("rm -rf '" .. dir .. "'")
+  end
+  return certs
+end
+
+return M
