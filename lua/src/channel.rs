@@ -258,7 +258,8 @@ fn receiver_pending(lua: &Lua, idx: c_int) -> bool {
 }
 
 /// What `socket.select` needs of a receiver.
-static RECEIVER_SELECT: Selectable = Selectable { source: receiver_source, pending: receiver_pending };
+static RECEIVER_SELECT: Selectable =
+    Selectable { source: receiver_source, fd: |_, _| -1, pending: receiver_pending, write: false };
 
 // ===== the module =====
 

@@ -14,11 +14,11 @@
 //! methods and returns the module table, cached in the registry.
 
 use std::cell::Cell;
-use std::ffi::CStr;
+use std::ffi::{CStr, c_int};
 use std::os::fd::RawFd;
 
 use crate::cfn;
-use crate::engine::{self, Frame, Next, Operation, READ, Source, SourceKind, WRITE, Why};
+use crate::engine::{self, Frame, Next, Operation, READ, Selectable, Source, SourceKind, WRITE, Why};
 use crate::lua::{Error, Lua, Reg, Ret, Udata, lua_Integer};
 use crate::park::drive;
 use crate::sys;
@@ -299,6 +299,27 @@ fn tostring_body(lua: &mut Lua) -> Ret {
     Ok(1)
 }
 
+// ===== select =====
+
+/// The source of the connection at `idx`.
+fn tls_source(lua: &Lua, idx: c_int) -> Option<&Source> {
+    lua.test_udata::<Tls>(idx).map(|t| &t.src)
+}
+
+/// The descriptor of the connection at `idx` (-1 once closed).
+fn tls_fd(lua: &Lua, idx: c_int) -> RawFd {
+    lua.test_udata::<Tls>(idx).map_or(-1, |t| t.fd.get())
+}
+
+/// Would a receive on the connection at `idx` answer without waiting:
+/// decrypted data waits in LuaSec, or it is closed ("closed" at once)?
+fn tls_pending(lua: &Lua, idx: c_int) -> bool {
+    lua.test_udata::<Tls>(idx).is_some_and(|t| t.dirty.get() || t.closed.get())
+}
+
+/// What `socket.select` needs of a connection, in both lists.
+static TLS_SELECT: Selectable = Selectable { source: tls_source, fd: tls_fd, pending: tls_pending, write: true };
+
 /// The methods written here; `ssl.lua` adds the others.
 const METHODS: &[Reg] =
     &[(c"getfd", getfd), (c"dirty", dirty), (c"settimeout", settimeout), (c"gettimeout", gettimeout)];
@@ -325,6 +346,7 @@ fn make_module(lua: &mut Lua) -> Result<(), Error> {
         lua.set_field(-2, c"__tostring");
         lua.push_functions(METHODS);
         lua.set_field(-2, c"__index");
+        engine::make_selectable(lua, &TLS_SELECT);
         Ok(())
     })?;
     lua.call(2, 1)

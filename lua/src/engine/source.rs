@@ -19,6 +19,7 @@
 
 use std::cell::Cell;
 use std::ffi::{CStr, c_int};
+use std::os::fd::RawFd;
 use std::rc::{Rc, Weak};
 
 use cothread::reactor::{READABLE, WRITABLE};
@@ -92,16 +93,22 @@ impl Source {
 }
 
 /// What `select` needs of an object that is not a socket (a channel's
-/// receiver). Its metatable holds it (a `SelectableBox` userdata under the
-/// key `SELECTABLE`), so `select` waits on objects of other modules without
-/// knowing them. The functions check the object's type themselves: a
-/// `Selectable` copied by Lua code into another metatable finds nothing.
+/// receiver, a TLS connection). Its metatable holds it (a `SelectableBox`
+/// userdata under the key `SELECTABLE`), so `select` waits on objects of
+/// other modules without knowing them. The functions check the object's
+/// type themselves: a `Selectable` copied by Lua code into another
+/// metatable finds nothing.
 pub struct Selectable {
     /// The source of the object at `idx`, if it is one of this kind.
     pub source: for<'a> fn(&'a Lua, c_int) -> Option<&'a Source>,
+    /// The descriptor `select` polls for the object at `idx` (-1: none, a
+    /// channel, which only `fire` readies; or closed).
+    pub fd: fn(&Lua, c_int) -> RawFd,
     /// Would a read of the object at `idx` take something without waiting
-    /// (a value queued, or the end)?
+    /// (a value queued, data already decrypted, or the end)?
     pub pending: fn(&Lua, c_int) -> bool,
+    /// May it stand in select's write list (it has a descriptor to write)?
+    pub write: bool,
 }
 
 /// A `Selectable` kept in Lua.

@@ -1,7 +1,7 @@
 //! `socket.select` and `socket.sleep`, two engine operations: a select
-//! waits on every source in its lists at once (sockets, and in the read list
-//! any object with a `Selectable` in its metatable, a channel's receiver),
-//! a sleep on nothing but its deadline.
+//! waits on every source in its lists at once (sockets, and any object with
+//! a `Selectable` in its metatable: a channel's receiver in the read list, a
+//! TLS connection in both), a sleep on nothing but its deadline.
 
 use std::ffi::c_int;
 use std::os::fd::RawFd;
@@ -14,28 +14,27 @@ use crate::park::{drive, in_cothread};
 use crate::sys;
 
 /// An element of a select list.
+#[derive(Clone, Copy)]
 enum Item<'a> {
     Sock(&'a Sock),
-    /// A selectable object: its source, and whether a read would take
-    /// something now.
+    /// A selectable object: its source, its descriptor (-1: none), and
+    /// whether a read would take something now.
     Other {
         src: &'a Source,
+        fd: RawFd,
         pending: bool,
     },
 }
 
-/// `[-0, +0, -]` The select element at `idx`, if it is one (a socket; in the
-/// read list, a selectable object).
+/// `[-0, +0, -]` The select element at `idx`, if it is one (a socket, a
+/// selectable object; in the write list only one that can be written).
 fn item_at(lua: &Lua, idx: c_int, read: bool) -> Option<Item<'_>> {
     if let Some(s) = to_sock(lua, idx) {
         return Some(Item::Sock(s));
     }
-    if !read {
-        return None;
-    }
-    let sel = engine::selectable_at(lua, idx)?;
+    let sel = engine::selectable_at(lua, idx).filter(|sel| read || sel.write)?;
     let src = (sel.source)(lua, idx)?;
-    Some(Item::Other { src, pending: (sel.pending)(lua, idx) })
+    Some(Item::Other { src, fd: (sel.fd)(lua, idx), pending: read && (sel.pending)(lua, idx) })
 }
 
 /// Calls `f` with each element of the list at `idx` (not a table: none),
@@ -93,7 +92,13 @@ impl Operation for Select {
             each_item(&f.lua, idx, dir, |item| match item {
                 Item::Sock(s) if s.fd.get() >= 0 => each(s.source(), s.fd.get(), dir),
                 Item::Sock(_) => {}
-                Item::Other { src, .. } => each(src, -1, READ),
+                // No descriptor: a channel, which only its sends ready.
+                Item::Other { src, fd, .. } if fd < 0 => {
+                    if dir == READ {
+                        each(src, -1, READ)
+                    }
+                }
+                Item::Other { src, fd, .. } => each(src, fd, dir),
             });
         }
     }
@@ -139,9 +144,19 @@ fn select_poll(f: &Frame) -> bool {
                     fds.push(sys::pollfd(s.fd.get(), if dir == READ { sys::POLL_IN } else { sys::POLL_OUT }));
                 }
             }
-            Item::Other { src, pending } => {
-                src.sel.set(if pending { READ } else { 0 });
+            Item::Other { src, fd, pending } => {
+                // The read list comes first: its mark stays for the write list's.
+                src.sel.set(if pending {
+                    READ
+                } else if dir == READ {
+                    0
+                } else {
+                    src.sel.get() & READ
+                });
                 any |= pending;
+                if fd >= 0 {
+                    fds.push(sys::pollfd(fd, if dir == READ { sys::POLL_IN } else { sys::POLL_OUT }));
+                }
             }
         });
     }
@@ -149,15 +164,18 @@ fn select_poll(f: &Frame) -> bool {
     let mut polled = fds.iter();
     for (idx, dir) in lists(f) {
         each_item(&f.lua, idx, dir, |item| {
-            let Item::Sock(s) = item else { return };
-            if s.fd.get() < 0 {
+            let (src, fd, buffered) = match item {
+                Item::Sock(s) => (&s.src, s.fd.get(), dir == READ && s.unread_len() > 0),
+                Item::Other { src, fd, .. } => (src, fd, false),
+            };
+            if fd < 0 {
                 return; // not polled
             }
-            let Some(fd) = polled.next() else { return };
-            let failed = fd.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0;
-            if failed || fd.revents & fd.events != 0 || (dir == READ && s.unread_len() > 0) {
-                s.src.sel.set(s.src.sel.get() | dir);
-                if dir == READ {
+            let Some(p) = polled.next() else { return };
+            let failed = p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0;
+            if failed || p.revents & p.events != 0 || buffered {
+                src.sel.set(src.sel.get() | dir);
+                if let (Item::Sock(s), READ) = (item, dir) {
                     s.drained.set(false);
                 }
                 any = true;
