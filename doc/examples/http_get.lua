@@ -158,10 +158,11 @@ if #urls == 0 then
   end
 end
 
+local unpack = table.unpack or unpack             -- Lua 5.1 and LuaJIT: a global
 local results, left = {}, #urls
 for i, url in ipairs(urls) do
   cothread.schedule(coroutine.create(function()   -- one cothread per fetch
-    results[i] = table.pack(http_get(url))
+    results[i] = { http_get(url) }
     left = left - 1
     if left == 0 and server then server:close() end
   end))
@@ -170,7 +171,7 @@ local t0 = cothread.time()
 cothread.run()                                     -- returns when all are done
 
 for i, url in ipairs(urls) do
-  local status, reason, headers, body, how = table.unpack(results[i], 1, 5)
+  local status, reason, headers, body, how = unpack(results[i], 1, 5)
   if status then
     local preview = body:sub(1, 16):gsub("\n", "\\n")
     print(('%s: %d %s, %d bytes (%s) "%s"'):format(url, status, reason, #body, how, preview))

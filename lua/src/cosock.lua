@@ -192,6 +192,9 @@ function asyncify(name)
     m = package.loaded[name] -- a standard library, loaded without a searcher
     if m == nil then error(("module '%s' not found:%s"):format(name, table.concat(msg)), 3) end
   else
+    if setfenv then -- Lua 5.1: a chunk's globals are its environment, not _ENV
+      if debug.getinfo(loader, "S").what ~= "C" then setfenv(loader, env) end
+    end
     for i = 1, math.huge do
       local uv = debug.getupvalue(loader, i)
       if uv == nil then break end

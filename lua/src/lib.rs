@@ -17,7 +17,7 @@
 //! scheduler face: `state` (an instance), `signal` (signal values and
 //! combined signals), `time` (`time`, `idle`), `registry` (registered
 //! cothreads, and how one ends), `park` (driving an operation from a C
-//! function), `ops` (yield operations, `when`s, plugins) and `sched` (the
+//! function), `pcall` (`pcall` and `xpcall` a cothread yields across), `ops` (yield operations, `when`s, plugins) and `sched` (the
 //! scheduler functions and the resume loop); the libraries: `work` (jobs on
 //! the thread pool), `dns` (`cothread.dns`), `socket` (`cothread.socket`),
 //! `stream` (file objects and pipes), `file` (`cothread.file`), `ossignal`
@@ -46,6 +46,7 @@ mod lua;
 mod ops;
 mod ossignal;
 mod park;
+mod pcall;
 mod process;
 mod reader;
 mod registry;
@@ -173,6 +174,9 @@ fn new(lua: &mut Lua) -> Ret {
     lua.get_field(-1, c"error");
     lua.set_field(m, c"error");
     lua.pop(1);
+    pcall::push(lua)?;
+    lua.set_field(m, c"xpcall");
+    lua.set_field(m, c"pcall");
     state::push_weak_table(lua); // trap
     lua.set_field(m, c"trap");
     lua.push_owned(format!("{COT_VERSION_MAJOR}.{COT_VERSION_MINOR}.{COT_VERSION_PATCH}"));

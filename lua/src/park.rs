@@ -3,8 +3,10 @@
 //! scheduler's engine (a plain `lua_yield(l, 0)`: the engine resumes it
 //! once, with the results), and any other caller blocks its thread.
 
-use crate::engine::{self, Frame, Next, Operation, STEP_SLOTS, Why};
-use crate::lua::{Error, Lua, Ret, Thread, YIELD};
+use std::ffi::c_int;
+
+use crate::engine::{self, Finish, Frame, Next, Operation, STEP_SLOTS, Why};
+use crate::lua::{Error, Lua, Resumed, Ret, Thread, YIELD};
 use crate::state::{Quick, with_resuming};
 
 /// Whether the caller of the running C function is a cothread that may
@@ -66,14 +68,53 @@ fn park<O: Operation + 'static>(
 ) -> Result<Result<(), &'static std::ffi::CStr>, Error> {
     let e = st.engine_or_make()?;
     f.lua.check_stack(1)?;
-    // SAFETY: the frame's thread is `st`'s running cothread
-    // (`with_resuming` says so), registered: the alive table keeps it while
-    // the engine holds its record (unregistering it takes the record out:
-    // `engine::cancel`).
+    // SAFETY: the frame's thread is `st`'s running cothread, registered:
+    // the alive table keeps it while the engine holds its record
+    // (unregistering it takes the record out: `engine::cancel`); or its
+    // stand-in (`with_resuming` says which), which the cothread's
+    // `cothread.pcall` holds until it ends (unregistering the cothread
+    // drops the record: `Engine::forget`).
     let co = unsafe { Thread::from_raw(f.lua.raw()) };
-    if let Err(m) = engine::park(f, e, co, task, Box::new(op), next) {
+    if let Err(m) = engine::park(f, e, (co, st.running.get()), task, Box::new(op), next) {
         return Ok(Err(m));
     }
     st.quick.set(Some(Quick::Park));
     Ok(Ok(()))
+}
+
+/// `[-nargs, +n, e]` Resumes the coroutine at `idx` (`cothread.pcall`'s, on
+/// Lua 5.1) with the `nargs` values on the top, and moves what it yields or
+/// returns here (`Lua::resume_at`). In a cothread the coroutine stands in
+/// for it (`State::stand_in`): a call that waits parks the cothread. A
+/// coroutine parked so is resumed with its operation's results instead
+/// (the values given are dropped, as the resume loop drops them); should
+/// the operation wait again, it is not resumed, and this answers a yield of
+/// nothing, which parks the cothread again.
+pub fn resume_standing_in(lua: &mut Lua, idx: c_int, nargs: c_int) -> Result<(Resumed, c_int), Error> {
+    let done = with_resuming(&mut *lua, |lua, st, _| {
+        let mut nargs = nargs;
+        let mut kept = 0;
+        if lua.with_thread_at(idx, engine::is_parked) == Some(true) {
+            lua.pop(nargs);
+            nargs = 0;
+            // SAFETY: `lua` runs this C function: the runner the step
+            // needs, its own handle unused while the step runs.
+            let runner = unsafe { Lua::from_raw(lua.raw()) };
+            match lua.with_thread_at(idx, |co| engine::finish(runner, st.engine(), co)).expect("a thread")? {
+                Finish::Resume(n) => kept = n,
+                Finish::Parked => {
+                    st.quick.set(Some(Quick::Park));
+                    return Ok((Resumed::Yielded, 0));
+                }
+            }
+        }
+        let outer = st.stand_in.replace(lua.to_thread(idx).expect("a thread"));
+        let r = lua.resume_at(idx, nargs, kept);
+        st.stand_in.set(outer);
+        r
+    });
+    match done {
+        Some(r) => r,
+        None => lua.resume_at(idx, nargs, 0),
+    }
 }

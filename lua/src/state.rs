@@ -70,6 +70,9 @@ pub struct State {
     pub running: Cell<L>,
     /// Its task (valid while `running` is set).
     pub running_task: Cell<Option<Task>>,
+    /// The coroutine that runs for it in `cothread.pcall` on Lua 5.1, or
+    /// null: the C functions it calls take it for the cothread.
+    pub stand_in: Cell<L>,
     /// Cothreads in `alive`, and the most there were since it was last replaced.
     pub registered: Cell<usize>,
     pub registered_peak: Cell<usize>,
@@ -133,6 +136,7 @@ impl State {
             core: Rc::new(RefCell::new(core)),
             running: Cell::new(std::ptr::null_mut()),
             running_task: Cell::new(None),
+            stand_in: Cell::new(std::ptr::null_mut()),
             registered: Cell::new(0),
             registered_peak: Cell::new(0),
             held: Cell::new(0),
@@ -236,7 +240,8 @@ pub fn with_resuming<H: Borrow<Lua>, R>(lua: H, f: impl FnOnce(H, &State, Task) 
     // upvalue), so alive; `f` cannot keep the reference (higher-ranked).
     let st = unsafe { p.as_ref() }?;
     let me = lua.borrow();
-    let task = st.running_task.get().filter(|_| st.running.get() == me.raw() && me.is_yieldable())?;
+    let here = |t: L| t == me.raw();
+    let task = st.running_task.get().filter(|_| (here(st.running.get()) || here(st.stand_in.get())) && me.is_yieldable())?;
     Some(f(lua, st, task))
 }
 

@@ -67,10 +67,13 @@ describe("the default cothread.error", function()
   end)
 
   it("propagates a number error object unchanged", function()
-    S.schedule(coroutine.create(function() error(42) end))
+    -- Level 0: Lua 5.1 and 5.2 add the position to a number raised at level 1.
+    S.schedule(coroutine.create(function() error(42, 0) end))
     local ok, err = pcall(S.step)
     assert.is_false(ok)
-    assert.equal(42, err)
+    -- Lua's error (the default cothread.error) before 5.3 makes a number a
+    -- string, prefixed with its position: none, called from step.
+    assert.equal(_VERSION >= "Lua 5.3" and 42 or "42", err)
   end)
 
   it("propagates an error raised after the cothread yielded", function()

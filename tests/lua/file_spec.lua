@@ -72,6 +72,21 @@ describe("cothread.file", function()
     f:close()
   end)
 
+  -- f:read(...) as io gives it; Lua 5.1's io has no "*L" (LuaJIT's has):
+  -- there, each format is read alone, "*L" as "*l" and the newline it took.
+  local function io_read(f, ...)
+    if not support.lua51 then return f:read(...) end
+    local got = {}
+    for i = 1, select("#", ...) do
+      local format, p = select(i, ...), f:seek()
+      local v = f:read(format == "*L" and "*l" or format)
+      if format == "*L" and v and f:seek() - p > #v then v = v .. "\n" end
+      got[i] = v
+      if v == nil then return unpack(got, 1, i) end
+    end
+    return unpack(got, 1, select("#", ...))
+  end
+
   it("reads with io's formats, giving what io gives", function()
     local data = "first line\r\n  42  -0x1F 7.5e1 word\n\nlast"
     local path = fixture(data)
@@ -94,7 +109,7 @@ describe("cothread.file", function()
       end
       local ours, theirs = assert(file.open(path)), assert(io.open(path))
       local a = pack(ours:read(unpack(formats)))
-      local b = pack(theirs:read(unpack(formats)))
+      local b = pack(io_read(theirs, unpack(formats)))
       assert.same(b, a, "case " .. i)
       assert.same({ theirs:read("*a") }, { ours:read("*a") }, "rest of case " .. i)
       ours:close()
@@ -265,12 +280,14 @@ describe("cothread.file", function()
   end)
 
   it("reads numerals as io does: none over 200 characters", function()
+    -- The limit is 5.3's io's; 5.1's and 5.2's read a numeral of any length.
+    local io_limited = _VERSION >= "Lua 5.3"
     for _, len in ipairs { 1, 199, 200, 201, 250 } do
       local path = fixture(string.rep("7", len) .. "\n")
       local ref = assert(io.open(path))
       local f = assert(file.open(path))
       local want, got = ref:read("*n"), f:read("*n")
-      assert.equal(want, got, "a numeral of " .. len .. " digits")
+      if len <= 200 or io_limited then assert.equal(want, got, "a numeral of " .. len .. " digits") end
       assert.equal(len <= 200, got ~= nil)
       ref:close()
       f:close()

@@ -97,6 +97,19 @@ support.has = {
   integers = math.type ~= nil,
 }
 support.maxinteger = math.maxinteger or 2 ^ 53
+-- Lua 5.1 itself, not LuaJIT: it cannot yield across pcall, metamethods or
+-- iterators (doc/lua.md: the differences).
+support.lua51 = _VERSION == "Lua 5.1" and jit == nil
+
+-- Is `msg` Lua's own error for a yield that cannot be made? Its words differ:
+-- "attempt to yield from outside a coroutine" (5.2 on, in the main thread),
+-- "attempt to yield across metamethod/C-call boundary" (5.1 anywhere),
+-- "attempt to yield across C-call boundary" (LuaJIT).
+function support.is_yield_error(msg)
+  msg = tostring(msg)
+  return msg:find("attempt to yield from outside a coroutine", 1, true) ~= nil
+    or msg:find("attempt to yield across", 1, true) ~= nil
+end
 
 -- Calls `f` when the collector finalizes a fresh object: a table's __gc
 -- (5.2 on); Lua 5.1 and LuaJIT finalize only userdata, a `newproxy` there.

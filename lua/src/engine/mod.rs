@@ -132,5 +132,5 @@ pub use lp::{Block, LoopRef};
 pub use op::{Operation, block_default};
 pub use records::{Engine, OPERATION_BIT};
 pub use source::{READ, Selectable, Source, SourceKind, WRITE, make_selectable, selectable_at};
-pub use step::{Finish, cancel, drop_parked, finish, is_delivered, park, poll};
+pub use step::{Finish, cancel, drop_parked, finish, is_delivered, is_parked, park, poll};
 pub use ticket::{abandon_all, settle};

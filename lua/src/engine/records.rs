@@ -28,7 +28,7 @@ use super::op::Operation;
 use super::slots::Slots;
 use super::source::{Owner, READ, Source};
 use super::watch::Sources;
-use crate::lua::Thread;
+use crate::lua::{L, Thread};
 
 /// Bit 0 of a task's user value (a thread pointer, aligned): before its
 /// cothread resumes, the engine has something to do (`finish`): step its due
@@ -50,8 +50,11 @@ pub(super) struct Record {
     pub(super) op: Option<Box<dyn Operation>>,
     pub(super) lent: Option<Lent>,
     pub(super) task: Task,
-    /// The parked cothread, and its frame's height (without the sentinel).
+    /// The parked cothread (or its stand-in: `Inner::stand_ins`), and its
+    /// frame's height (without the sentinel).
     pub(super) co: Thread,
+    /// The task's user value once due: its thread with `OPERATION_BIT`.
+    pub(super) due: usize,
     pub(super) height: c_int,
     /// Sources waited on, with their directions.
     pub(super) sources: Vec<(u64, u32)>,
@@ -76,16 +79,18 @@ pub(super) struct Record {
     pub(super) on_end: Option<OnEnd>,
 }
 
-/// What a record is made of: its operation, task, cothread and frame height.
-type Parked = (Box<dyn Operation>, Task, Thread, c_int);
+/// What a record is made of: its operation, task, its user value once due,
+/// the parked thread and its frame height.
+type Parked = (Box<dyn Operation>, Task, usize, Thread, c_int);
 
 impl Record {
-    fn new((op, task, co, height): Parked) -> Record {
+    fn new((op, task, due, co, height): Parked) -> Record {
         Record {
             op: Some(op),
             lent: None,
             task,
             co,
+            due,
             height,
             sources: Vec::new(),
             asleep: false,
@@ -105,10 +110,11 @@ impl Record {
 
     /// Refills an emptied record (`empty`; disarmed before: no deadline,
     /// timer, cleanup, nor arming).
-    fn reuse(&mut self, (op, task, co, height): Parked) {
+    fn reuse(&mut self, (op, task, due, co, height): Parked) {
         self.op = Some(op);
         self.task = task;
         self.co = co;
+        self.due = due;
         self.height = height;
         self.asleep = false;
         self.queued = false;
@@ -184,6 +190,10 @@ pub(super) struct Inner {
     pub(super) stepping: Vec<u64>,
     /// Operations left to move into tickets (`ticket::abandon_all`).
     pub(super) abandoning: Vec<u64>,
+    /// Operations parked by a coroutine standing in for its cothread
+    /// (`cothread.pcall` on Lua 5.1), which `cancel` cannot find from the
+    /// cothread: `forget` drops them (ids of ended ones are pruned there).
+    pub(super) stand_ins: Vec<u64>,
 }
 
 impl Engine {
@@ -210,6 +220,7 @@ impl Engine {
                 woken: Vec::new(),
                 stepping: Vec::new(),
                 abandoning: Vec::new(),
+                stand_ins: Vec::new(),
             })
         });
         Engine { rc, key }
@@ -260,20 +271,36 @@ impl Engine {
         self.rc.borrow().wakes.get(&task.to_raw()).map(|k| k.time)
     }
 
-    /// Forgets what is kept about `task` (it ended or was unregistered).
+    /// Forgets what is kept about `task` (it ended or was unregistered),
+    /// and drops the operations its stand-ins parked.
     pub fn forget(&self, task: Task) {
         let mut e = self.inner();
         if !e.wakes.is_empty() {
             e.wakes.remove(&task.to_raw());
         }
+        if !e.stand_ins.is_empty() {
+            let e = &mut *e;
+            let mut ids = std::mem::take(&mut e.stand_ins);
+            ids.retain(|&id| match e.records.get(id) {
+                Some(r) if r.task == task && !r.stepping => {
+                    e.disarm(id);
+                    e.remove(id);
+                    false
+                }
+                Some(_) => true,
+                None => false,
+            });
+            e.stand_ins = ids;
+        }
     }
 }
 
 impl Inner {
-    /// Stores a record for `op` of `task`, parked in `co` over a frame of
-    /// `height` slots: its id.
-    pub(super) fn new_record(&mut self, op: Box<dyn Operation>, task: Task, co: Thread, height: c_int) -> u64 {
-        self.records.insert((op, task, co, height), Record::new, Record::reuse)
+    /// Stores a record for `op` of `task` (whose thread is `owner`), parked
+    /// in `co` over a frame of `height` slots: its id.
+    pub(super) fn new_record(&mut self, op: Box<dyn Operation>, task: Task, owner: L, co: Thread, height: c_int) -> u64 {
+        let due = owner as usize | OPERATION_BIT;
+        self.records.insert((op, task, due, co, height), Record::new, Record::reuse)
     }
 
     /// Takes record `id` (disarmed) out and frees it.
@@ -369,7 +396,7 @@ impl Inner {
         r.why = Some(Why::merge(r.why, why));
         if !r.queued {
             r.queued = true;
-            if self.core.make_ready(r.task, r.co.raw() as usize | OPERATION_BIT) {
+            if self.core.make_ready(r.task, r.due) {
                 self.readied += 1;
             }
         }

@@ -24,18 +24,19 @@ use super::op::Operation;
 use super::records::{Engine, Inner, Wake, delivered_marker, parked_here, parked_token};
 use super::source::READ;
 use super::ticket;
-use crate::lua::{Error, Lua, Thread};
+use crate::lua::{Error, L, Lua, Thread};
 
 /// Parks the operation `op` of the running cothread `co` (task `task`),
 /// whose frame `f` is its whole stack (`base` 0), after a step answered
 /// `next` (a wait): attaches its sources, starts its timer, job or outside
 /// event, and pushes the sentinel (the caller made room for it). The caller
 /// then yields with `lua_yield(l, 0)`. On a failure nothing is recorded and
-/// the stack is as it was.
+/// the stack is as it was. `owner` is the task's thread: `co` itself, or
+/// the cothread `co` stands in for (`cothread.pcall` on Lua 5.1).
 pub fn park(
     f: &mut Frame,
     e: &Engine,
-    co: Thread,
+    (co, owner): (Thread, L),
     task: Task,
     op: Box<dyn Operation>,
     next: Next,
@@ -43,7 +44,8 @@ pub fn park(
     // Only reads of the frame run while the state is borrowed (no finalizer).
     let mut s = e.inner();
     let s = &mut *s;
-    let id = s.new_record(op, task, co, f.lua.top());
+    let stand_in = co.raw() != owner;
+    let id = s.new_record(op, task, owner, co, f.lua.top());
     let enlisted = match next {
         Next::Sleep(_) => {
             s.records.get_mut(id).expect("just made").asleep = true;
@@ -82,6 +84,11 @@ pub fn park(
         }
     }
     s.rearm(id, real);
+    if stand_in {
+        let Inner { stand_ins, records, .. } = s;
+        stand_ins.retain(|&id| records.get(id).is_some());
+        stand_ins.push(id);
+    }
     f.lua.push_light(id as usize as *mut c_void);
     Ok(())
 }
@@ -311,6 +318,12 @@ pub fn drop_parked(e: &Engine, co: crate::lua::L) {
 /// operation ended, scheduled again)? See also `ticket::settle`.
 pub fn is_delivered(co: &Thread) -> bool {
     co.is_suspended() && co.light_on_top() == Some(delivered_marker())
+}
+
+/// Is `co` suspended in an operation's yield, its results due or not
+/// (what `finish` looks at)?
+pub fn is_parked(co: &Thread) -> bool {
+    is_delivered(co) || parked_token(co).is_some()
 }
 
 impl Inner {

@@ -70,7 +70,7 @@ fn no_thread() -> Thread {
 /// Records an idle operation of `task` waiting on `sources` until `deadline`.
 fn wait(e: &Engine, task: Task, sources: &[(&Source, RawFd, u32)], deadline: Option<u64>) -> u64 {
     let mut s = e.inner();
-    let id = s.new_record(Box::new(Idle), task, no_thread(), 0);
+    let id = s.new_record(Box::new(Idle), task, std::ptr::null_mut(), no_thread(), 0);
     let real = s.list(id, |each| names(sources, each)).unwrap();
     s.set_deadline(id, deadline);
     s.rearm(id, real);
@@ -289,7 +289,7 @@ fn a_source_moves_between_engines_only_when_idle() {
 /// Tries to attach `src` to `e` for a new operation: the error, if any.
 fn wait_failing(e: &Engine, task: Task, src: &Source) -> Result<bool, &'static std::ffi::CStr> {
     let mut s = e.inner();
-    let id = s.new_record(Box::new(Idle), task, no_thread(), 0);
+    let id = s.new_record(Box::new(Idle), task, std::ptr::null_mut(), no_thread(), 0);
     let listed = s.list(id, |each| each(src, -1, READ));
     s.remove(id);
     listed

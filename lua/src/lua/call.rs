@@ -1,4 +1,5 @@
-//! Running Lua code from a body: calls, chunks, `tostring`. Each runs in
+//! Running Lua code from a body: calls, chunks, `tostring`, resuming a
+//! coroutine. Each runs in
 //! protected mode, so an error of the code run becomes `Error::Value` (its
 //! value left on the top) instead of a longjmp through the body.
 
@@ -110,6 +111,48 @@ impl Lua {
         self.push_fn(tostring);
         self.push_value(idx);
         self.call(1, 1)
+    }
+}
+
+/// How a coroutine stopped (`resume_at`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Resumed {
+    Yielded,
+    Returned,
+    Raised,
+}
+
+
+impl Lua {
+    /// `[-nargs, +n, -]` Resumes the suspended coroutine at `idx` (not
+    /// this thread) with the `nargs` values on the top, after `kept` values
+    /// already on its own stack; moves what it yields or returns (or its
+    /// error object) onto this stack. Answers how it stopped and `n`.
+    pub fn resume_at(&mut self, idx: c_int, nargs: c_int, kept: c_int) -> Result<(Resumed, c_int), Error> {
+        let co = self.to_thread(idx).filter(|&co| co != self.l).expect("a coroutine");
+        // SAFETY: `co` is a thread of this Lua state held by slot `idx`
+        // (alive for the call), not this one; each `lua_xmove` moves values
+        // the source has onto a stack checked for room first, and
+        // `lua_resume` catches every error of the coroutine.
+        unsafe {
+            if ffi::lua_checkstack(co, nargs) == 0 {
+                return Err(Error::msg(c"too many values to resume a coroutine with"));
+            }
+            ffi::lua_xmove(self.l, co, nargs);
+            let mut nres = 0;
+            let how = match ffi::lua_resume(co, self.l, nargs + kept, &mut nres) {
+                ffi::LUA_YIELD => Resumed::Yielded,
+                ffi::LUA_OK => Resumed::Returned,
+                _ => Resumed::Raised,
+            };
+            let n = if how == Resumed::Raised { 1 } else { nres };
+            if ffi::lua_checkstack(self.l, n) == 0 {
+                ffi::lua_settop(co, 0);
+                return Err(Error::msg(c"too many values produced by a coroutine"));
+            }
+            ffi::lua_xmove(co, self.l, n);
+            Ok((how, n))
+        }
     }
 }
 

@@ -139,6 +139,10 @@ impl Lua {
         self.set_field(-2, c"__name");
         self.push_fn(gc::<T>);
         self.set_field(-2, c"__gc");
+        if let Some(f) = ffi::NAME_TOSTRING {
+            self.push_fn(f);
+            self.set_field(-2, c"__tostring");
+        }
         if let Err(e) = fill(self) {
             if matches!(e, Error::Value) {
                 self.replace(top + 1);

@@ -22,7 +22,8 @@
 //!   function such as `table.sort` that calls Lua still refuses the yield,
 //!   with Lua's own error). LuaJIT exports the call, found at run time; on
 //!   Lua 5.1, a call from under a C function (`pcall`, `xpcall`, `sort`,
-//!   ...) or from the main thread is not yieldable.
+//!   ...), from under an iterator of a generic `for`, or from the main
+//!   thread is not yieldable (a metamethod is not seen).
 //! - **`lua_topointer`** of a string (5.4): the address of its bytes.
 //! - **`lua_rawgeti`, `lua_rawseti`** with a key beyond an `int` (5.3).
 //! - **A yield that keeps the C function's frame** (`yield_in_place`):
@@ -45,6 +46,23 @@ pub use older::lua_topointer;
 pub use older::{lua_rawgeti, lua_rawseti};
 #[cfg(not(feature = "lua54"))]
 pub use older::lua_resume;
+
+/// Can a coroutine yield across `pcall` and `xpcall`? Not on Lua 5.1; LuaJIT
+/// can (this build finds LuaJIT's own `lua_isyieldable` where it runs).
+pub fn pcall_yields() -> bool {
+    #[cfg(feature = "lua51")]
+    return older::luajit_isyieldable().is_some();
+    #[cfg(not(feature = "lua51"))]
+    true
+}
+
+/// The `__tostring` that a metatable with a `__name` needs where `tostring`
+/// does not read `__name` (before 5.3): `NAME: 0x...`, as 5.3 prints it.
+#[cfg(not(any(feature = "lua53", feature = "lua54")))]
+pub const NAME_TOSTRING: Option<lua_CFunction> = Some(older::name_tostring);
+/// None: 5.3 on, `tostring` prints `__name` itself.
+#[cfg(any(feature = "lua53", feature = "lua54"))]
+pub const NAME_TOSTRING: Option<lua_CFunction> = None;
 
 /// `[-0, +0, -]` Yields the running C function with no values, its frame
 /// left on the thread's stack, where the engine keeps a parked operation
@@ -71,7 +89,9 @@ pub unsafe fn yield_in_place(l: *mut lua_State) -> std::ffi::c_int {
 
 #[cfg(not(feature = "lua54"))]
 mod older {
-    use std::ffi::{c_char, c_int, c_void};
+    #[cfg(any(feature = "lua51", feature = "lua52", feature = "luajit"))]
+    use std::ffi::c_char;
+    use std::ffi::{c_int, c_void};
 
     use mlua::ffi::*;
 
@@ -115,6 +135,29 @@ mod older {
                 lua_setuservalue(l, -2);
             }
             p
+        }
+    }
+
+    /// `__tostring` by `__name`: `NAME: 0x...` (`NAME_TOSTRING`).
+    ///
+    /// # Safety
+    /// Called by Lua, as a metamethod.
+    #[cfg(not(feature = "lua53"))]
+    pub unsafe extern "C-unwind" fn name_tostring(l: *mut lua_State) -> c_int {
+        // SAFETY: Lua calls this with the value as argument 1 and the free
+        // slots every C function has; the name's bytes are copied into the
+        // Rust string while the slot holds it.
+        unsafe {
+            let p = lua_topointer(l, 1);
+            let mut len = 0;
+            let name = match luaL_getmetafield(l, 1, c"__name".as_ptr()) {
+                LUA_TSTRING => lua_tolstring(l, -1, &mut len),
+                _ => c"userdata".as_ptr(),
+            };
+            let name = String::from_utf8_lossy(std::ffi::CStr::from_ptr(name).to_bytes()).into_owned();
+            let s = format!("{name}: {p:p}");
+            lua_pushlstring(l, s.as_ptr().cast(), s.len());
+            1
         }
     }
 
@@ -313,13 +356,18 @@ mod older {
                 return 0;
             }
             // Level 0 is the running C function, the last level the
-            // coroutine's body: a C function between them called Lua.
+            // coroutine's body. Below it, a C function called Lua, or a
+            // generic `for` called its iterator (5.1 names the callee after
+            // the loop's hidden local): either call cannot be yielded across.
             let mut ar: lua_Debug = std::mem::zeroed();
-            let mut level = 1;
+            let mut level = 0;
             while lua_getstack(l, level + 1, &mut ar) != 0 {
                 lua_getstack(l, level, &mut ar);
-                lua_getinfo(l, c"S".as_ptr(), &mut ar);
-                if *ar.what == b'C' as c_char {
+                lua_getinfo(l, c"Sn".as_ptr(), &mut ar);
+                if level > 0 && *ar.what == b'C' as c_char {
+                    return 0;
+                }
+                if !ar.name.is_null() && std::ffi::CStr::from_ptr(ar.name) == c"(for generator)" {
                     return 0;
                 }
                 level += 1;
@@ -330,7 +378,7 @@ mod older {
 
     /// LuaJIT's `lua_isyieldable`, if the host process has one (looked up once).
     #[cfg(feature = "lua51")]
-    fn luajit_isyieldable() -> Option<unsafe extern "C-unwind" fn(*mut lua_State) -> c_int> {
+    pub(super) fn luajit_isyieldable() -> Option<unsafe extern "C-unwind" fn(*mut lua_State) -> c_int> {
         use std::sync::OnceLock;
         static FOUND: OnceLock<usize> = OnceLock::new();
         // SAFETY: `dlsym` with the default handle only looks a name up.
@@ -342,9 +390,10 @@ mod older {
 }
 
 /// `[-0, +1, m]` Pushes a 64-bit identity (a task handle) as a Lua value
-/// that `to_id` reads back: an integer where the version has them; else the
-/// 8 bytes as a string (a 5.1 or 5.2 number keeps 53 bits, a LuaJIT light
-/// userdata 47).
+/// that `to_id` reads back: an integer where the version has them; else a
+/// number while it fits a double's 53 bits (a handle's generation, in its
+/// high half, stays small), and the 8 bytes as a string beyond (a string
+/// is made and interned for each, a number is not).
 ///
 /// # Safety
 /// A valid state with a free slot.
@@ -355,7 +404,11 @@ pub unsafe fn push_id(l: *mut lua_State, id: u64) {
         #[cfg(any(feature = "lua53", feature = "lua54"))]
         lua_pushinteger(l, id as lua_Integer);
         #[cfg(not(any(feature = "lua53", feature = "lua54")))]
-        lua_pushlstring(l, id.to_ne_bytes().as_ptr().cast(), 8);
+        if id < 1 << 53 {
+            lua_pushnumber(l, id as lua_Number);
+        } else {
+            lua_pushlstring(l, id.to_ne_bytes().as_ptr().cast(), 8);
+        }
     }
 }
 
@@ -370,16 +423,20 @@ pub unsafe fn to_id(l: *mut lua_State, idx: std::ffi::c_int) -> u64 {
         #[cfg(any(feature = "lua53", feature = "lua54"))]
         return lua_tointegerx(l, idx, std::ptr::null_mut()) as u64;
         #[cfg(not(any(feature = "lua53", feature = "lua54")))]
-        {
-            if lua_type(l, idx) != LUA_TSTRING {
-                return 0;
+        match lua_type(l, idx) {
+            LUA_TNUMBER => {
+                let n = lua_tonumber(l, idx);
+                if (0.0..(1u64 << 53) as lua_Number).contains(&n) && n.fract() == 0.0 { n as u64 } else { 0 }
             }
-            let mut len = 0;
-            let s = lua_tolstring(l, idx, &mut len);
-            if len != 8 {
-                return 0;
+            LUA_TSTRING => {
+                let mut len = 0;
+                let s = lua_tolstring(l, idx, &mut len);
+                if len != 8 {
+                    return 0;
+                }
+                u64::from_ne_bytes(std::slice::from_raw_parts(s.cast::<u8>(), 8).try_into().unwrap_or_default())
             }
-            u64::from_ne_bytes(std::slice::from_raw_parts(s.cast::<u8>(), 8).try_into().unwrap_or_default())
+            _ => 0,
         }
     }
 }

@@ -3,9 +3,9 @@
 //! A `try` function raises a *wrapped* error: a table `{message}` whose
 //! metatable is the module's marker (an upvalue of each of these closures).
 //! A `protect`ed function is a Lua closure (`PROTECT`, a chunk the module
-//! ships) that calls its function through Lua's own `pcall`, which lets the
+//! ships) that calls its function through `cothread.pcall`, which lets the
 //! function yield (suspend its cothread in a socket call) with no C
-//! continuation. A wrapped error becomes `nil, message`; any other error is
+//! continuation, on Lua 5.1 too. A wrapped error becomes `nil, message`; any other error is
 //! raised again unchanged.
 
 use std::ffi::c_int;
@@ -13,11 +13,12 @@ use std::ffi::c_int;
 use crate::cfn;
 use crate::lua::{Error, Lua, Ret, Type};
 
-/// The maker of protected functions: run once with the marker, it returns
+/// The maker of protected functions: run once with the marker and
+/// `cothread.pcall`, it returns
 /// `make(f)`, which returns the protected function of `f`.
 const PROTECT: &str = r#"
-local marker = ...
-local pcall, error, type, getmetatable, rawequal = pcall, error, type, getmetatable, rawequal
+local marker, pcall = ...
+local error, type, getmetatable, rawequal = error, type, getmetatable, rawequal
 local function unwrap(ok, ...)
   if ok then return ... end
   local e = ...
@@ -97,7 +98,9 @@ pub(super) fn add_functions(lua: &mut Lua) -> Result<(), Error> {
     lua.set_field(-3, c"newtry");
     lua.load(PROTECT, c"=cothread.socket.protect")?;
     lua.push_value(-2); // M marker chunk marker
-    lua.call(1, 1)?; // M marker make
+    crate::pcall::push(lua)?; // M marker chunk marker pcall xpcall
+    lua.pop(1);
+    lua.call(2, 1)?; // M marker make
     lua.push_closure(protect, 1);
     lua.set_field(-3, c"protect");
     lua.push_nil(); // M marker nil
