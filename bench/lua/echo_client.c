@@ -4,6 +4,7 @@
  *
  *   echo_client [-c conns] [-s size] [-d depth] [-t seconds] [-p pid] [-n name] port
  *   echo_client -i [-c conns] [-s size] [-P pending] [-t seconds] [-p pid] [-n name] port
+ *   echo_client -T cafile [-c conns] [-s size] [-d depth] [-t seconds] [-p pid] [-n name] port
  *
  * Load (default): `conns` connections to 127.0.0.1:port (default 64), each
  * keeping `depth` messages of `size` bytes in flight (defaults 1 and 4096):
@@ -13,6 +14,13 @@
  * fails the run. One epoll loop, non-blocking sockets, TCP_NODELAY. After
  * `seconds` (default 3) nothing new is sent; the echoes in flight are awaited,
  * then the connections are closed.
+ *
+ * TLS (-T): the same load over TLS (OpenSSL's defaults: TLS 1.3 where the
+ * server has it). Each connection's handshake is done before the clock starts
+ * (blocking, one after the other), verifying the server's certificate against
+ * `cafile` and the name "localhost"; then the load runs on non-blocking
+ * sockets, SSL_read and SSL_write waiting for the direction OpenSSL asks.
+ * The report ends with the protocol and cipher of the first connection.
  *
  * Idle (-i): opens `conns` connections (default 10000), echoes one message of
  * `size` bytes on each (so the server has accepted every one and waits in a
@@ -33,6 +41,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +60,13 @@ static unsigned char pattern[PATTERN + BUF]; /* pattern[i] == pattern[i % PATTER
 
 static void die(const char *what) {
     fprintf(stderr, "echo_client: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+/* For OpenSSL's failures: its error queue says why, errno may not. */
+static void die_tls(const char *what) {
+    fprintf(stderr, "echo_client: %s failed\n", what);
+    ERR_print_errors_fp(stderr);
     exit(1);
 }
 
@@ -133,39 +150,109 @@ static int connect_loopback(int port) {
 
 struct conn {
     int fd;
+    SSL *ssl;        /* NULL without -T */
     size_t start;    /* where its stream starts in the pattern */
     uint64_t sent;   /* bytes of the stream sent */
     uint64_t got;    /* bytes echoed back and checked */
     uint64_t limit;  /* bytes of the messages started so far */
-    int want_out;    /* EPOLLOUT is watched (part of a message unsent) */
+    size_t retry;    /* TLS: the length an unfinished SSL_write must be retried with, or 0 */
+    int write_wait;  /* what the unsent part waits for: EPOLLOUT, EPOLLIN (TLS), or 0 */
+    int read_wait;   /* EPOLLOUT when a TLS read must wait to write, else 0 */
+    int watched;     /* the events epoll watches */
 };
 
 struct settings {
     int conns, size, depth, pid, idle, pending;
     double seconds;
-    const char *name;
+    const char *name, *cafile;
 };
+
+/* The result of one non-blocking read or write: the bytes moved, 0 when the
+ * peer closed (read), or -1 when the call must wait for `*wait` (EPOLLIN or
+ * EPOLLOUT) and be made again. Other errors end the run. */
+static ssize_t tls_result(SSL *ssl, int r, int *wait, const char *what) {
+    if (r > 0) return r;
+    switch (SSL_get_error(ssl, r)) {
+    case SSL_ERROR_WANT_READ: *wait = EPOLLIN; return -1;
+    case SSL_ERROR_WANT_WRITE: *wait = EPOLLOUT; return -1;
+    case SSL_ERROR_ZERO_RETURN: return 0;
+    case SSL_ERROR_SYSCALL:
+        if (errno == 0 || errno == ECONNRESET) return 0;
+        die(what);
+    }
+    die_tls(what);
+    return -1;
+}
+
+static ssize_t conn_read(struct conn *c, void *buf, size_t n, int *wait) {
+    if (c->ssl) return tls_result(c->ssl, SSL_read(c->ssl, buf, (int)n), wait, "SSL_read");
+    ssize_t r = read(c->fd, buf, n);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR)) *wait = EPOLLIN;
+    else if (r < 0) die("read");
+    return r;
+}
+
+/* OpenSSL wants an unfinished SSL_write retried with the same length, so a
+ * retry keeps the length of the first try (the bytes at that place of the
+ * stream are the same). */
+static ssize_t conn_write(struct conn *c, const void *buf, size_t n, int *wait) {
+    if (c->ssl) {
+        if (c->retry) n = c->retry;
+        ssize_t w = tls_result(c->ssl, SSL_write(c->ssl, buf, (int)n), wait, "SSL_write");
+        if (w == 0) {
+            fprintf(stderr, "echo_client: SSL_write: closed by the server\n");
+            exit(1);
+        }
+        c->retry = w < 0 ? n : 0;
+        return w;
+    }
+    ssize_t w = write(c->fd, buf, n);
+    if (w < 0 && (errno == EAGAIN || errno == EINTR)) *wait = EPOLLOUT;
+    else if (w < 0) die("write");
+    return w;
+}
+
+/* Watches for what the connection waits on: always its input, and
+ * writability while a write (or a TLS read) waits for it. */
+static void watch(int ep, struct conn *c) {
+    int events = EPOLLIN | ((c->write_wait | c->read_wait) & EPOLLOUT);
+    if (events != c->watched) {
+        struct epoll_event ev = {.events = (uint32_t)events, .data.ptr = c};
+        if (epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev) < 0) die("epoll_ctl");
+        c->watched = events;
+    }
+}
 
 /* Sends what the socket takes of the messages started; watches for
  * writability while some is left. */
 static void pump(int ep, struct conn *c) {
+    c->write_wait = 0;
     while (c->sent < c->limit) {
         size_t n = c->limit - c->sent;
         if (n > BUF) n = BUF;
-        ssize_t w = write(c->fd, pattern + (c->start + c->sent) % PATTERN, n);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            if (errno == EAGAIN) break;
-            die("write");
-        }
+        ssize_t w = conn_write(c, pattern + (c->start + c->sent) % PATTERN, n, &c->write_wait);
+        if (w < 0) break;
         c->sent += (uint64_t)w;
     }
-    int want_out = c->sent < c->limit;
-    if (want_out != c->want_out) {
-        struct epoll_event ev = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0), .data.ptr = c};
-        if (epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev) < 0) die("epoll_ctl");
-        c->want_out = want_out;
-    }
+    watch(ep, c);
+}
+
+/* A TLS session on connected socket `fd`, its handshake done (blocking). */
+static SSL *tls_connect(SSL_CTX *ctx, int fd) {
+    SSL *ssl = SSL_new(ctx);
+    if (!ssl || !SSL_set_fd(ssl, fd) || !SSL_set_tlsext_host_name(ssl, "localhost") ||
+        !SSL_set1_host(ssl, "localhost"))
+        die_tls("SSL_new");
+    if (SSL_connect(ssl) != 1) die_tls("the TLS handshake");
+    return ssl;
+}
+
+static SSL_CTX *tls_context(const char *cafile) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx || SSL_CTX_load_verify_locations(ctx, cafile, NULL) != 1) die_tls(cafile);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE);
+    return ctx;
 }
 
 static int load(const struct settings *s, int port) {
@@ -174,11 +261,14 @@ static int load(const struct settings *s, int port) {
     static unsigned char in[BUF];
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (!conns || !evs || ep < 0) die("setup");
+    SSL_CTX *ctx = s->cafile ? tls_context(s->cafile) : NULL;
     for (int i = 0; i < s->conns; i++) {
         struct conn *c = &conns[i];
         c->fd = connect_loopback(port);
+        if (ctx) c->ssl = tls_connect(ctx, c->fd);
         if (fcntl(c->fd, F_SETFL, O_NONBLOCK) < 0) die("fcntl");
         c->start = (size_t)i * 4099 % PATTERN;
+        c->watched = EPOLLIN;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
         if (epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev) < 0) die("epoll_ctl");
     }
@@ -206,31 +296,39 @@ static int load(const struct settings *s, int port) {
         }
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
-            if (evs[i].events & EPOLLOUT) pump(ep, c);
-            if (!(evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) continue;
-            ssize_t r = read(c->fd, in, BUF);
-            if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            if (r <= 0) {
-                fprintf(stderr, "echo_client: %s: connection %d: %s\n", s->name, (int)(c - conns),
-                        r == 0 ? "closed by the server" : strerror(errno));
-                return 1;
-            }
-            if (c->got + (uint64_t)r > c->sent ||
-                memcmp(in, pattern + (c->start + c->got) % PATTERN, (size_t)r) != 0) {
-                fprintf(stderr, "echo_client: %s: connection %d: the echo differs from what was sent\n",
-                        s->name, (int)(c - conns));
-                return 1;
-            }
-            /* Each completed message lets the next one start. */
-            uint64_t done = (c->got + (uint64_t)r) / size - c->got / size;
-            c->got += (uint64_t)r;
-            echoed += (uint64_t)r;
-            in_flight -= (uint64_t)r;
-            if (sending && done > 0) {
-                c->limit += done * size;
-                in_flight += done * size;
-                pump(ep, c);
-            }
+            int ready = (int)evs[i].events;
+            if (ready & (EPOLLERR | EPOLLHUP)) ready |= EPOLLIN | EPOLLOUT; /* the next call says why */
+            if (c->write_wait & ready) pump(ep, c);
+            if (!(ready & (c->read_wait ? c->read_wait : EPOLLIN))) continue;
+            /* TLS reads go on while OpenSSL holds decrypted bytes: epoll
+             * cannot see those. */
+            do {
+                c->read_wait = 0;
+                ssize_t r = conn_read(c, in, BUF, &c->read_wait);
+                if (r < 0) break;
+                if (r == 0) {
+                    fprintf(stderr, "echo_client: %s: connection %d: closed by the server\n", s->name,
+                            (int)(c - conns));
+                    return 1;
+                }
+                if (c->got + (uint64_t)r > c->sent ||
+                    memcmp(in, pattern + (c->start + c->got) % PATTERN, (size_t)r) != 0) {
+                    fprintf(stderr, "echo_client: %s: connection %d: the echo differs from what was sent\n",
+                            s->name, (int)(c - conns));
+                    return 1;
+                }
+                /* Each completed message lets the next one start. */
+                uint64_t done = (c->got + (uint64_t)r) / size - c->got / size;
+                c->got += (uint64_t)r;
+                echoed += (uint64_t)r;
+                in_flight -= (uint64_t)r;
+                if (sending && done > 0) {
+                    c->limit += done * size;
+                    in_flight += done * size;
+                    pump(ep, c);
+                }
+            } while (c->ssl && SSL_has_pending(c->ssl));
+            watch(ep, c);
         }
     }
     double secs = now_s(CLOCK_MONOTONIC) - t0;
@@ -238,9 +336,15 @@ static int load(const struct settings *s, int port) {
     double msgs = (double)echoed / size;
     printf("%-9s %8.1f MiB/s %9.0f msg/s", s->name, echoed / secs / (1024.0 * 1024.0), msgs / secs);
     if (s->pid > 0) printf(" | server CPU %6.2f us/msg (%3.0f %%)", server * 1e6 / msgs, 100 * server / secs);
-    printf(" | client busy %3.0f %% | %d conns x %d in flight x %d B, %.2f s\n", 100 * me / secs, s->conns,
+    printf(" | client busy %3.0f %% | %d conns x %d in flight x %d B, %.2f s", 100 * me / secs, s->conns,
            s->depth, s->size, secs);
-    for (int i = 0; i < s->conns; i++) close(conns[i].fd);
+    if (ctx) printf(" | %s %s", SSL_get_version(conns[0].ssl), SSL_get_cipher_name(conns[0].ssl));
+    printf("\n");
+    for (int i = 0; i < s->conns; i++) {
+        SSL_free(conns[i].ssl);
+        close(conns[i].fd);
+    }
+    SSL_CTX_free(ctx);
     close(ep);
     free(conns);
     free(evs);
@@ -295,16 +399,18 @@ static int idle(const struct settings *s, int port) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: echo_client [-i] [-c conns] [-s size] [-P pending] [-d depth] [-t seconds] [-p pid] [-n name] port\n");
+    fprintf(stderr, "usage: echo_client [-i | -T cafile] [-c conns] [-s size] [-P pending] [-d depth] [-t seconds] "
+                    "[-p pid] [-n name] port\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     struct settings s = {.conns = 0, .size = 4096, .depth = 1, .pid = 0, .seconds = 3, .name = "server"};
     int opt;
-    while ((opt = getopt(argc, argv, "ic:s:P:d:t:p:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "iT:c:s:P:d:t:p:n:")) != -1) {
         switch (opt) {
         case 'i': s.idle = 1; break;
+        case 'T': s.cafile = optarg; break;
         case 'c': s.conns = atoi(optarg); break;
         case 's': s.size = atoi(optarg); break;
         case 'P': s.pending = atoi(optarg); break;
@@ -319,7 +425,7 @@ int main(int argc, char **argv) {
     int port = atoi(argv[optind]);
     if (s.conns == 0) s.conns = s.idle ? 10000 : 64;
     if (port <= 0 || s.conns <= 0 || s.size <= 0 || s.depth <= 0 || !(s.seconds > 0) || s.pending < 0 ||
-        s.pending >= s.size)
+        s.pending >= s.size || (s.idle && s.cafile))
         usage();
     srand(7);
     for (int i = 0; i < PATTERN; i++) pattern[i] = (unsigned char)(rand() >> 7);

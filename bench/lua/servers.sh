@@ -1,7 +1,7 @@
-# Starting and stopping the echo servers of bench/lua (sourced by echo.sh and
-# idle.sh). Each server is `$COT_BENCH_LUA echo_<name>.lua CPATH_DIR SIZE`
-# (the interpreter: lua5.4 unless set, e.g. luajit), prints its port on its
-# first line and runs until killed.
+# Starting and stopping the echo servers of bench/lua (sourced by echo.sh,
+# idle.sh and tls_echo.sh). Each server is `$COT_BENCH_LUA echo_<name>.lua
+# CPATH_DIR SIZE [more]` (the interpreter: lua5.4 unless set, e.g. luajit),
+# prints its port on its first line and runs until killed.
 
 lua=${COT_BENCH_LUA:-lua5.4}
 tmp=$(mktemp -d)
@@ -21,17 +21,19 @@ check_servers() {
     fi
 }
 
-# start_server NAME CPATH_DIR SIZE: sets server_pid and server_port.
+# start_server NAME CPATH_DIR SIZE [MORE...]: sets server_pid and server_port.
 start_server() {
+    name=$1
+    shift
     rm -f "$tmp/port"
-    "$lua" "$here/echo_$1.lua" "$2" "$3" > "$tmp/port" &
+    "$lua" "$here/echo_$name.lua" "$@" > "$tmp/port" &
     server_pid=$!
     server_port=
     i=0
     while [ -z "$server_port" ]; do
         i=$((i + 1))
         if [ "$i" -gt 100 ] || ! kill -0 "$server_pid" 2>/dev/null; then
-            echo "bench: the $1 server did not start" >&2
+            echo "bench: the $name server did not start" >&2
             exit 1
         fi
         sleep 0.05
