@@ -1,7 +1,8 @@
 -- cosock compatibility for one scheduler: spawn and its handles,
--- get_thread_metadata, asyncify. Run by cosock.rs with the scheduler table
--- and `waitinfo(thread)` (what the thread waits for on the event loop).
-local M, waitinfo = ...
+-- get_thread_metadata, asyncify, the `ssl` field. Run by cosock.rs with the
+-- scheduler table, `waitinfo(thread)` (what the thread waits for on the
+-- event loop) and `ssl_module()` (loads cothread.ssl).
+local M, waitinfo, ssl_module = ...
 
 local create, close = coroutine.create, coroutine.close
 -- Lua 5.4 closes a cancelled cothread (`coroutine.close`). Older versions
@@ -218,3 +219,17 @@ function M.asyncify(name)
   if type(name) ~= "string" then argerror(1, "asyncify", "string expected, got " .. typename(name)) end
   return asyncify(name)
 end
+
+-- ===== ssl =====
+
+-- `M.ssl` (cosock.ssl) is cothread.ssl, loaded on first use: LuaSec is
+-- loaded only by programs that use TLS, and `require "cothread"` works
+-- without it.
+setmetatable(M, {
+  __index = function(t, k)
+    if k ~= "ssl" then return nil end
+    local ssl = ssl_module()
+    rawset(t, k, ssl)
+    return ssl
+  end,
+})

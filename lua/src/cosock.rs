@@ -4,14 +4,16 @@
 //! They are written in Lua (`cosock.lua`, embedded): they only combine the
 //! scheduler's functions, and are not on a hot path. The chunk is compiled
 //! once per Lua state (cached in the registry) and run once per scheduler
-//! with the scheduler table and `waitinfo`, a closure over the scheduler that
-//! reads what a cothread waits for from its event loop.
+//! with the scheduler table, `waitinfo`, a closure over the scheduler that
+//! reads what a cothread waits for from its event loop, and `tls::module`,
+//! which loads `cothread.ssl` (the table's lazy `ssl` field).
 
 use std::ffi::{CStr, c_int};
 
 use crate::lua::{Error, Lua, REGISTRY, Ret, Type};
 use crate::registry;
 use crate::state::{State, with_state};
+use crate::tls;
 
 /// The Lua side.
 const SOURCE: &str = include_str!("cosock.lua");
@@ -29,7 +31,8 @@ pub fn install(lua: &mut Lua, m: c_int, s: c_int) -> Result<(), Error> {
     }
     lua.push_value(m); // chunk M
     lua.push_upvalue_fn(WAITINFO, s, 0); // chunk M waitinfo
-    lua.call(2, 0)
+    lua.push_fn(tls::module); // chunk M waitinfo ssl
+    lua.call(3, 0)
 }
 
 /// `recvt, sendt, timeout, last_wake = waitinfo(thread)`: how many sources

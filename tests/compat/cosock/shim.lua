@@ -3,11 +3,15 @@
 --   cosock          -> cothread (the scheduler table: spawn, run, socket, channel, ...)
 --   cosock.socket   -> cothread.socket
 --   cosock.channel  -> cothread.channel
+--   cosock.ssl      -> cothread.ssl (LuaSec's surface)
+--   cosock.ssl.https -> cothread.ssl.https
 --   socket          -> cothread.socket (LuaSocket's surface)
 local map = {
   ["cosock"] = "cothread",
   ["cosock.socket"] = "cothread.socket",
   ["cosock.channel"] = "cothread.channel",
+  ["cosock.ssl"] = "cothread.ssl",
+  ["cosock.ssl.https"] = "cothread.ssl.https",
   ["socket"] = "cothread.socket",
 }
 for from, to in pairs(map) do
