@@ -332,14 +332,6 @@ pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
     lua.push_once(MODULE, make_module)
 }
 
-/// `module()`: the module table, as `require "cothread.ssl"` answers it
-/// (the lazy `ssl` field of a scheduler table calls it).
-fn module_body(lua: &mut Lua) -> Ret {
-    push_module(lua)?;
-    Ok(1)
-}
-cfn!(pub module = module_body);
-
 /// `[-0, +1, e]` Runs the chunk with the core table and the class's
 /// metatable; pushes the module table it returns.
 fn make_module(lua: &mut Lua) -> Result<(), Error> {
@@ -359,3 +351,11 @@ fn make_module(lua: &mut Lua) -> Result<(), Error> {
     })?;
     lua.call(2, 1)
 }
+
+/// `module()`: the module table, as `require "cothread.ssl"` answers it
+/// (the lazy `ssl` field of a scheduler table calls it).
+fn module_body(lua: &mut Lua) -> Ret {
+    push_module(lua)?;
+    Ok(1)
+}
+cfn!(pub module = module_body);
