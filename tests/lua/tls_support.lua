@@ -81,6 +81,7 @@ local function answer(ssl, c, params)
   t:settimeout(5)
   if not t:dohandshake() then return t:close() end
   local method, path = (t:receive("*l") or ""):match("^(%u+) (%S+) HTTP/1%.1$")
+  if not method then return t:close() end -- the client gave up (a failed check)
   local length = 0
   repeat
     local line = t:receive("*l")
