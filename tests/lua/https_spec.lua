@@ -11,7 +11,13 @@ local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
 local support = dofile(here .. "support.lua")
 local tls_support = dofile(here .. "tls_support.lua")
 
-local https = require "cothread.ssl.https"
+-- cothread.ssl keeps, for the Lua state, the LuaSec it was made with; busted
+-- unloads what a spec file loaded, so the specs after this one would find
+-- another LuaSec in package.loaded. `expose` keeps this file's loads.
+local https
+expose("cothread.ssl.https", function()
+  https = require "cothread.ssl.https"
+end)
 local go = support.go
 
 local LUA = os.getenv("COTHREAD_LUA") or "lua5.4"
