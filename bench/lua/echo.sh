@@ -33,33 +33,5 @@ servers="cothread luv cqueues"
 check_servers "$lua_dir"
 make -s -C "$here" echo-client
 
-results=$tmp/results
-: > "$results"
-round=1
-while [ "$round" -le "$rounds" ]; do
-    for s in $servers; do
-        start_server "$s" "$lua_dir" "$size"
-        "$here/echo-client" -c "$conns" -s "$size" -d "$depth" -t "$seconds" -p "$server_pid" -n "$s" \
-            "$server_port" > "$tmp/line"
-        cat "$tmp/line"
-        cat "$tmp/line" >> "$results"
-        stop_server
-    done
-    round=$((round + 1))
-done
-
-# Best throughput (field 2) and lowest server CPU per message of each server;
-# messages per second of server CPU (1 / CPU per message) is the figure a busy
-# shared machine disturbs least.
-awk -v rounds="$rounds" '
-    { mib[$1] = ($2 > mib[$1]) ? $2 : mib[$1]
-      for (i = 1; i < NF; i++) if ($i == "CPU") { c = $(i + 1); if (!($1 in cpu) || c < cpu[$1]) cpu[$1] = c } }
-    END {
-        printf "best of %d round(s):\n", rounds
-        split("cothread luv cqueues", names, " ")
-        for (k = 1; k <= 3; k++)
-            printf "  %-9s %8.1f MiB/s  %6.2f us of server CPU per message\n", names[k], mib[names[k]], cpu[names[k]]
-        for (k = 2; k <= 3; k++)
-            printf "cothread / %-8s throughput %.2f, per server CPU second %.2f   (target >= 1)\n", names[k] ":",
-                mib["cothread"] / mib[names[k]], cpu[names[k]] / cpu["cothread"]
-    }' "$results"
+run_rounds "$servers"
+report "" "$servers"

@@ -6,6 +6,8 @@
 lua=${COT_BENCH_LUA:-lua5.4}
 tmp=$(mktemp -d)
 server_pid=
+server_prefix=   # tls_ for echo_tls_NAME.lua
+server_args=     # after CPATH_DIR SIZE
 trap 'stop_server; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 
@@ -47,4 +49,45 @@ stop_server() {
         wait "$server_pid" 2>/dev/null || true
         server_pid=
     fi
+}
+
+# run_rounds SERVERS [CLIENT_OPTION...]: $rounds rounds, the servers
+# alternating; each is loaded by echo-client for $seconds. The client's lines
+# go to stdout and to $tmp/results.
+run_rounds() {
+    list=$1
+    shift
+    : > "$tmp/results"
+    round=1
+    while [ "$round" -le "$rounds" ]; do
+        for s in $list; do
+            # shellcheck disable=SC2086 # server_args: words (paths in $tmp)
+            start_server "$server_prefix$s" "$lua_dir" "$size" $server_args
+            "$here/echo-client" "$@" -c "$conns" -s "$size" -d "$depth" -t "$seconds" \
+                -p "$server_pid" -n "$s" "$server_port" > "$tmp/line"
+            cat "$tmp/line"
+            cat "$tmp/line" >> "$tmp/results"
+            stop_server
+        done
+        round=$((round + 1))
+    done
+}
+
+# report TITLE SERVERS: each server's best throughput (field 2) and lowest
+# server CPU per message, then the first server's ratios to each other one.
+# Messages per second of server CPU (1 / CPU per message) is the figure a
+# busy shared machine disturbs least.
+report() {
+    awk -v rounds="$rounds" -v title="$1" -v list="$2" '
+        { mib[$1] = ($2 > mib[$1]) ? $2 : mib[$1]
+          for (i = 1; i < NF; i++) if ($i == "CPU") { c = $(i + 1); if (!($1 in cpu) || c < cpu[$1]) cpu[$1] = c } }
+        END {
+            printf "best of %d round(s)%s:\n", rounds, title
+            n = split(list, names, " ")
+            for (k = 1; k <= n; k++)
+                printf "  %-9s %8.1f MiB/s  %6.2f us of server CPU per message\n", names[k], mib[names[k]], cpu[names[k]]
+            for (k = 2; k <= n; k++)
+                printf "%s / %-8s throughput %.2f, per server CPU second %.2f   (target >= 1)\n", names[1], names[k] ":",
+                    mib[names[1]] / mib[names[k]], cpu[names[k]] / cpu[names[1]]
+        }' "$tmp/results"
 }

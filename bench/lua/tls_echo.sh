@@ -44,30 +44,6 @@ if ! openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -
 fi
 make -s -C "$here" echo-client
 
-results=$tmp/results
-: > "$results"
-round=1
-while [ "$round" -le "$rounds" ]; do
-    for s in cothread cqueues; do
-        start_server "tls_$s" "$lua_dir" "$size" "$tmp/cert.pem" "$tmp/key.pem"
-        "$here/echo-client" -T "$tmp/cert.pem" -c "$conns" -s "$size" -d "$depth" -t "$seconds" \
-            -p "$server_pid" -n "$s" "$server_port" > "$tmp/line"
-        cat "$tmp/line"
-        cat "$tmp/line" >> "$results"
-        stop_server
-    done
-    round=$((round + 1))
-done
-
-# As echo.sh: best throughput (field 2) and lowest server CPU per message.
-awk -v rounds="$rounds" '
-    { mib[$1] = ($2 > mib[$1]) ? $2 : mib[$1]
-      for (i = 1; i < NF; i++) if ($i == "CPU") { c = $(i + 1); if (!($1 in cpu) || c < cpu[$1]) cpu[$1] = c } }
-    END {
-        printf "best of %d round(s), TLS:\n", rounds
-        split("cothread cqueues", names, " ")
-        for (k = 1; k <= 2; k++)
-            printf "  %-9s %8.1f MiB/s  %6.2f us of server CPU per message\n", names[k], mib[names[k]], cpu[names[k]]
-        printf "cothread / cqueues: throughput %.2f, per server CPU second %.2f   (target >= 1)\n",
-            mib["cothread"] / mib["cqueues"], cpu["cqueues"] / cpu["cothread"]
-    }' "$results"
+server_prefix=tls_ server_args="$tmp/cert.pem $tmp/key.pem"
+run_rounds "cothread cqueues" -T "$tmp/cert.pem"
+report ", TLS" "cothread cqueues"

@@ -5,6 +5,7 @@
 --   local certs = dofile(here .. "tls_support.lua").make()   -- certs.dir, certs.path(name)
 --   certs.remove()
 --   local port, stop = tls_support.https_server(S, certs.server())
+--   local kit = tls_support.kit(function() return certs end, support.go)
 
 local M = {}
 
@@ -72,6 +73,69 @@ function M.make()
     run("rm -rf '" .. dir .. "'")
   end
   return certs
+end
+
+-- The specs' helpers over a certificate set that `get()` answers (made in the
+-- spec's setup): listener, serve, client, pair. `go` is support.go.
+function M.kit(get, go)
+  local socket = require "cothread.socket"
+  local ssl = require "cothread.ssl"
+  local cothread = require "cothread"
+  local kit = {}
+
+  -- A listening socket on 127.0.0.1 and its port.
+  function kit.listener()
+    local server = assert(socket.bind("127.0.0.1", 0))
+    local _, port = server:getsockname()
+    return server, port
+  end
+
+  -- In a cothread of S: accepts one client on `server`, wraps it with `params`
+  -- and handshakes; calls f(conn, handshake results...).
+  function kit.serve(S, server, params, f)
+    go(S, function()
+      server:settimeout(5)
+      local c = assert(server:accept())
+      local t = assert(ssl.wrap(c, params))
+      t:settimeout(5)
+      f(t, t:dohandshake())
+    end)
+  end
+
+  -- A client connection to `port`, wrapped with `params` (not handshaken).
+  function kit.client(port, params)
+    local c = assert(socket.connect("127.0.0.1", port))
+    local t = assert(ssl.wrap(c, params or get().client()))
+    t:settimeout(5)
+    return t
+  end
+
+  -- In a cothread of S: a handshaken pair (client, server side).
+  function kit.pair(S, server_params, client_params)
+    local server, port = kit.listener()
+    local tx, rx = cothread.channel.new()
+    go(S, function()
+      server:settimeout(5)
+      local c = assert(server:accept())
+      local t = assert(ssl.wrap(c, server_params or get().server()))
+      t:settimeout(5)
+      assert(t:dohandshake())
+      tx:send(t)
+    end)
+    local t = kit.client(port, client_params)
+    assert(t:dohandshake())
+    local s = rx:receive()
+    server:close()
+    -- TLS 1.3 servers send session tickets after the handshake: read them, so
+    -- that a readable descriptor means data.
+    t:settimeout(0)
+    local data, err, partial = t:receive()
+    assert(data == nil and err == "wantread" and partial == "", "after the tickets: " .. tostring(err))
+    t:settimeout(5)
+    return t, s
+  end
+
+  return kit
 end
 
 -- Answers one HTTPS request on accepted socket `c`, then closes: the body
