@@ -169,6 +169,8 @@ for _, k in ipairs { "select", "sleep", "connect" } do
 end
 
 local SOCKET = { socket = async_socket, ["cosock.socket"] = async_socket, ["cothread.socket"] = socket }
+-- Modules that are cothread's own, loaded when first asked for.
+local OWN = { ["ssl.https"] = "cothread.ssl.https" }
 
 -- asyncify(name): loads module `name` (as `require` finds it) so that its
 -- `require "socket"`, and those of the modules it requires in turn, give
@@ -176,6 +178,7 @@ local SOCKET = { socket = async_socket, ["cosock.socket"] = async_socket, ["coth
 -- once per scheduler.
 function asyncify(name)
   if SOCKET[name] then return SOCKET[name] end
+  if OWN[name] then return require(OWN[name]) end
   local m = asyncified[name]
   if m == LOADING then
     error(("loop or previous error loading module '%s'"):format(name), 3)

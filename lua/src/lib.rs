@@ -142,6 +142,13 @@ fn open_ssl(lua: &mut Lua) -> Ret {
 }
 crate::cfn!(#[unsafe(no_mangle)] pub luaopen_cothread_ssl = open_ssl);
 
+/// `require "cothread.ssl.https"`: LuaSec's `ssl.https` on cothread.ssl,
+/// verifying the server by default.
+fn open_https(lua: &mut Lua) -> Ret {
+    open(lua, tls::push_https)
+}
+crate::cfn!(#[unsafe(no_mangle)] pub luaopen_cothread_ssl_https = open_https);
+
 /// `[-0, +1, m]` Pushes the dns module.
 fn push_dns(lua: &mut Lua) -> Result<(), Error> {
     dns::push(lua);

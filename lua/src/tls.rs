@@ -27,6 +27,10 @@ use crate::sys;
 const SOURCE: &str = include_str!("ssl.lua");
 /// Registry field caching the module table.
 const MODULE: &CStr = c"cothread.ssl";
+/// `cothread.ssl.https`, on top of the module.
+const HTTPS_SOURCE: &str = include_str!("https.lua");
+/// Registry field caching the https module table.
+const HTTPS: &CStr = c"cothread.ssl.https";
 
 /// A TLS connection: LuaSec's `SSL:Connection` (user value 1) seen by the
 /// engine. LuaSec closes the descriptor; this object only watches it, and
@@ -330,6 +334,16 @@ const METHODS: &[Reg] =
 /// the chunk's error (LuaSec missing) and caches nothing then.
 pub fn push_module(lua: &mut Lua) -> Result<(), Error> {
     lua.push_once(MODULE, make_module)
+}
+
+/// `[-0, +1, e]` Pushes the https module table, made once per Lua state
+/// by its chunk, run with the module.
+pub fn push_https(lua: &mut Lua) -> Result<(), Error> {
+    lua.push_once(HTTPS, |lua| {
+        lua.load(HTTPS_SOURCE, c"=cothread.ssl.https")?;
+        push_module(lua)?;
+        lua.call(1, 1)
+    })
 }
 
 /// `[-0, +1, e]` Runs the chunk with the core table and the class's

@@ -39,7 +39,7 @@ describe("the module", function()
       assert.is_function(ssl[name], name)
     end
     local luasec = require "ssl"
-    assert.same(luasec.config, ssl.config) -- not equal: busted reloads "ssl" per spec file
+    assert.equal(luasec.config, ssl.config)
     assert.equal(luasec._VERSION, ssl._VERSION)
     assert.equal(luasec._COPYRIGHT, ssl._COPYRIGHT)
     assert.equal(ssl, require "cothread.ssl")

@@ -4,6 +4,7 @@
 --
 --   local certs = dofile(here .. "tls_support.lua").make()   -- certs.dir, certs.path(name)
 --   certs.remove()
+--   local port, stop = tls_support.https_server(S, certs.server())
 --   local kit = tls_support.kit(function() return certs end, support.go)
 
 local M = {}
@@ -135,6 +136,41 @@ function M.kit(get, go)
   end
 
   return kit
+end
+
+-- Answers one HTTPS request on accepted socket `c`, then closes: the body
+-- is "<method> <path> <request body>".
+local function answer(ssl, c, params)
+  local t = assert(ssl.wrap(c, params))
+  t:settimeout(5)
+  if not t:dohandshake() then return t:close() end
+  local method, path = (t:receive("*l") or ""):match("^(%u+) (%S+) HTTP/1%.1$")
+  if not method then return t:close() end -- the client gave up (a failed check)
+  local length = 0
+  repeat
+    local line = t:receive("*l")
+    local n = line and line:lower():match("^content%-length:%s*(%d+)")
+    if n then length = tonumber(n) end
+  until not line or line == ""
+  local body = ("%s %s %s"):format(method, path, length > 0 and t:receive(length) or "")
+  t:send(("HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"):format(#body, body))
+  t:close()
+end
+
+-- Serves HTTPS on 127.0.0.1 in cothreads of scheduler S, with LuaSec's
+-- server `params`, until stopped. Returns the port and the stop function.
+function M.https_server(S, params)
+  local socket, ssl = require "cothread.socket", require "cothread.ssl"
+  local server = assert(socket.bind("127.0.0.1", 0))
+  local _, port = server:getsockname()
+  S.schedule(coroutine.create(function()
+    while true do
+      local c = server:accept()
+      if not c then return end -- stopped
+      S.schedule(coroutine.create(function() answer(ssl, c, params) end))
+    end
+  end))
+  return port, function() server:close() end
 end
 
 return M
