@@ -170,12 +170,13 @@ end
 
 local SOCKET = { socket = async_socket, ["cosock.socket"] = async_socket, ["cothread.socket"] = socket }
 -- Modules that are cothread's own, loaded when first asked for.
-local OWN = { ["ssl.https"] = "cothread.ssl.https" }
+local OWN = { ssl = "cothread.ssl", ["cosock.ssl"] = "cothread.ssl",
+  ["ssl.https"] = "cothread.ssl.https", ["cosock.ssl.https"] = "cothread.ssl.https" }
 
 -- asyncify(name): loads module `name` (as `require` finds it) so that its
--- `require "socket"`, and those of the modules it requires in turn, give
--- cothread.socket (as cosock's module behaves: see async_socket). Loaded
--- once per scheduler.
+-- `require "socket"` and `require "ssl"`, and those of the modules it
+-- requires in turn, give cothread.socket (as cosock's module behaves: see
+-- async_socket) and cothread.ssl. Loaded once per scheduler.
 function asyncify(name)
   if SOCKET[name] then return SOCKET[name] end
   if OWN[name] then return require(OWN[name]) end

@@ -84,6 +84,14 @@ describe("the ssl field", function()
     assert.equal("true|true|true|true|true|true|nil", out)
   end)
 
+  it("is what asyncify gives for 'ssl', 'cosock.ssl' and their https", function()
+    local ssl, https = require "cothread.ssl", require "cothread.ssl.https"
+    for _, name in ipairs { "ssl", "cosock.ssl" } do
+      assert.equal(ssl, cothread.asyncify(name), name)
+      assert.equal(https, cothread.asyncify(name .. ".https"), name .. ".https")
+    end
+  end)
+
   it("raises LuaSec's absence when read, and leaves require 'cothread' working", function()
     local out = child([[
       package.preload.ssl = function() error("no LuaSec in this test") end
