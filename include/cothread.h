@@ -31,6 +31,8 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <netdb.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 /* Declared here too: <netdb.h> defines it only with POSIX features on. */
 struct addrinfo;
@@ -127,6 +129,86 @@ struct stat;
  * Name resolution: service not available for the socket type.
  */
 #define COT_EAI_SERVICE -3010
+
+/**
+ * Sockets: the peer reset the connection.
+ */
+#define COT_ECONNRESET -104
+
+/**
+ * Sockets: a write to a connection the peer closed (no SIGPIPE is raised).
+ */
+#define COT_EPIPE -32
+
+/**
+ * Sockets: nobody listens at the address.
+ */
+#define COT_ECONNREFUSED -111
+
+/**
+ * Sockets: the connection was aborted.
+ */
+#define COT_ECONNABORTED -103
+
+/**
+ * Sockets: the address is in use.
+ */
+#define COT_EADDRINUSE -98
+
+/**
+ * Sockets: the address is not this machine's.
+ */
+#define COT_EADDRNOTAVAIL -99
+
+/**
+ * Sockets: the address family is not supported.
+ */
+#define COT_EAFNOSUPPORT -97
+
+/**
+ * Sockets: not connected.
+ */
+#define COT_ENOTCONN -107
+
+/**
+ * Sockets: connected already.
+ */
+#define COT_EISCONN -106
+
+/**
+ * Sockets: the network is unreachable.
+ */
+#define COT_ENETUNREACH -101
+
+/**
+ * Sockets: the host is unreachable.
+ */
+#define COT_EHOSTUNREACH -113
+
+/**
+ * Sockets: a datagram too long.
+ */
+#define COT_EMSGSIZE -90
+
+/**
+ * Sockets: an option the protocol does not know.
+ */
+#define COT_ENOPROTOOPT -92
+
+/**
+ * Sockets: not supported on this socket (e.g. listening on UDP).
+ */
+#define COT_ENOTSUP -95
+
+/**
+ * Permission denied (e.g. a port below 1024).
+ */
+#define COT_EACCES -13
+
+/**
+ * No such file or directory (e.g. a Unix socket's path).
+ */
+#define COT_ENOENT -2
 
 /**
  * `cot_future_state`: not settled yet.
@@ -295,6 +377,12 @@ struct stat;
  * ready queue.
  */
 #define COT_NEXT 1
+
+/**
+ * A timeout that never passes: the operation waits until it ends or is
+ * cancelled. Equal to `COT_CORO_FOREVER`.
+ */
+#define COT_FOREVER UINT64_MAX
 
 /**
  * Major version: changes break the ABI.
@@ -656,9 +744,53 @@ typedef uint64_t (*cot_clock_cb)(void *data);
 typedef void (*cot_signal_hook_cb)(void *data, const void *signal, int active);
 
 /**
+ * A TCP socket: a key of its loop's socket table, from `cot_tcp_init`,
+ * `cot_tcp_open` or an accept. 0 is never a socket.
+ */
+typedef uint64_t cot_tcp;
+
+/**
+ * An accept's completion: `status` 0 and the new connection `client` (a
+ * `cot_tcp` of the same loop, to close with `cot_tcp_close`), or a negative
+ * code (`COT_ETIMEDOUT`, `COT_ECANCELED`, ...) and 0.
+ */
+typedef void (*cot_accept_cb)(struct cot_loop *loop,
+                              cot_tcp server,
+                              int status,
+                              cot_tcp client,
+                              void *data);
+
+/**
+ * A socket operation's completion: `result` is a byte count (0 at the end
+ * of a stream, for a read), 0 (connect), or a negative error code:
+ * `COT_ETIMEDOUT` (its deadline passed), `COT_ECANCELED` (cancelled, or
+ * the socket closed), `COT_ECONNRESET`, `COT_EPIPE`, ... `sock` is the
+ * `cot_tcp` or `cot_udp` it ran on; `data` the pointer the call was given.
+ */
+typedef void (*cot_socket_cb)(struct cot_loop *loop, uint64_t sock, int64_t result, void *data);
+
+/**
  * A timer callback. `data` is the handle's user pointer.
  */
 typedef cot_handle_cb cot_timer_cb;
+
+/**
+ * A UDP socket: a key of its loop's socket table, from `cot_udp_init`.
+ * 0 is never a socket.
+ */
+typedef uint64_t cot_udp;
+
+/**
+ * A receive's completion: `nread` is the datagram's length (the part that
+ * fit the buffer) or a negative code; `from` (valid during the call) and
+ * `fromlen` its sender, NULL and 0 on failure.
+ */
+typedef void (*cot_udp_recv_cb)(struct cot_loop *loop,
+                                cot_udp udp,
+                                int64_t nread,
+                                const struct sockaddr *from,
+                                uint32_t fromlen,
+                                void *data);
 
 /**
  * Runs on the loop once the work ran (`status` 0) or was cancelled
@@ -2105,6 +2237,241 @@ int cot_task_set_data(struct cot_sched *sched, cot_task task, void *data);
 cot_task cot_task_next(struct cot_sched *sched, cot_task task);
 
 /**
+ * Makes a TCP socket of `family` (`AF_INET`, `AF_INET6`, `AF_UNIX`),
+ * non-blocking and close-on-exec; stores it in `*tcp`. Returns 0,
+ * `COT_EINVAL`, or the system's refusal (`COT_EAFNOSUPPORT`, ...).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `tcp` is NULL or writable.
+ */
+int cot_tcp_init(struct cot_loop *loop, int family, cot_tcp *tcp);
+
+/**
+ * Adopts `fd`, a stream socket (connected, listening, or new), which
+ * becomes the loop's: `cot_tcp_close` closes it. Makes it non-blocking.
+ * Returns 0, `COT_EBADF` or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `tcp` is NULL or writable; nothing else
+ * closes `fd`.
+ */
+int cot_tcp_open(struct cot_loop *loop, int fd, cot_tcp *tcp);
+
+/**
+ * Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,
+ * `sockaddr_in6` or `sockaddr_un`). Returns 0 or an error
+ * (`COT_EADDRINUSE`, `COT_EACCES`, ...).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+ */
+int cot_tcp_bind(struct cot_loop *loop, cot_tcp tcp, const struct sockaddr *addr, uint32_t len);
+
+/**
+ * Makes the socket listen, with a queue of `backlog` connections. Returns
+ * 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_listen(struct cot_loop *loop, cot_tcp tcp, int backlog);
+
+/**
+ * Accepts one connection, waiting at most `timeout_ns` (`COT_FOREVER`: no
+ * limit); `cb` gets it. Out of descriptors, it waits and tries again
+ * rather than spin. Returns 0, or (without calling back) `COT_EINVAL`
+ * (NULL `cb`, a timeout above `INT64_MAX`), `COT_EBADF` (closed),
+ * `COT_EBUSY` (a read or accept waits already).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+ */
+int cot_tcp_accept(struct cot_loop *loop,
+                   cot_tcp tcp,
+                   uint64_t timeout_ns,
+                   cot_accept_cb cb,
+                   void *data);
+
+/**
+ * Connects to the `len` bytes of `addr`, waiting at most `timeout_ns`;
+ * `cb` gets 0 or the error (`COT_ECONNREFUSED`, `COT_ETIMEDOUT`,
+ * `COT_ECANCELED`, ...). Returns 0, or without calling back `COT_EINVAL`,
+ * `COT_EBADF`, `COT_EBUSY` (a write or connect waits), or a refusal the
+ * system gave at once (a Unix path nobody listens on: `COT_ECONNREFUSED`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `addr` is NULL or readable for `len`
+ * bytes; `cb` may be called from `cot_loop_run`.
+ */
+int cot_tcp_connect(struct cot_loop *loop,
+                    cot_tcp tcp,
+                    const struct sockaddr *addr,
+                    uint32_t len,
+                    uint64_t timeout_ns,
+                    cot_socket_cb cb,
+                    void *data);
+
+/**
+ * Reads what comes, at most `len` bytes, into `buf`, waiting at most
+ * `timeout_ns` for the first byte; `cb` gets the count, 0 at the end of the
+ * stream, or the error (`COT_ECONNRESET`, `COT_ETIMEDOUT`, ...). Bytes that
+ * come in the same loop turn as the deadline are delivered. Returns 0, or
+ * without calling back `COT_EINVAL` (NULL `buf` or `cb`, `len` 0, a timeout
+ * above `INT64_MAX`), `COT_EBADF`, `COT_EBUSY` (a read waits already).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is writable for `len` bytes until
+ * `cb` ran; `cb` may be called from `cot_loop_run`.
+ */
+int cot_tcp_read(struct cot_loop *loop,
+                 cot_tcp tcp,
+                 void *buf,
+                 size_t len,
+                 uint64_t timeout_ns,
+                 cot_socket_cb cb,
+                 void *data);
+
+/**
+ * `cot_tcp_read` into `n` buffers, filled in order. The array is read now;
+ * the buffers are written when data comes.
+ *
+ * # Safety
+ * As `cot_tcp_read`, for each buffer; `iov` is NULL or readable for `n`
+ * entries.
+ */
+int cot_tcp_readv(struct cot_loop *loop,
+                  cot_tcp tcp,
+                  const struct iovec *iov,
+                  int n,
+                  uint64_t timeout_ns,
+                  cot_socket_cb cb,
+                  void *data);
+
+/**
+ * Writes all `len` bytes of `buf` (copied: the buffer is free at once),
+ * waiting at most `timeout_ns`; `cb` gets `len` or the error (`COT_EPIPE`,
+ * `COT_ECONNRESET`: the peer went; never a SIGPIPE). Returns 0, or without
+ * calling back `COT_EINVAL` (NULL `buf` or `cb`, `len` 0, a timeout above
+ * `INT64_MAX`), `COT_EBADF`, `COT_EBUSY` (a write or connect waits).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes;
+ * `cb` may be called from `cot_loop_run`.
+ */
+int cot_tcp_write(struct cot_loop *loop,
+                  cot_tcp tcp,
+                  const void *buf,
+                  size_t len,
+                  uint64_t timeout_ns,
+                  cot_socket_cb cb,
+                  void *data);
+
+/**
+ * `cot_tcp_write` of `n` buffers, in order, copied.
+ *
+ * # Safety
+ * As `cot_tcp_write`, for each buffer; `iov` is NULL or readable for `n`
+ * entries.
+ */
+int cot_tcp_writev(struct cot_loop *loop,
+                   cot_tcp tcp,
+                   const struct iovec *iov,
+                   int n,
+                   uint64_t timeout_ns,
+                   cot_socket_cb cb,
+                   void *data);
+
+/**
+ * Shuts the socket's writing side now (the peer reads the end of the
+ * stream); reading goes on. Returns 0, `COT_EBUSY` while a write or connect
+ * waits (its bytes would be lost), or an error (`COT_ENOTCONN`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_shutdown(struct cot_loop *loop, cot_tcp tcp);
+
+/**
+ * Turns Nagle's algorithm off (`enable` 1: `TCP_NODELAY`) or on. Returns 0
+ * or an error (`COT_ENOTSUP` on a Unix socket).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_nodelay(struct cot_loop *loop, cot_tcp tcp, int enable);
+
+/**
+ * `setsockopt(2)`: `len` bytes of `value` for option `name` of `level`.
+ * Returns 0 or an error (`COT_ENOPROTOOPT`, ...).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `value` is NULL or readable for `len` bytes.
+ */
+int cot_tcp_setopt(struct cot_loop *loop,
+                   cot_tcp tcp,
+                   int level,
+                   int name,
+                   const void *value,
+                   uint32_t len);
+
+/**
+ * `getsockopt(2)`: the option into `value`, which has `*len` bytes of room;
+ * its length into `*len`. Returns 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `value` is NULL or writable for `*len`
+ * bytes; `len` is NULL or readable and writable.
+ */
+int cot_tcp_getopt(struct cot_loop *loop,
+                   cot_tcp tcp,
+                   int level,
+                   int name,
+                   void *value,
+                   uint32_t *len);
+
+/**
+ * The local address into `addr`, which has `*len` bytes of room (a
+ * `struct sockaddr_storage` holds any); its length into `*len`. Returns 0
+ * or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `addr` is NULL or writable for `*len`
+ * bytes; `len` is NULL or readable and writable.
+ */
+int cot_tcp_getsockname(struct cot_loop *loop, cot_tcp tcp, struct sockaddr *addr, uint32_t *len);
+
+/**
+ * The peer's address, as `cot_tcp_getsockname`. `COT_ENOTCONN` if none.
+ *
+ * # Safety
+ * As `cot_tcp_getsockname`.
+ */
+int cot_tcp_getpeername(struct cot_loop *loop, cot_tcp tcp, struct sockaddr *addr, uint32_t *len);
+
+/**
+ * Cancels the waiting operation of each direction in `events`
+ * (`COT_READABLE`: the read or accept; `COT_WRITABLE`: the write or
+ * connect): its callback gets `COT_ECANCELED` at the loop's next turn,
+ * never inside this call. Returns 1 if one was cancelled, 0 if none waited,
+ * or `COT_EINVAL` / `COT_EBADF`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_cancel(struct cot_loop *loop, cot_tcp tcp, int events);
+
+/**
+ * Closes the socket. The key is invalid at once (`COT_EBADF` after); the
+ * operations waiting end with `COT_ECANCELED` at the loop's next turn; the
+ * loop closes (`cot_loop_close`) once a run has finished the socket's
+ * handles. Returns 0, `COT_EBADF` (closed already) or `COT_EINVAL`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_close(struct cot_loop *loop, cot_tcp tcp);
+
+/**
  * Creates a stopped timer carrying `data`; stores it in `*timer`. Close it
  * with `cot_close`. Returns 0 or `COT_EINVAL`.
  *
@@ -2241,6 +2608,127 @@ uint64_t cot_timers_next(struct cot_timers *t);
  * `t` is NULL or live.
  */
 size_t cot_timers_len(struct cot_timers *t);
+
+/**
+ * Makes a UDP socket of `family` (`AF_INET`, `AF_INET6`), non-blocking and
+ * close-on-exec; stores it in `*udp`. Returns 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `udp` is NULL or writable.
+ */
+int cot_udp_init(struct cot_loop *loop, int family, cot_udp *udp);
+
+/**
+ * Binds the socket to the `len` bytes of `addr`. Returns 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+ */
+int cot_udp_bind(struct cot_loop *loop, cot_udp udp, const struct sockaddr *addr, uint32_t len);
+
+/**
+ * Sets the peer (`connect(2)` does not wait for UDP): sends with a NULL
+ * address go there, and only its datagrams are received. A NULL `addr`
+ * dissolves the association. Returns 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+ */
+int cot_udp_connect(struct cot_loop *loop, cot_udp udp, const struct sockaddr *addr, uint32_t len);
+
+/**
+ * Receives one datagram into `buf` (at most `len` bytes; the rest of a
+ * longer one is dropped), waiting at most `timeout_ns`. Returns 0, or
+ * without calling back `COT_EINVAL` (NULL `buf` or `cb`, `len` 0, a timeout
+ * above `INT64_MAX`), `COT_EBADF`, `COT_EBUSY` (a receive waits already).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is writable for `len` bytes until
+ * `cb` ran; `cb` may be called from `cot_loop_run`.
+ */
+int cot_udp_recv(struct cot_loop *loop,
+                 cot_udp udp,
+                 void *buf,
+                 size_t len,
+                 uint64_t timeout_ns,
+                 cot_udp_recv_cb cb,
+                 void *data);
+
+/**
+ * Sends the `len` bytes of `buf` (copied; 0 bytes is an empty datagram) as
+ * one datagram to the `addrlen` bytes of `addr` (NULL: the connected peer),
+ * waiting at most `timeout_ns` for room in the send buffer; `cb` gets `len`
+ * or the error (`COT_EMSGSIZE`, `COT_ENOTCONN`, ...). Returns 0, or
+ * without calling back `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a send
+ * waits already).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes;
+ * `addr` is NULL or readable for `addrlen` bytes; `cb` may be called from
+ * `cot_loop_run`.
+ */
+int cot_udp_send(struct cot_loop *loop,
+                 cot_udp udp,
+                 const void *buf,
+                 size_t len,
+                 const struct sockaddr *addr,
+                 uint32_t addrlen,
+                 uint64_t timeout_ns,
+                 cot_socket_cb cb,
+                 void *data);
+
+/**
+ * `setsockopt(2)`, as `cot_tcp_setopt` (`SO_BROADCAST`, `IP_MULTICAST_TTL`,
+ * ...).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `value` is NULL or readable for `len` bytes.
+ */
+int cot_udp_setopt(struct cot_loop *loop,
+                   cot_udp udp,
+                   int level,
+                   int name,
+                   const void *value,
+                   uint32_t len);
+
+/**
+ * `getsockopt(2)`, as `cot_tcp_getopt`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `value` is NULL or writable for `*len`
+ * bytes; `len` is NULL or readable and writable.
+ */
+int cot_udp_getopt(struct cot_loop *loop,
+                   cot_udp udp,
+                   int level,
+                   int name,
+                   void *value,
+                   uint32_t *len);
+
+/**
+ * The local address, as `cot_tcp_getsockname`.
+ *
+ * # Safety
+ * As `cot_tcp_getsockname`.
+ */
+int cot_udp_getsockname(struct cot_loop *loop, cot_udp udp, struct sockaddr *addr, uint32_t *len);
+
+/**
+ * Cancels the waiting receive (`COT_READABLE`) and/or send
+ * (`COT_WRITABLE`), as `cot_tcp_cancel`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_udp_cancel(struct cot_loop *loop, cot_udp udp, int events);
+
+/**
+ * Closes the socket, as `cot_tcp_close`.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_udp_close(struct cot_loop *loop, cot_udp udp);
 
 /**
  * The version of the library at run time, as

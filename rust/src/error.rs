@@ -82,6 +82,38 @@ errors! {
     Already = -114, "COT_EALREADY", "already settled";
     /// A future's promise was dropped without a result.
     Dropped = -4001, "COT_EDROPPED", "promise dropped without a result";
+    /// Sockets: the peer reset the connection.
+    ConnReset = -104, "COT_ECONNRESET", "connection reset by peer";
+    /// Sockets: writing to a connection the peer closed (never a SIGPIPE).
+    Pipe = -32, "COT_EPIPE", "broken pipe";
+    /// Sockets: nobody listens at the address.
+    ConnRefused = -111, "COT_ECONNREFUSED", "connection refused";
+    /// Sockets: the connection was aborted.
+    ConnAborted = -103, "COT_ECONNABORTED", "connection aborted";
+    /// Sockets: the address is in use.
+    AddrInUse = -98, "COT_EADDRINUSE", "address already in use";
+    /// Sockets: the address is not this machine's.
+    AddrNotAvail = -99, "COT_EADDRNOTAVAIL", "address not available";
+    /// Sockets: the address family is not supported.
+    AfNoSupport = -97, "COT_EAFNOSUPPORT", "address family not supported";
+    /// Sockets: not connected.
+    NotConn = -107, "COT_ENOTCONN", "socket is not connected";
+    /// Sockets: connected already.
+    IsConn = -106, "COT_EISCONN", "socket is already connected";
+    /// Sockets: the network is unreachable.
+    NetUnreach = -101, "COT_ENETUNREACH", "network is unreachable";
+    /// Sockets: the host is unreachable.
+    HostUnreach = -113, "COT_EHOSTUNREACH", "host is unreachable";
+    /// Sockets: a datagram too long.
+    MsgSize = -90, "COT_EMSGSIZE", "message too long";
+    /// Sockets: an option the protocol does not know.
+    NoProtoOpt = -92, "COT_ENOPROTOOPT", "protocol not available";
+    /// Sockets: not supported on this socket (e.g. `listen` on UDP).
+    NotSup = -95, "COT_ENOTSUP", "operation not supported on socket";
+    /// Permission denied (e.g. a port below 1024).
+    Acces = -13, "COT_EACCES", "permission denied";
+    /// No such file or directory (e.g. a Unix socket's path).
+    NoEnt = -2, "COT_ENOENT", "no such file or directory";
 }
 
 impl Error {
@@ -93,6 +125,11 @@ impl Error {
     /// The error for a system error (`Error::Io` for one without its own code).
     pub fn from_io(e: &std::io::Error) -> Error {
         e.raw_os_error().and_then(|n| Error::from_code(-n)).unwrap_or(Error::Io)
+    }
+
+    /// The error for an `errno` (`Error::Io` for one without its own code).
+    pub fn from_errno(errno: i32) -> Error {
+        Error::from_code(-errno).unwrap_or(Error::Io)
     }
 
     /// The error with this code, if any.
@@ -131,6 +168,26 @@ mod tests {
         assert_eq!(Error::TimedOut.code(), -libc::ETIMEDOUT);
         assert_eq!(Error::Already.code(), -libc::EALREADY);
         assert_eq!(Error::EaiNoname.code(), -3008, "as libuv's UV_EAI_NONAME");
+        for (e, n) in [
+            (Error::ConnReset, libc::ECONNRESET),
+            (Error::Pipe, libc::EPIPE),
+            (Error::ConnRefused, libc::ECONNREFUSED),
+            (Error::ConnAborted, libc::ECONNABORTED),
+            (Error::AddrInUse, libc::EADDRINUSE),
+            (Error::AddrNotAvail, libc::EADDRNOTAVAIL),
+            (Error::AfNoSupport, libc::EAFNOSUPPORT),
+            (Error::NotConn, libc::ENOTCONN),
+            (Error::IsConn, libc::EISCONN),
+            (Error::NetUnreach, libc::ENETUNREACH),
+            (Error::HostUnreach, libc::EHOSTUNREACH),
+            (Error::MsgSize, libc::EMSGSIZE),
+            (Error::NoProtoOpt, libc::ENOPROTOOPT),
+            (Error::NotSup, libc::EOPNOTSUPP),
+            (Error::Acces, libc::EACCES),
+            (Error::NoEnt, libc::ENOENT),
+        ] {
+            assert_eq!(e.code(), -n, "{e:?}");
+        }
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::EBADF)), Error::BadF);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC)), Error::Io);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ETIMEDOUT)), Error::TimedOut);

@@ -43,6 +43,38 @@ pub const COT_EAI_FAMILY: c_int = -3003;
 pub const COT_EAI_NONAME: c_int = -3008;
 /// Name resolution: service not available for the socket type.
 pub const COT_EAI_SERVICE: c_int = -3010;
+/// Sockets: the peer reset the connection.
+pub const COT_ECONNRESET: c_int = -104;
+/// Sockets: a write to a connection the peer closed (no SIGPIPE is raised).
+pub const COT_EPIPE: c_int = -32;
+/// Sockets: nobody listens at the address.
+pub const COT_ECONNREFUSED: c_int = -111;
+/// Sockets: the connection was aborted.
+pub const COT_ECONNABORTED: c_int = -103;
+/// Sockets: the address is in use.
+pub const COT_EADDRINUSE: c_int = -98;
+/// Sockets: the address is not this machine's.
+pub const COT_EADDRNOTAVAIL: c_int = -99;
+/// Sockets: the address family is not supported.
+pub const COT_EAFNOSUPPORT: c_int = -97;
+/// Sockets: not connected.
+pub const COT_ENOTCONN: c_int = -107;
+/// Sockets: connected already.
+pub const COT_EISCONN: c_int = -106;
+/// Sockets: the network is unreachable.
+pub const COT_ENETUNREACH: c_int = -101;
+/// Sockets: the host is unreachable.
+pub const COT_EHOSTUNREACH: c_int = -113;
+/// Sockets: a datagram too long.
+pub const COT_EMSGSIZE: c_int = -90;
+/// Sockets: an option the protocol does not know.
+pub const COT_ENOPROTOOPT: c_int = -92;
+/// Sockets: not supported on this socket (e.g. listening on UDP).
+pub const COT_ENOTSUP: c_int = -95;
+/// Permission denied (e.g. a port below 1024).
+pub const COT_EACCES: c_int = -13;
+/// No such file or directory (e.g. a Unix socket's path).
+pub const COT_ENOENT: c_int = -2;
 
 /// A static description of an error code, e.g. `"invalid argument"`;
 /// `"success"` for 0 and `"unknown error"` for codes not listed here.
@@ -93,10 +125,26 @@ mod tests {
             (COT_EAI_FAMILY, Error::EaiFamily),
             (COT_EAI_NONAME, Error::EaiNoname),
             (COT_EAI_SERVICE, Error::EaiService),
+            (COT_ECONNRESET, Error::ConnReset),
+            (COT_EPIPE, Error::Pipe),
+            (COT_ECONNREFUSED, Error::ConnRefused),
+            (COT_ECONNABORTED, Error::ConnAborted),
+            (COT_EADDRINUSE, Error::AddrInUse),
+            (COT_EADDRNOTAVAIL, Error::AddrNotAvail),
+            (COT_EAFNOSUPPORT, Error::AfNoSupport),
+            (COT_ENOTCONN, Error::NotConn),
+            (COT_EISCONN, Error::IsConn),
+            (COT_ENETUNREACH, Error::NetUnreach),
+            (COT_EHOSTUNREACH, Error::HostUnreach),
+            (COT_EMSGSIZE, Error::MsgSize),
+            (COT_ENOPROTOOPT, Error::NoProtoOpt),
+            (COT_ENOTSUP, Error::NotSup),
+            (COT_EACCES, Error::Acces),
+            (COT_ENOENT, Error::NoEnt),
         ] {
             assert_eq!(c, e.code());
         }
-        assert_eq!(Error::ALL.len(), 18, "a new error needs its COT_E* constant");
+        assert_eq!(Error::ALL.len(), 34, "a new error needs its COT_E* constant");
     }
 
     #[test]

@@ -7,14 +7,23 @@
 //! from the loop's storage. `busy` refuses calls that would nest inside an API
 //! call (`COT_EBUSY`).
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::Arc;
 
 use super::guard::{boolean, status};
 use crate::error::{Error, Result};
+use crate::net::Socket;
 use crate::reactor::{Handle, Loop, RunMode};
+use crate::util::slab::Slab;
+
+/// A socket of the C API (`cot_tcp`, `cot_udp`: its key in the loop's table).
+pub(crate) struct CSocket {
+    pub sock: Socket,
+    /// A `cot_udp` (else a `cot_tcp`): each kind's functions refuse the other.
+    pub udp: bool,
+}
 
 /// An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
 pub struct cot_loop {
@@ -22,6 +31,9 @@ pub struct cot_loop {
     inbox: Arc<crate::reactor::Inbox>,
     current: Cell<*mut Loop>,
     busy: Cell<bool>,
+    /// The sockets made on this loop; dropped with it (closing their
+    /// descriptors).
+    sockets: RefCell<Slab<CSocket>>,
     inner: UnsafeCell<Loop>,
 }
 
@@ -71,6 +83,18 @@ pub(crate) unsafe fn with_loop<R>(p: *mut cot_loop, f: impl FnOnce(&mut Loop) ->
     let r = f(unsafe { &mut *lp });
     s.busy.set(false);
     r
+}
+
+/// The socket table of the loop behind `p`, without touching the loop: a
+/// completion reaches it while the loop runs. `None` for NULL.
+///
+/// # Safety
+/// `p` is NULL or a live loop, used on its thread.
+pub(crate) unsafe fn sockets<'a>(p: *mut cot_loop) -> Option<&'a RefCell<Slab<CSocket>>> {
+    // SAFETY: NULL or live (caller's contract); the `RefCell` field is
+    // separate from the `UnsafeCell` the running loop borrows, so a shared
+    // reference to it aliases nothing.
+    unsafe { p.as_ref() }.map(|s| &s.sockets)
 }
 
 /// Calls `f` (a C callback) with the loop lent as `lp`: API calls it makes on
@@ -140,6 +164,7 @@ pub extern "C" fn cot_loop_new() -> *mut cot_loop {
             inbox: l.inbox().clone(),
             current: Cell::new(std::ptr::null_mut()),
             busy: Cell::new(false),
+            sockets: RefCell::new(Slab::default()),
             inner: UnsafeCell::new(l),
         })),
         Err(_) => std::ptr::null_mut(),

@@ -139,6 +139,16 @@ impl SocketIo {
             Err(e) => Err(Fail::Sys(e)),
         }
     }
+
+    /// Sends one datagram to `to` (None: the connected peer), whole.
+    pub fn sendto(&mut self, data: &[u8], to: Option<&Addr>) -> Try<usize> {
+        let fd = self.fd()?;
+        match sys::sendto(fd, data, to) {
+            Ok(n) => Ok(Step::Done(n)),
+            Err(libc::EAGAIN) => Ok(Step::Wait),
+            Err(e) => Err(Fail::Sys(e)),
+        }
+    }
 }
 
 impl Drop for SocketIo {

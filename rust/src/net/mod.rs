@@ -20,13 +20,14 @@
 //!   reads and writes end there, with no loop and no allocation.
 //! - [`Socket::read`] (with a [`Pattern`]), [`Socket::write`] (all of a
 //!   buffer), [`Socket::accept`], [`Socket::connect`] (the end of a
-//!   connection `connect_start` began) and [`Socket::recvfrom`] wait on a
+//!   connection `connect_start` began), [`Socket::recvfrom`] and
+//!   [`Socket::sendto`] wait on a
 //!   [`Loop`](crate::reactor::Loop) until a deadline, and end through a
 //!   completion closure.
 //!
 //! # An operation's states
 //! Each socket has two directions, read (read, accept, recvfrom) and write
-//! (write, connect), and at most one operation waiting per direction.
+//! (write, connect, sendto), and at most one operation waiting per direction.
 //!
 //! | state | what holds it | left by | to |
 //! | --- | --- | --- | --- |

@@ -83,6 +83,9 @@ pub(super) enum Op {
     Connect(Done<()>),
     /// The largest datagram taken.
     RecvFrom(usize, Done<(Vec<u8>, Addr)>),
+    /// A datagram and where to (None: the connected peer); boxed, as the
+    /// address is larger than the other operations.
+    SendTo(Vec<u8>, Option<Box<Addr>>, Done<usize>),
 }
 
 /// An operation that ended: its completion and its result.
@@ -92,13 +95,14 @@ enum Ended {
     Accept(Done<RawFd>, Result<RawFd, Fail>),
     Connect(Done<()>, Result<(), Fail>),
     RecvFrom(Done<(Vec<u8>, Addr)>, Result<(Vec<u8>, Addr), Fail>),
+    SendTo(Done<usize>, Result<usize, Fail>),
 }
 
 impl Op {
     fn dir(&self) -> Dir {
         match self {
             Op::Read(..) | Op::Accept(_) | Op::RecvFrom(..) => Dir::Read,
-            Op::Write(..) | Op::Connect(_) => Dir::Write,
+            Op::Write(..) | Op::Connect(_) | Op::SendTo(..) => Dir::Write,
         }
     }
 
@@ -130,6 +134,10 @@ impl Op {
                 Some(r) => Ok(Ended::RecvFrom(done, r)),
                 None => wait(Op::RecvFrom(max, done)),
             },
+            Op::SendTo(data, to, done) => match settle(io.sendto(&data, to.as_deref())) {
+                Some(r) => Ok(Ended::SendTo(done, r)),
+                None => wait(Op::SendTo(data, to, done)),
+            },
         }
     }
 
@@ -141,6 +149,7 @@ impl Op {
             Op::Accept(done) => Ended::Accept(done, Err(f)),
             Op::Connect(done) => Ended::Connect(done, Err(f)),
             Op::RecvFrom(_, done) => Ended::RecvFrom(done, Err(f)),
+            Op::SendTo(_, _, done) => Ended::SendTo(done, Err(f)),
         }
     }
 }
@@ -154,6 +163,7 @@ impl Ended {
             Ended::Accept(done, r) => done(lp, r),
             Ended::Connect(done, r) => done(lp, r),
             Ended::RecvFrom(done, r) => done(lp, r),
+            Ended::SendTo(done, r) => done(lp, r),
         }
     }
 }

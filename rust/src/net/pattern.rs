@@ -18,6 +18,10 @@ pub enum Pattern {
     /// nothing and leaves the byte unread (LuaSocket's `receive(0)`: a test
     /// that the stream has data and has not ended).
     Count(usize),
+    /// What is there, at most `n` bytes: a read into a caller's buffer of
+    /// that size (the C face). Waits for at least one byte; the rest stays
+    /// buffered for the next read.
+    Upto(usize),
 }
 
 impl Pattern {
@@ -27,6 +31,7 @@ impl Pattern {
             Pattern::Line => buf.newline().is_some(),
             Pattern::All => false,
             Pattern::Count(n) => buf.unread().len() >= n.max(1),
+            Pattern::Upto(_) => !buf.unread().is_empty(),
         }
     }
 
@@ -47,6 +52,15 @@ impl Pattern {
                 }
                 let bytes = buf.unread()[..n].to_vec();
                 buf.consume(n);
+                Some(bytes)
+            }
+            Pattern::Upto(n) => {
+                let k = n.min(buf.unread().len());
+                if k == 0 {
+                    return None;
+                }
+                let bytes = buf.unread()[..k].to_vec();
+                buf.consume(k);
                 Some(bytes)
             }
         }
@@ -114,6 +128,16 @@ mod tests {
             got.push(m);
         }
         (got, p.take_partial(&mut buf))
+    }
+
+    #[test]
+    fn upto_takes_what_is_there_never_more_than_asked() {
+        let (got, rest) = read_all(b"abcdefg", &[2], Pattern::Upto(3));
+        assert_eq!(got, [&b"ab"[..], b"cde", b"fg"]);
+        assert!(rest.is_empty());
+        let mut buf = Buffer::default();
+        assert!(!Pattern::Upto(4).matches(&mut buf), "nothing there: it waits");
+        assert_eq!(Pattern::Upto(4).take_at_end(&mut buf), None, "the end with nothing: no match");
     }
 
     #[test]

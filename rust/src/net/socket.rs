@@ -190,6 +190,21 @@ impl Socket {
         ops::start(&self.0, lp, Op::RecvFrom(max, done), deadline)
     }
 
+    /// Sends one datagram to `to` (None: the connected peer) on `lp`, until
+    /// `deadline`: at once if the send buffer has room, else when it has.
+    /// `done` gets the bytes sent (all of them). Fails to start as `write`
+    /// does.
+    pub fn sendto(
+        &self,
+        lp: &mut Loop,
+        data: Vec<u8>,
+        to: Option<Addr>,
+        deadline: Option<u64>,
+        done: Done<usize>,
+    ) -> Result<(), Error> {
+        ops::start(&self.0, lp, Op::SendTo(data, to.map(Box::new), done), deadline)
+    }
+
     /// Is an operation of `dir` waiting?
     pub fn waiting(&self, dir: Dir) -> bool {
         self.0.borrow().waiting(dir)

@@ -92,7 +92,34 @@ impl Addr {
         out
     }
 
-    /// `AF_INET` or `AF_INET6`.
+    /// A copy of the `len` bytes at `p`, an address of any family (IPv4,
+    /// IPv6, Unix) as C passes it. `None` if `len` is below a family field
+    /// or above the storage's size.
+    ///
+    /// # Safety
+    /// `p` is readable for `len` bytes.
+    pub unsafe fn from_raw(p: *const u8, len: usize) -> Option<Addr> {
+        let max = std::mem::size_of::<libc::sockaddr_storage>();
+        if p.is_null() || len < std::mem::size_of::<libc::sa_family_t>() || len > max {
+            return None;
+        }
+        let mut out = Addr::empty();
+        // SAFETY: `p` is readable for `len` bytes (the caller's duty), `len`
+        // fits in the storage (checked above), and a local does not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(p, (&mut out.storage as *mut libc::sockaddr_storage).cast::<u8>(), len) };
+        out.len = len as libc::socklen_t;
+        Some(out)
+    }
+
+    /// Its bytes as the kernel takes them (`len` of the storage).
+    pub fn as_bytes(&self) -> &[u8] {
+        let n = (self.len as usize).min(std::mem::size_of::<libc::sockaddr_storage>());
+        // SAFETY: the storage is a plain C struct of `size_of` bytes, all
+        // initialised (zeroed by `empty`, then written); `n` is within it.
+        unsafe { std::slice::from_raw_parts(self.as_ptr().cast::<u8>(), n) }
+    }
+
+    /// `AF_INET`, `AF_INET6` or `AF_UNIX`.
     pub fn family(&self) -> c_int {
         self.storage.ss_family as c_int
     }
@@ -460,6 +487,16 @@ mod tests {
         assert_eq!(Addr::new("[::1]:9".parse().unwrap()).family(), libc::AF_INET6);
         assert_eq!(Addr::empty().to_socket_addr(), None);
         assert_eq!(Addr::empty().host_port(), (String::new(), 0));
+        let v6 = Addr::new("[::1]:9".parse().unwrap());
+        let b = v6.as_bytes();
+        // SAFETY: `b` is readable for its length.
+        let copy = unsafe { Addr::from_raw(b.as_ptr(), b.len()) }.unwrap();
+        assert_eq!(copy.to_socket_addr(), v6.to_socket_addr());
+        let wide = [0u8; 4096];
+        // SAFETY: `b` is readable for its length, which covers the 1 byte.
+        assert!(unsafe { Addr::from_raw(b.as_ptr(), 1) }.is_none(), "shorter than a family");
+        // SAFETY: `wide` is readable for all its 4096 bytes.
+        assert!(unsafe { Addr::from_raw(wide.as_ptr(), wide.len()) }.is_none(), "longer than any address");
     }
 
     #[test]

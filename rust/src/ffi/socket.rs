@@ -1,0 +1,295 @@
+//! What TCP and UDP sockets share in the C ABI: the table of a loop's
+//! sockets, deadlines, errors, completions, and the calls both kinds have
+//! (bind, names, options, cancel, close). `tcp.rs` and `udp.rs` export them
+//! under each kind's name; the sockets are `net::Socket`s, the core's one
+//! socket layer.
+//!
+//! A `cot_tcp` or `cot_udp` is a key of its loop's table: a closed or
+//! made-up key is `COT_EBADF`, one of the other kind `COT_EINVAL`.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use super::guard::{status, write_out};
+use super::loop_::{CSocket, cot_loop, lend, sockets, with_loop};
+use super::poll::{COT_READABLE, COT_WRITABLE};
+use crate::error::{Error, Result};
+use crate::net::{Addr, Dir, Fail, Socket};
+use crate::reactor::Loop;
+use crate::util::slab::Key;
+
+/// A timeout that never passes: the operation waits until it ends or is
+/// cancelled. Equal to `COT_CORO_FOREVER`.
+pub const COT_FOREVER: u64 = u64::MAX;
+
+/// A socket operation's completion: `result` is a byte count (0 at the end
+/// of a stream, for a read), 0 (connect), or a negative error code:
+/// `COT_ETIMEDOUT` (its deadline passed), `COT_ECANCELED` (cancelled, or
+/// the socket closed), `COT_ECONNRESET`, `COT_EPIPE`, ... `sock` is the
+/// `cot_tcp` or `cot_udp` it ran on; `data` the pointer the call was given.
+pub type cot_socket_cb =
+    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, sock: u64, result: i64, data: *mut c_void)>;
+
+/// A non-NULL `cot_socket_cb`.
+pub(crate) type SocketFn = unsafe extern "C" fn(*mut cot_loop, u64, i64, *mut c_void);
+
+/// The C code of how an operation failed. `Closed` is a close of the
+/// socket while it waited: cancelled, as libuv says.
+pub(crate) fn fail_code(f: Fail) -> i64 {
+    let e = match f {
+        Fail::Timeout => Error::TimedOut,
+        Fail::Closed | Fail::Cancelled => Error::Canceled,
+        Fail::Eof => return 0,
+        Fail::Sys(e) => Error::from_errno(e),
+    };
+    e.code() as i64
+}
+
+/// The code of a failed system call.
+pub(crate) fn sys_error(errno: c_int) -> Error {
+    Error::from_errno(errno)
+}
+
+/// The deadline on the loop's clock of a timeout in ns: `None` for
+/// `COT_FOREVER`; `COT_EINVAL` above `INT64_MAX` (a negative number
+/// converted), so a mistaken sign is an error, not a wait for centuries.
+pub(crate) fn deadline(l: &mut Loop, timeout_ns: u64) -> Result<Option<u64>> {
+    match timeout_ns {
+        COT_FOREVER => Ok(None),
+        t if t > i64::MAX as u64 => Err(Error::Inval),
+        t => Ok(Some(l.now_fresh().saturating_add(t))),
+    }
+}
+
+/// Runs `f` on the socket `id` of the loop, which must be of the kind
+/// `udp`.
+///
+/// # Safety
+/// `p` is NULL or a live loop.
+pub(crate) unsafe fn with_socket<R>(
+    p: *mut cot_loop,
+    id: u64,
+    udp: bool,
+    f: impl FnOnce(&mut Loop, &Socket) -> Result<R>,
+) -> Result<R> {
+    // SAFETY: forwarded caller contract.
+    unsafe {
+        with_loop(p, |l| {
+            let table = sockets(p).ok_or(Error::Inval)?;
+            let sock = {
+                let t = table.borrow();
+                let s = Key::from_raw(id).and_then(|k| t.get(k)).ok_or(Error::BadF)?;
+                if s.udp != udp {
+                    return Err(Error::Inval);
+                }
+                s.sock.clone()
+            };
+            f(l, &sock)
+        })
+    }
+}
+
+/// Adds `sock` to the table of `p`: its key.
+///
+/// # Safety
+/// `p` is a live loop.
+pub(crate) unsafe fn insert(p: *mut cot_loop, sock: Socket, udp: bool) -> Result<u64> {
+    // SAFETY: forwarded caller contract.
+    let table = unsafe { sockets(p) }.ok_or(Error::Inval)?;
+    Ok(table.borrow_mut().insert(CSocket { sock, udp }).to_raw())
+}
+
+/// A new socket of `family` and `socktype` in the table; its key in `*out`.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `out` is NULL or writable.
+pub(crate) unsafe fn open(p: *mut cot_loop, family: c_int, socktype: c_int, out: *mut u64) -> c_int {
+    if out.is_null() {
+        return Error::Inval.code();
+    }
+    let udp = socktype == libc::SOCK_DGRAM;
+    // SAFETY: forwarded caller contract.
+    let r = unsafe {
+        with_loop(p, |_| {
+            let sock = Socket::new(family, socktype).map_err(sys_error)?;
+            insert(p, sock, udp)
+        })
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(out, r) }
+}
+
+/// The address C passes: `len` bytes at `addr`.
+///
+/// # Safety
+/// `addr` is NULL or readable for `len` bytes.
+pub(crate) unsafe fn addr_arg(addr: *const libc::sockaddr, len: u32) -> Result<Addr> {
+    // SAFETY: forwarded caller contract (NULL is refused by `from_raw`).
+    unsafe { Addr::from_raw(addr.cast(), len as usize) }.ok_or(Error::Inval)
+}
+
+/// Binds the socket to `addr`.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+pub(crate) unsafe fn bind(p: *mut cot_loop, id: u64, udp: bool, addr: *const libc::sockaddr, len: u32) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(p, id, udp, |_, s| {
+            let a = addr_arg(addr, len)?;
+            s.bind(&a).map_err(sys_error)
+        })
+    })
+}
+
+/// Writes the local (`peer` false) or peer address into `addr`, which holds
+/// `*len` bytes; `*len` becomes the address's length.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `addr` is NULL or writable for `*len` bytes;
+/// `len` is NULL or readable and writable.
+pub(crate) unsafe fn name(
+    p: *mut cot_loop,
+    id: u64,
+    udp: bool,
+    peer: bool,
+    addr: *mut libc::sockaddr,
+    len: *mut u32,
+) -> c_int {
+    if addr.is_null() || len.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_socket(p, id, udp, |_, s| if peer { s.peer_addr() } else { s.local_addr() }.map_err(sys_error)) };
+    match r {
+        // SAFETY: `len` is readable and writable, `addr` writable for `*len`
+        // bytes (the caller's contract); at most that many are copied.
+        Ok(a) => unsafe {
+            let b = a.as_bytes();
+            let room = *len as usize;
+            std::ptr::copy_nonoverlapping(b.as_ptr(), addr.cast::<u8>(), b.len().min(room));
+            *len = b.len() as u32;
+            0
+        },
+        Err(e) => e.code(),
+    }
+}
+
+/// `setsockopt(2)` on the socket.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `value` is NULL or readable for `len` bytes.
+pub(crate) unsafe fn setopt(
+    p: *mut cot_loop,
+    id: u64,
+    udp: bool,
+    level: c_int,
+    name: c_int,
+    value: *const c_void,
+    len: u32,
+) -> c_int {
+    if value.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: readable for `len` bytes (the caller's contract).
+    let v = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), len as usize) };
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(p, id, udp, |_, s| {
+            let fd = live_fd(s)?;
+            crate::net::sys::setsockopt(fd, level, name, v).map_err(sys_error)
+        })
+    })
+}
+
+/// `getsockopt(2)` on the socket: `*len` bytes of room at `value`, the
+/// value's length back in `*len`.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `value` is NULL or writable for `*len` bytes;
+/// `len` is NULL or readable and writable.
+pub(crate) unsafe fn getopt(
+    p: *mut cot_loop,
+    id: u64,
+    udp: bool,
+    level: c_int,
+    name: c_int,
+    value: *mut c_void,
+    len: *mut u32,
+) -> c_int {
+    if value.is_null() || len.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: `len` is readable, `value` writable for `*len` bytes (the
+    // caller's contract).
+    let v = unsafe { std::slice::from_raw_parts_mut(value.cast::<u8>(), *len as usize) };
+    // SAFETY: forwarded caller contract.
+    let r = unsafe {
+        with_socket(p, id, udp, |_, s| {
+            let fd = live_fd(s)?;
+            crate::net::sys::getsockopt(fd, level, name, v).map_err(sys_error)
+        })
+    };
+    // SAFETY: `len` is writable (the caller's contract).
+    unsafe { write_out(len, r.map(|n| n as u32)) }
+}
+
+/// The socket's descriptor; `COT_EBADF` once closed.
+pub(crate) fn live_fd(s: &Socket) -> Result<c_int> {
+    match s.fd() {
+        -1 => Err(Error::BadF),
+        fd => Ok(fd),
+    }
+}
+
+/// Cancels the waiting operations of the directions in `events`
+/// (`COT_READABLE`: read, accept, receive; `COT_WRITABLE`: write, connect,
+/// send): each completion gets `COT_ECANCELED` at the loop's next turn.
+/// Returns 1 if one was cancelled, 0 if none waited.
+///
+/// # Safety
+/// `p` is NULL or a live loop.
+pub(crate) unsafe fn cancel(p: *mut cot_loop, id: u64, udp: bool, events: c_int) -> c_int {
+    if events == 0 || events & !(COT_READABLE | COT_WRITABLE) != 0 {
+        return Error::Inval.code();
+    }
+    // SAFETY: forwarded caller contract.
+    let r = unsafe {
+        with_socket(p, id, udp, |l, s| {
+            let mut any = false;
+            for (bit, dir) in [(COT_READABLE, Dir::Read), (COT_WRITABLE, Dir::Write)] {
+                if events & bit != 0 {
+                    any |= s.cancel(l, dir)?;
+                }
+            }
+            Ok(any)
+        })
+    };
+    super::guard::boolean(r)
+}
+
+/// Closes the socket: its key is invalid at once; the operations waiting
+/// end with `COT_ECANCELED` at the loop's next turn.
+///
+/// # Safety
+/// `p` is NULL or a live loop.
+pub(crate) unsafe fn close(p: *mut cot_loop, id: u64, udp: bool) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(p, id, udp, |l, s| {
+            let table = sockets(p).ok_or(Error::Inval)?;
+            Key::from_raw(id).and_then(|k| table.borrow_mut().remove(k));
+            s.close(Some(l))
+        })
+    })
+}
+
+/// A completion that calls `cb` with the loop lent, as a handle callback.
+pub(crate) fn complete(me: *mut cot_loop, cb: SocketFn, id: u64, data: *mut c_void) -> impl FnOnce(&mut Loop, i64) {
+    move |lp, result| {
+        // SAFETY: `me` wraps `lp` and outlives the operations of its
+        // sockets (they end before `cot_loop_close` succeeds); `cb` may be
+        // called from the loop (the starting caller's contract).
+        unsafe { lend(me, lp, || cb(me, id, result, data)) }
+    }
+}

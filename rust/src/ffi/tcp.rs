@@ -1,0 +1,496 @@
+//! TCP sockets (IPv4, IPv6 and Unix streams) on a loop: `cot_tcp`.
+//!
+//! Operations (accept, connect, read, write) end once, through their
+//! callback, from `cot_loop_run`: never inside the call that started them. A
+//! call that fails to start returns the error and never calls back. Each
+//! direction has at most one operation at a time (read and accept read;
+//! write and connect write): a second gets `COT_EBUSY`, while one read and
+//! one write run together (full duplex).
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use super::guard::{status, write_out};
+use super::loop_::{cot_loop, lend, with_loop};
+use super::socket::{self, SocketFn, cot_socket_cb, deadline, fail_code, sys_error, with_socket};
+use crate::error::{Error, Result};
+use crate::net::{Dir, Fail, Pattern, Socket};
+
+/// A TCP socket: a key of its loop's socket table, from `cot_tcp_init`,
+/// `cot_tcp_open` or an accept. 0 is never a socket.
+pub type cot_tcp = u64;
+
+/// An accept's completion: `status` 0 and the new connection `client` (a
+/// `cot_tcp` of the same loop, to close with `cot_tcp_close`), or a negative
+/// code (`COT_ETIMEDOUT`, `COT_ECANCELED`, ...) and 0.
+pub type cot_accept_cb = Option<
+    unsafe extern "C" fn(r#loop: *mut cot_loop, server: cot_tcp, status: c_int, client: cot_tcp, data: *mut c_void),
+>;
+
+/// Makes a TCP socket of `family` (`AF_INET`, `AF_INET6`, `AF_UNIX`),
+/// non-blocking and close-on-exec; stores it in `*tcp`. Returns 0,
+/// `COT_EINVAL`, or the system's refusal (`COT_EAFNOSUPPORT`, ...).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `tcp` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_init(r#loop: *mut cot_loop, family: c_int, tcp: *mut cot_tcp) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::open(r#loop, family, libc::SOCK_STREAM, tcp) }
+}
+
+/// Adopts `fd`, a stream socket (connected, listening, or new), which
+/// becomes the loop's: `cot_tcp_close` closes it. Makes it non-blocking.
+/// Returns 0, `COT_EBADF` or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `tcp` is NULL or writable; nothing else
+/// closes `fd`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_open(r#loop: *mut cot_loop, fd: c_int, tcp: *mut cot_tcp) -> c_int {
+    if tcp.is_null() {
+        return Error::Inval.code();
+    }
+    let me = r#loop;
+    // SAFETY: forwarded caller contract.
+    let r = unsafe {
+        with_loop(r#loop, |_| {
+            if fd < 0 {
+                return Err(Error::BadF);
+            }
+            crate::net::sys::set_nonblocking(fd).map_err(sys_error)?;
+            socket::insert(me, Socket::from_fd(fd), false)
+        })
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(tcp, r) }
+}
+
+/// Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,
+/// `sockaddr_in6` or `sockaddr_un`). Returns 0 or an error
+/// (`COT_EADDRINUSE`, `COT_EACCES`, ...).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_bind(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    addr: *const libc::sockaddr,
+    len: u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::bind(r#loop, tcp, false, addr, len) }
+}
+
+/// Makes the socket listen, with a queue of `backlog` connections. Returns
+/// 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_listen(r#loop: *mut cot_loop, tcp: cot_tcp, backlog: c_int) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe { with_socket(r#loop, tcp, false, |_, s| s.listen(backlog).map_err(sys_error)) })
+}
+
+/// Accepts one connection, waiting at most `timeout_ns` (`COT_FOREVER`: no
+/// limit); `cb` gets it. Out of descriptors, it waits and tries again
+/// rather than spin. Returns 0, or (without calling back) `COT_EINVAL`
+/// (NULL `cb`, a timeout above `INT64_MAX`), `COT_EBADF` (closed),
+/// `COT_EBUSY` (a read or accept waits already).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_accept(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    timeout_ns: u64,
+    cb: cot_accept_cb,
+    data: *mut c_void,
+) -> c_int {
+    let Some(cb) = cb else { return Error::Inval.code() };
+    let me = r#loop;
+    let done = move |lp: &mut crate::reactor::Loop, r: std::result::Result<Socket, Fail>| {
+        let (code, client) = match r {
+            // SAFETY: `me` is live while its loop runs this completion.
+            Ok(c) => match unsafe { socket::insert(me, c, false) } {
+                Ok(id) => (0, id),
+                Err(e) => (e.code(), 0),
+            },
+            Err(f) => (fail_code(f) as c_int, 0),
+        };
+        // SAFETY: `me` wraps `lp`; `cb` may be called from the loop.
+        unsafe { lend(me, lp, || cb(me, tcp, code, client, data)) }
+    };
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, tcp, false, |l, s| {
+            let d = deadline(l, timeout_ns)?;
+            s.accept(l, d, Box::new(done))
+        })
+    })
+}
+
+/// Connects to the `len` bytes of `addr`, waiting at most `timeout_ns`;
+/// `cb` gets 0 or the error (`COT_ECONNREFUSED`, `COT_ETIMEDOUT`,
+/// `COT_ECANCELED`, ...). Returns 0, or without calling back `COT_EINVAL`,
+/// `COT_EBADF`, `COT_EBUSY` (a write or connect waits), or a refusal the
+/// system gave at once (a Unix path nobody listens on: `COT_ECONNREFUSED`).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `addr` is NULL or readable for `len`
+/// bytes; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_connect(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    addr: *const libc::sockaddr,
+    len: u32,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    let Some(cb) = cb else { return Error::Inval.code() };
+    let done = socket::complete(r#loop, cb, tcp, data);
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, tcp, false, |l, s| {
+            let d = deadline(l, timeout_ns)?;
+            let a = socket::addr_arg(addr, len)?;
+            if s.waiting(Dir::Write) {
+                return Err(Error::Busy);
+            }
+            s.connect_start(&a).map_err(|f| match f {
+                Fail::Sys(e) => sys_error(e),
+                _ => Error::BadF,
+            })?;
+            s.connect(l, d, Box::new(move |lp, r| done(lp, r.map_or_else(fail_code, |()| 0))))
+        })
+    })
+}
+
+/// The buffers of a `cot_tcp_readv` or `cot_tcp_writev`: `n` entries, none
+/// NULL with a length, more than 0 bytes in all.
+///
+/// # Safety
+/// `iov` is NULL or readable for `n` entries.
+unsafe fn iov_arg<'a>(iov: *const libc::iovec, n: c_int) -> Result<&'a [libc::iovec]> {
+    let n = usize::try_from(n).map_err(|_| Error::Inval)?;
+    if iov.is_null() || n == 0 {
+        return Err(Error::Inval);
+    }
+    // SAFETY: non-NULL and readable for `n` entries (the caller's contract).
+    let v = unsafe { std::slice::from_raw_parts(iov, n) };
+    let total = v.iter().try_fold(0usize, |t, e| {
+        if e.iov_base.is_null() && e.iov_len > 0 { None } else { t.checked_add(e.iov_len) }
+    });
+    match total {
+        Some(t) if t > 0 => Ok(v),
+        _ => Err(Error::Inval),
+    }
+}
+
+/// Starts a read of at most `max` bytes; `put` copies what came to the
+/// caller's memory.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+unsafe fn read(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    max: usize,
+    timeout_ns: u64,
+    cb: SocketFn,
+    data: *mut c_void,
+    put: impl FnOnce(&[u8]) + 'static,
+) -> c_int {
+    let done = socket::complete(r#loop, cb, tcp, data);
+    let done = move |lp: &mut crate::reactor::Loop, r: std::result::Result<Vec<u8>, Fail>| {
+        let result = match r {
+            Ok(bytes) => {
+                put(&bytes);
+                bytes.len() as i64
+            }
+            Err(f) => fail_code(f),
+        };
+        done(lp, result)
+    };
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, tcp, false, |l, s| {
+            let d = deadline(l, timeout_ns)?;
+            s.read(l, Pattern::Upto(max), d, Box::new(done))
+        })
+    })
+}
+
+/// Reads what comes, at most `len` bytes, into `buf`, waiting at most
+/// `timeout_ns` for the first byte; `cb` gets the count, 0 at the end of the
+/// stream, or the error (`COT_ECONNRESET`, `COT_ETIMEDOUT`, ...). Bytes that
+/// come in the same loop turn as the deadline are delivered. Returns 0, or
+/// without calling back `COT_EINVAL` (NULL `buf` or `cb`, `len` 0, a timeout
+/// above `INT64_MAX`), `COT_EBADF`, `COT_EBUSY` (a read waits already).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is writable for `len` bytes until
+/// `cb` ran; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_read(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    buf: *mut c_void,
+    len: usize,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    let (Some(cb), false, false) = (cb, buf.is_null(), len == 0) else { return Error::Inval.code() };
+    let put = move |bytes: &[u8]| {
+        // SAFETY: `buf` is writable for `len` bytes until the callback (the
+        // caller's contract), and a read takes at most `len`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) }
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { read(r#loop, tcp, len, timeout_ns, cb, data, put) }
+}
+
+/// `cot_tcp_read` into `n` buffers, filled in order. The array is read now;
+/// the buffers are written when data comes.
+///
+/// # Safety
+/// As `cot_tcp_read`, for each buffer; `iov` is NULL or readable for `n`
+/// entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_readv(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    iov: *const libc::iovec,
+    n: c_int,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    let (Ok(v), Some(cb)) = (unsafe { iov_arg(iov, n) }, cb) else { return Error::Inval.code() };
+    let parts: Vec<(usize, usize)> = v.iter().map(|e| (e.iov_base as usize, e.iov_len)).collect();
+    let max = parts.iter().map(|p| p.1).sum();
+    let put = move |mut bytes: &[u8]| {
+        for (base, room) in parts {
+            let k = room.min(bytes.len());
+            // SAFETY: each buffer is writable for its length until the
+            // callback (the caller's contract); `k` is within it.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base as *mut u8, k) };
+            bytes = &bytes[k..];
+        }
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { read(r#loop, tcp, max, timeout_ns, cb, data, put) }
+}
+
+/// Starts a write of all of `bytes`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+unsafe fn write(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    bytes: Vec<u8>,
+    timeout_ns: u64,
+    cb: SocketFn,
+    data: *mut c_void,
+) -> c_int {
+    let done = socket::complete(r#loop, cb, tcp, data);
+    let done = move |lp: &mut crate::reactor::Loop, sent: usize, r: std::result::Result<(), Fail>| {
+        done(lp, r.map_or_else(fail_code, |()| sent as i64))
+    };
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, tcp, false, |l, s| {
+            let d = deadline(l, timeout_ns)?;
+            s.write(l, bytes, d, Box::new(done))
+        })
+    })
+}
+
+/// Writes all `len` bytes of `buf` (copied: the buffer is free at once),
+/// waiting at most `timeout_ns`; `cb` gets `len` or the error (`COT_EPIPE`,
+/// `COT_ECONNRESET`: the peer went; never a SIGPIPE). Returns 0, or without
+/// calling back `COT_EINVAL` (NULL `buf` or `cb`, `len` 0, a timeout above
+/// `INT64_MAX`), `COT_EBADF`, `COT_EBUSY` (a write or connect waits).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes;
+/// `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_write(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    buf: *const c_void,
+    len: usize,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    let (Some(cb), false, false) = (cb, buf.is_null(), len == 0) else { return Error::Inval.code() };
+    // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+    let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec();
+    // SAFETY: forwarded caller contract.
+    unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
+}
+
+/// `cot_tcp_write` of `n` buffers, in order, copied.
+///
+/// # Safety
+/// As `cot_tcp_write`, for each buffer; `iov` is NULL or readable for `n`
+/// entries.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_writev(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    iov: *const libc::iovec,
+    n: c_int,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    let (Ok(v), Some(cb)) = (unsafe { iov_arg(iov, n) }, cb) else { return Error::Inval.code() };
+    let mut bytes = Vec::new();
+    for e in v.iter().filter(|e| e.iov_len > 0) {
+        // SAFETY: a non-NULL buffer readable for its length (checked by
+        // `iov_arg`, readable by the caller's contract).
+        bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(e.iov_base.cast::<u8>(), e.iov_len) });
+    }
+    // SAFETY: forwarded caller contract.
+    unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
+}
+
+/// Shuts the socket's writing side now (the peer reads the end of the
+/// stream); reading goes on. Returns 0, `COT_EBUSY` while a write or connect
+/// waits (its bytes would be lost), or an error (`COT_ENOTCONN`).
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_shutdown(r#loop: *mut cot_loop, tcp: cot_tcp) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, tcp, false, |_, s| {
+            if s.waiting(Dir::Write) {
+                return Err(Error::Busy);
+            }
+            crate::net::sys::shutdown(socket::live_fd(s)?, libc::SHUT_WR).map_err(sys_error)
+        })
+    })
+}
+
+/// Turns Nagle's algorithm off (`enable` 1: `TCP_NODELAY`) or on. Returns 0
+/// or an error (`COT_ENOTSUP` on a Unix socket).
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_nodelay(r#loop: *mut cot_loop, tcp: cot_tcp, enable: c_int) -> c_int {
+    let v = c_int::from(enable != 0).to_ne_bytes();
+    // SAFETY: forwarded caller contract; `v` is a local of the length passed.
+    unsafe { socket::setopt(r#loop, tcp, false, libc::IPPROTO_TCP, libc::TCP_NODELAY, v.as_ptr().cast(), 4) }
+}
+
+/// `setsockopt(2)`: `len` bytes of `value` for option `name` of `level`.
+/// Returns 0 or an error (`COT_ENOPROTOOPT`, ...).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `value` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_setopt(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    level: c_int,
+    name: c_int,
+    value: *const c_void,
+    len: u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::setopt(r#loop, tcp, false, level, name, value, len) }
+}
+
+/// `getsockopt(2)`: the option into `value`, which has `*len` bytes of room;
+/// its length into `*len`. Returns 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `value` is NULL or writable for `*len`
+/// bytes; `len` is NULL or readable and writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_getopt(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    level: c_int,
+    name: c_int,
+    value: *mut c_void,
+    len: *mut u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::getopt(r#loop, tcp, false, level, name, value, len) }
+}
+
+/// The local address into `addr`, which has `*len` bytes of room (a
+/// `struct sockaddr_storage` holds any); its length into `*len`. Returns 0
+/// or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `addr` is NULL or writable for `*len`
+/// bytes; `len` is NULL or readable and writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_getsockname(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    addr: *mut libc::sockaddr,
+    len: *mut u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::name(r#loop, tcp, false, false, addr, len) }
+}
+
+/// The peer's address, as `cot_tcp_getsockname`. `COT_ENOTCONN` if none.
+///
+/// # Safety
+/// As `cot_tcp_getsockname`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_getpeername(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    addr: *mut libc::sockaddr,
+    len: *mut u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::name(r#loop, tcp, false, true, addr, len) }
+}
+
+/// Cancels the waiting operation of each direction in `events`
+/// (`COT_READABLE`: the read or accept; `COT_WRITABLE`: the write or
+/// connect): its callback gets `COT_ECANCELED` at the loop's next turn,
+/// never inside this call. Returns 1 if one was cancelled, 0 if none waited,
+/// or `COT_EINVAL` / `COT_EBADF`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_cancel(r#loop: *mut cot_loop, tcp: cot_tcp, events: c_int) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::cancel(r#loop, tcp, false, events) }
+}
+
+/// Closes the socket. The key is invalid at once (`COT_EBADF` after); the
+/// operations waiting end with `COT_ECANCELED` at the loop's next turn; the
+/// loop closes (`cot_loop_close`) once a run has finished the socket's
+/// handles. Returns 0, `COT_EBADF` (closed already) or `COT_EINVAL`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_close(r#loop: *mut cot_loop, tcp: cot_tcp) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::close(r#loop, tcp, false) }
+}

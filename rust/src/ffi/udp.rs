@@ -1,0 +1,239 @@
+//! UDP sockets (IPv4, IPv6) on a loop: `cot_udp`. Receives and sends are
+//! operations as TCP's are (`tcp.rs`): one callback, from `cot_loop_run`, at
+//! most one receive and one send at a time.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+
+use super::guard::status;
+use super::loop_::{cot_loop, lend};
+use super::socket::{self, cot_socket_cb, deadline, fail_code, sys_error, with_socket};
+use crate::error::Error;
+use crate::net::{Addr, Fail};
+
+/// A UDP socket: a key of its loop's socket table, from `cot_udp_init`.
+/// 0 is never a socket.
+pub type cot_udp = u64;
+
+/// A receive's completion: `nread` is the datagram's length (the part that
+/// fit the buffer) or a negative code; `from` (valid during the call) and
+/// `fromlen` its sender, NULL and 0 on failure.
+pub type cot_udp_recv_cb = Option<
+    unsafe extern "C" fn(
+        r#loop: *mut cot_loop,
+        udp: cot_udp,
+        nread: i64,
+        from: *const libc::sockaddr,
+        fromlen: u32,
+        data: *mut c_void,
+    ),
+>;
+
+/// Makes a UDP socket of `family` (`AF_INET`, `AF_INET6`), non-blocking and
+/// close-on-exec; stores it in `*udp`. Returns 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `udp` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_init(r#loop: *mut cot_loop, family: c_int, udp: *mut cot_udp) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::open(r#loop, family, libc::SOCK_DGRAM, udp) }
+}
+
+/// Binds the socket to the `len` bytes of `addr`. Returns 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_bind(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    addr: *const libc::sockaddr,
+    len: u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::bind(r#loop, udp, true, addr, len) }
+}
+
+/// Sets the peer (`connect(2)` does not wait for UDP): sends with a NULL
+/// address go there, and only its datagrams are received. A NULL `addr`
+/// dissolves the association. Returns 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_connect(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    addr: *const libc::sockaddr,
+    len: u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, udp, true, |_, s| {
+            let fd = socket::live_fd(s)?;
+            if addr.is_null() {
+                return crate::net::sys::disconnect(fd).map_err(sys_error);
+            }
+            let a = socket::addr_arg(addr, len)?;
+            crate::net::sys::connect(fd, &a).map_err(sys_error)
+        })
+    })
+}
+
+/// Receives one datagram into `buf` (at most `len` bytes; the rest of a
+/// longer one is dropped), waiting at most `timeout_ns`. Returns 0, or
+/// without calling back `COT_EINVAL` (NULL `buf` or `cb`, `len` 0, a timeout
+/// above `INT64_MAX`), `COT_EBADF`, `COT_EBUSY` (a receive waits already).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is writable for `len` bytes until
+/// `cb` ran; `cb` may be called from `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_recv(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    buf: *mut c_void,
+    len: usize,
+    timeout_ns: u64,
+    cb: cot_udp_recv_cb,
+    data: *mut c_void,
+) -> c_int {
+    let (Some(cb), false, false) = (cb, buf.is_null(), len == 0) else { return Error::Inval.code() };
+    let me = r#loop;
+    let done = move |lp: &mut crate::reactor::Loop, r: Result<(Vec<u8>, Addr), Fail>| {
+        let (n, from) = match r {
+            Ok((bytes, from)) => {
+                // SAFETY: `buf` is writable for `len` bytes until the
+                // callback (the caller's contract); a receive takes at most
+                // `len`.
+                unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) };
+                (bytes.len() as i64, Some(from))
+            }
+            Err(f) => (fail_code(f), None),
+        };
+        let (p, plen) = from.as_ref().map_or((std::ptr::null(), 0), |a| (a.as_bytes().as_ptr(), a.as_bytes().len()));
+        // SAFETY: `me` wraps `lp`; `cb` may be called from the loop; the
+        // address lives until the call returns.
+        unsafe { lend(me, lp, || cb(me, udp, n, p.cast(), plen as u32, data)) }
+    };
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, udp, true, |l, s| {
+            let d = deadline(l, timeout_ns)?;
+            s.recvfrom(l, len, d, Box::new(done))
+        })
+    })
+}
+
+/// Sends the `len` bytes of `buf` (copied; 0 bytes is an empty datagram) as
+/// one datagram to the `addrlen` bytes of `addr` (NULL: the connected peer),
+/// waiting at most `timeout_ns` for room in the send buffer; `cb` gets `len`
+/// or the error (`COT_EMSGSIZE`, `COT_ENOTCONN`, ...). Returns 0, or
+/// without calling back `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a send
+/// waits already).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes;
+/// `addr` is NULL or readable for `addrlen` bytes; `cb` may be called from
+/// `cot_loop_run`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_send(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    buf: *const c_void,
+    len: usize,
+    addr: *const libc::sockaddr,
+    addrlen: u32,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    let (Some(cb), false) = (cb, buf.is_null() && len > 0) else { return Error::Inval.code() };
+    let bytes = match len {
+        0 => Vec::new(),
+        // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec(),
+    };
+    let done = socket::complete(r#loop, cb, udp, data);
+    // SAFETY: forwarded caller contract.
+    status(unsafe {
+        with_socket(r#loop, udp, true, |l, s| {
+            let d = deadline(l, timeout_ns)?;
+            let to = if addr.is_null() { None } else { Some(socket::addr_arg(addr, addrlen)?) };
+            s.sendto(l, bytes, to, d, Box::new(move |lp, r| done(lp, r.map_or_else(fail_code, |n| n as i64))))
+        })
+    })
+}
+
+/// `setsockopt(2)`, as `cot_tcp_setopt` (`SO_BROADCAST`, `IP_MULTICAST_TTL`,
+/// ...).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `value` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_setopt(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    level: c_int,
+    name: c_int,
+    value: *const c_void,
+    len: u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::setopt(r#loop, udp, true, level, name, value, len) }
+}
+
+/// `getsockopt(2)`, as `cot_tcp_getopt`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `value` is NULL or writable for `*len`
+/// bytes; `len` is NULL or readable and writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_getopt(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    level: c_int,
+    name: c_int,
+    value: *mut c_void,
+    len: *mut u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::getopt(r#loop, udp, true, level, name, value, len) }
+}
+
+/// The local address, as `cot_tcp_getsockname`.
+///
+/// # Safety
+/// As `cot_tcp_getsockname`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_getsockname(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    addr: *mut libc::sockaddr,
+    len: *mut u32,
+) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::name(r#loop, udp, true, false, addr, len) }
+}
+
+/// Cancels the waiting receive (`COT_READABLE`) and/or send
+/// (`COT_WRITABLE`), as `cot_tcp_cancel`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_cancel(r#loop: *mut cot_loop, udp: cot_udp, events: c_int) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::cancel(r#loop, udp, true, events) }
+}
+
+/// Closes the socket, as `cot_tcp_close`.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_close(r#loop: *mut cot_loop, udp: cot_udp) -> c_int {
+    // SAFETY: forwarded caller contract.
+    unsafe { socket::close(r#loop, udp, true) }
+}
