@@ -687,6 +687,12 @@ typedef void (*cot_poll_cb)(struct cot_loop *loop, cot_handle poll, int events, 
 typedef void (*cot_pool_fn)(void *data, int status);
 
 /**
+ * A name lookup started by `cot_resolve_start`: a key of its loop's table, valid
+ * until its callback ran. 0 is never a lookup.
+ */
+typedef uint64_t cot_resolve;
+
+/**
  * A thread's resume queue and coro-mode flag. Each thread has one;
  * `cot_resume_queue_current` gives its address, valid until the thread
  * exits. Only its own thread may use it: no locking, no allocation until
@@ -1865,6 +1871,39 @@ int cot_pool_stop(struct cot_pool *p);
  * `p` is NULL or a live pool, not used by anyone after this call.
  */
 void cot_pool_free(struct cot_pool *p);
+
+/**
+ * Looks `node` and/or `service` up as `cot_getaddrinfo` does, waiting at
+ * most `timeout_ns` (`COT_FOREVER`: no limit). `cb` runs once, from
+ * `cot_loop_run`, with the lookup's id (stored in `*id`) as its `req`, and
+ * 0 and a list to free with `freeaddrinfo`, or a negative code and NULL:
+ * `COT_EAI_*`, `COT_ETIMEDOUT` (the deadline came first), `COT_ECANCELED`
+ * (`cot_resolve_cancel`). Returns 0 or `COT_EINVAL` (NULL `cb` or `id`,
+ * both strings NULL, a timeout above `INT64_MAX`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `node`, `service` are NULL or C strings;
+ * `hints` is NULL or valid; `id` is NULL or writable; `cb` may be called
+ * from `cot_loop_run`.
+ */
+int cot_resolve_start(struct cot_loop *loop,
+                      const char *node,
+                      const char *service,
+                      const struct addrinfo *hints,
+                      uint64_t timeout_ns,
+                      cot_getaddrinfo_cb cb,
+                      void *data,
+                      cot_resolve *id);
+
+/**
+ * Ends the lookup `id` now (its callback gets `COT_ECANCELED`) at the
+ * loop's next turn, never inside this call. Returns 0, `COT_EBUSY` if it
+ * was cancelled already, `COT_EINVAL` if it ended (or never was).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_resolve_cancel(struct cot_loop *loop, cot_resolve id);
 
 /**
  * The calling thread's resume queue. Call it once per thread and keep the

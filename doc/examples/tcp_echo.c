@@ -1,4 +1,5 @@
 /* A TCP echo server and one client on one loop (doc/c.md, "Sockets"). */
+#define _POSIX_C_SOURCE 200809L
 #include <cothread.h>
 #include <arpa/inet.h>
 #include <stdio.h>

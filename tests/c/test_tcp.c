@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <cothread.h>
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -405,6 +406,85 @@ static void test_bad_input(void) {
     finish(loop);
 }
 
+/* A lookup's result. */
+struct found {
+    int done, status;
+    struct addrinfo *res;
+};
+
+static void on_found(cot_loop *loop, cot_req id, int status, struct addrinfo *res, void *data) {
+    struct found *f = data;
+    (void)loop;
+    (void)id;
+    CHECK(!f->done);
+    f->done = 1;
+    f->status = status;
+    f->res = res;
+    CHECK(status == 0 ? res != NULL : res == NULL);
+}
+
+/* Names resolved with a deadline and a cancel, then a connect to one. */
+static void test_resolve_then_connect(void) {
+    cot_loop *loop = cot_loop_new();
+    cot_tcp srv, c;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(cot_tcp_init(loop, AF_INET, &srv), 0);
+    CHECK_EQ(cot_tcp_bind(loop, srv, (struct sockaddr *)&a, sizeof a), 0);
+    CHECK_EQ(cot_tcp_listen(loop, srv, 1), 0);
+    uint32_t len = sizeof a;
+    CHECK_EQ(cot_tcp_getsockname(loop, srv, (struct sockaddr *)&a, &len), 0);
+    char port[8];
+    snprintf(port, sizeof port, "%u", (unsigned)ntohs(a.sin_port));
+
+    struct addrinfo hints;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    struct found f = {0, 1, NULL};
+    cot_resolve id;
+    CHECK_EQ(cot_resolve_start(loop, "localhost", port, &hints, 5000 * MS, on_found, &f, &id), 0);
+    run_until(loop, &f.done);
+    CHECK_EQ(f.status, 0);
+    CHECK_EQ(cot_resolve_cancel(loop, id), COT_EINVAL); /* ended */
+    struct got conn = {0, 1};
+    CHECK_EQ(cot_tcp_init(loop, AF_INET, &c), 0);
+    CHECK_EQ(cot_tcp_connect(loop, c, f.res->ai_addr, f.res->ai_addrlen, 5000 * MS, on_io, &conn), 0);
+    freeaddrinfo(f.res);
+    run_until(loop, &conn.done);
+    CHECK_EQ(conn.result, 0);
+
+    /* A cancel wins, at the next turn, whatever the pool finds meanwhile. */
+    struct found k = {0, 1, NULL};
+    CHECK_EQ(cot_resolve_start(loop, "localhost", NULL, NULL, COT_FOREVER, on_found, &k, &id), 0);
+    CHECK_EQ(cot_resolve_cancel(loop, id), 0);
+    CHECK_EQ(cot_resolve_cancel(loop, id), COT_EBUSY);
+    CHECK(!k.done);
+    run_until(loop, &k.done);
+    CHECK_EQ(k.status, COT_ECANCELED);
+
+    /* A deadline of 0: the first of the lookup and its deadline ends it; a
+     * list that comes late is freed (LeakSanitizer checks). */
+    struct found z = {0, 1, NULL};
+    CHECK_EQ(cot_resolve_start(loop, "localhost", NULL, NULL, 0, on_found, &z, &id), 0);
+    run_until(loop, &z.done);
+    CHECK(z.status == COT_ETIMEDOUT || z.status == 0);
+    if (z.res) freeaddrinfo(z.res);
+
+    CHECK_EQ(cot_resolve_start(loop, "localhost", NULL, NULL, (uint64_t)-2, on_found, &z, &id), COT_EINVAL);
+    CHECK_EQ(cot_resolve_start(loop, NULL, NULL, NULL, COT_FOREVER, on_found, &z, &id), COT_EINVAL);
+    CHECK_EQ(cot_resolve_start(loop, "localhost", NULL, NULL, COT_FOREVER, NULL, &z, &id), COT_EINVAL);
+    CHECK_EQ(cot_resolve_start(loop, "localhost", NULL, NULL, COT_FOREVER, on_found, &z, NULL), COT_EINVAL);
+    CHECK_EQ(cot_resolve_cancel(loop, 0), COT_EINVAL);
+
+    CHECK_EQ(cot_tcp_close(loop, c), 0);
+    CHECK_EQ(cot_tcp_close(loop, srv), 0);
+    finish(loop); /* waits for the lookups still on the pool */
+}
+
 int main(void) {
     test_echo();
     test_cancel_during_connect();
@@ -412,6 +492,7 @@ int main(void) {
     test_deadline_same_turn_as_readiness();
     test_full_duplex_and_busy();
     test_bad_input();
+    test_resolve_then_connect();
     puts("test_tcp: ok");
     return 0;
 }

@@ -32,7 +32,7 @@ pub type cot_getaddrinfo_cb = Option<
 
 /// A value moved to a pool thread and back. Raw pointers inside are the
 /// caller's, promised usable from the pool (documented on each function).
-struct Shared<T>(Arc<Mutex<T>>);
+pub(super) struct Shared<T>(Arc<Mutex<T>>);
 
 // SAFETY: the values (integers and pointers the caller handed over for use on
 // the pool) are only touched under the mutex, by one thread at a time.
@@ -43,7 +43,7 @@ impl<T> Shared<T> {
         Shared(Arc::new(Mutex::new(v)))
     }
 
-    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+    pub(super) fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
         f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
@@ -64,7 +64,7 @@ fn last_error() -> i64 {
 ///
 /// # Safety
 /// `loop` is NULL or a live loop; `req` is NULL or writable.
-unsafe fn submit(
+pub(super) unsafe fn submit(
     r#loop: *mut cot_loop,
     run: impl FnOnce() -> i64 + Send + 'static,
     done: impl FnOnce(*mut cot_loop, cot_req, i64) + 'static,
@@ -308,7 +308,35 @@ pub unsafe extern "C" fn cot_getaddrinfo(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    let (Some(cb), false) = (cb, node.is_null() && service.is_null()) else { return Error::Inval.code() };
+    let Some(cb) = cb else { return Error::Inval.code() };
+    // SAFETY: forwarded caller contract.
+    let Ok((run, result)) = (unsafe { lookup_job(node, service, hints) }) else { return Error::Inval.code() };
+    let done = move |lp: *mut cot_loop, r: cot_req, v: i64| {
+        let (code, res) = if v < 0 { (v as c_int, std::ptr::null_mut()) } else { result.with(|v| *v) };
+        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        unsafe { cb(lp, r, code, res, data) }
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { submit(r#loop, run, done, req) }
+}
+
+/// What a lookup leaves: 0 and its list, or a negative code and NULL.
+pub(super) type Found = Shared<(c_int, *mut libc::addrinfo)>;
+
+/// A `getaddrinfo(3)` job for the pool (the strings and hints copied), and
+/// where it leaves its result. `Error::Inval` if `node` and `service` are
+/// both NULL.
+///
+/// # Safety
+/// `node`, `service` are NULL or C strings; `hints` is NULL or valid.
+pub(super) unsafe fn lookup_job(
+    node: *const c_char,
+    service: *const c_char,
+    hints: *const libc::addrinfo,
+) -> Result<(impl FnOnce() -> i64 + Send + 'static, Found)> {
+    if node.is_null() && service.is_null() {
+        return Err(Error::Inval);
+    }
     // SAFETY: NULL or C strings (caller's contract).
     let (node, service) = unsafe { (path_arg(node).ok(), path_arg(service).ok()) };
     // SAFETY: `hints` is NULL or valid; only the four input fields are copied.
@@ -332,11 +360,5 @@ pub unsafe extern "C" fn cot_getaddrinfo(
         out.with(|v| *v = (code, res));
         0
     };
-    let done = move |lp: *mut cot_loop, r: cot_req, v: i64| {
-        let (code, res) = if v < 0 { (v as c_int, std::ptr::null_mut()) } else { result.with(|v| *v) };
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
-        unsafe { cb(lp, r, code, res, data) }
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { submit(r#loop, run, done, req) }
+    Ok((run, result))
 }

@@ -25,15 +25,34 @@ pub(crate) struct CSocket {
     pub udp: bool,
 }
 
+/// The callback of a name lookup (`cot_getaddrinfo_cb`, non-NULL).
+pub(crate) type LookupFn = unsafe extern "C" fn(*mut cot_loop, u64, c_int, *mut libc::addrinfo, *mut c_void);
+
+/// A name lookup with a deadline (`cot_resolve_start`: its key in the loop's
+/// table), until its first ending.
+pub(crate) struct CResolve {
+    /// Its deadline, or its cancel, due.
+    pub timer: Option<Handle>,
+    pub cancelled: bool,
+    pub cb: LookupFn,
+    pub data: *mut c_void,
+}
+
+/// The C API's objects of a loop beside its handles; dropped with it (an
+/// open socket's descriptor is closed then).
+#[derive(Default)]
+pub(crate) struct Tables {
+    pub sockets: RefCell<Slab<CSocket>>,
+    pub resolves: RefCell<Slab<CResolve>>,
+}
+
 /// An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
 pub struct cot_loop {
     /// The thread-safe part, for `cot_async_send` from other threads.
     inbox: Arc<crate::reactor::Inbox>,
     current: Cell<*mut Loop>,
     busy: Cell<bool>,
-    /// The sockets made on this loop; dropped with it (closing their
-    /// descriptors).
-    sockets: RefCell<Slab<CSocket>>,
+    tables: Tables,
     inner: UnsafeCell<Loop>,
 }
 
@@ -85,16 +104,16 @@ pub(crate) unsafe fn with_loop<R>(p: *mut cot_loop, f: impl FnOnce(&mut Loop) ->
     r
 }
 
-/// The socket table of the loop behind `p`, without touching the loop: a
-/// completion reaches it while the loop runs. `None` for NULL.
+/// The tables of the loop behind `p`, without touching the loop: a
+/// completion reaches them while the loop runs. `None` for NULL.
 ///
 /// # Safety
 /// `p` is NULL or a live loop, used on its thread.
-pub(crate) unsafe fn sockets<'a>(p: *mut cot_loop) -> Option<&'a RefCell<Slab<CSocket>>> {
-    // SAFETY: NULL or live (caller's contract); the `RefCell` field is
-    // separate from the `UnsafeCell` the running loop borrows, so a shared
-    // reference to it aliases nothing.
-    unsafe { p.as_ref() }.map(|s| &s.sockets)
+pub(crate) unsafe fn tables<'a>(p: *mut cot_loop) -> Option<&'a Tables> {
+    // SAFETY: NULL or live (caller's contract); the tables are a field
+    // apart from the `UnsafeCell` the running loop borrows, so a shared
+    // reference to them aliases nothing.
+    unsafe { p.as_ref() }.map(|s| &s.tables)
 }
 
 /// Calls `f` (a C callback) with the loop lent as `lp`: API calls it makes on
@@ -164,7 +183,7 @@ pub extern "C" fn cot_loop_new() -> *mut cot_loop {
             inbox: l.inbox().clone(),
             current: Cell::new(std::ptr::null_mut()),
             busy: Cell::new(false),
-            sockets: RefCell::new(Slab::default()),
+            tables: Tables::default(),
             inner: UnsafeCell::new(l),
         })),
         Err(_) => std::ptr::null_mut(),

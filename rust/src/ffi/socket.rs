@@ -11,7 +11,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
-use super::loop_::{CSocket, cot_loop, lend, sockets, with_loop};
+use super::loop_::{CSocket, cot_loop, lend, tables, with_loop};
 use super::poll::{COT_READABLE, COT_WRITABLE};
 use crate::error::{Error, Result};
 use crate::net::{Addr, Dir, Fail, Socket};
@@ -27,8 +27,7 @@ pub const COT_FOREVER: u64 = u64::MAX;
 /// `COT_ETIMEDOUT` (its deadline passed), `COT_ECANCELED` (cancelled, or
 /// the socket closed), `COT_ECONNRESET`, `COT_EPIPE`, ... `sock` is the
 /// `cot_tcp` or `cot_udp` it ran on; `data` the pointer the call was given.
-pub type cot_socket_cb =
-    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, sock: u64, result: i64, data: *mut c_void)>;
+pub type cot_socket_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, sock: u64, result: i64, data: *mut c_void)>;
 
 /// A non-NULL `cot_socket_cb`.
 pub(crate) type SocketFn = unsafe extern "C" fn(*mut cot_loop, u64, i64, *mut c_void);
@@ -75,7 +74,7 @@ pub(crate) unsafe fn with_socket<R>(
     // SAFETY: forwarded caller contract.
     unsafe {
         with_loop(p, |l| {
-            let table = sockets(p).ok_or(Error::Inval)?;
+            let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
             let sock = {
                 let t = table.borrow();
                 let s = Key::from_raw(id).and_then(|k| t.get(k)).ok_or(Error::BadF)?;
@@ -95,7 +94,7 @@ pub(crate) unsafe fn with_socket<R>(
 /// `p` is a live loop.
 pub(crate) unsafe fn insert(p: *mut cot_loop, sock: Socket, udp: bool) -> Result<u64> {
     // SAFETY: forwarded caller contract.
-    let table = unsafe { sockets(p) }.ok_or(Error::Inval)?;
+    let table = unsafe { tables(p) }.map(|t| &t.sockets).ok_or(Error::Inval)?;
     Ok(table.borrow_mut().insert(CSocket { sock, udp }).to_raw())
 }
 
@@ -160,7 +159,8 @@ pub(crate) unsafe fn name(
         return Error::Inval.code();
     }
     // SAFETY: forwarded caller contract.
-    let r = unsafe { with_socket(p, id, udp, |_, s| if peer { s.peer_addr() } else { s.local_addr() }.map_err(sys_error)) };
+    let r =
+        unsafe { with_socket(p, id, udp, |_, s| if peer { s.peer_addr() } else { s.local_addr() }.map_err(sys_error)) };
     match r {
         // SAFETY: `len` is readable and writable, `addr` writable for `*len`
         // bytes (the caller's contract); at most that many are copied.
@@ -277,7 +277,7 @@ pub(crate) unsafe fn close(p: *mut cot_loop, id: u64, udp: bool) -> c_int {
     // SAFETY: forwarded caller contract.
     status(unsafe {
         with_socket(p, id, udp, |l, s| {
-            let table = sockets(p).ok_or(Error::Inval)?;
+            let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
             Key::from_raw(id).and_then(|k| table.borrow_mut().remove(k));
             s.close(Some(l))
         })

@@ -183,9 +183,9 @@ unsafe fn iov_arg<'a>(iov: *const libc::iovec, n: c_int) -> Result<&'a [libc::io
     }
     // SAFETY: non-NULL and readable for `n` entries (the caller's contract).
     let v = unsafe { std::slice::from_raw_parts(iov, n) };
-    let total = v.iter().try_fold(0usize, |t, e| {
-        if e.iov_base.is_null() && e.iov_len > 0 { None } else { t.checked_add(e.iov_len) }
-    });
+    let total = v
+        .iter()
+        .try_fold(0usize, |t, e| if e.iov_base.is_null() && e.iov_len > 0 { None } else { t.checked_add(e.iov_len) });
     match total {
         Some(t) if t > 0 => Ok(v),
         _ => Err(Error::Inval),

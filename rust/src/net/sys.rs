@@ -106,7 +106,9 @@ impl Addr {
         let mut out = Addr::empty();
         // SAFETY: `p` is readable for `len` bytes (the caller's duty), `len`
         // fits in the storage (checked above), and a local does not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(p, (&mut out.storage as *mut libc::sockaddr_storage).cast::<u8>(), len) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(p, (&mut out.storage as *mut libc::sockaddr_storage).cast::<u8>(), len)
+        };
         out.len = len as libc::socklen_t;
         Some(out)
     }
