@@ -401,6 +401,9 @@ static void test_bad_input(void) {
     CHECK_EQ(cot_udp_close(loop, u), 0);
     CHECK(!g.done);
 
+    /* A socket that waited holds a handle: the loop closes after it. */
+    CHECK_EQ(cot_loop_close(loop), COT_EBUSY);
+
     CHECK_EQ(cot_tcp_close(loop, a), 0);
     CHECK_EQ(cot_tcp_close(loop, b), 0);
     finish(loop);
