@@ -9,7 +9,8 @@
  *   (cot_task, cot_handle, cot_req) freed, closed, of another scheduler or
  *   loop, of the other kind or made up (one in 2^32 passes); unknown modes;
  *   a cot_coro_init block after cot_coro_free; calls that would re-enter an
- *   object from its own callback (COT_EBUSY).
+ *   object from its own callback (COT_EBUSY); a cot_tcp or cot_udp closed or
+ *   made up (COT_EBADF), a second read or write waiting on one (COT_EBUSY).
  * - The caller's duty, not checked: an object pointer (cot_sched, cot_loop,
  *   cot_pool, cot_timers, cot_promise, cot_future, a cot_coro from
  *   cot_coro_new) is used only between its creation and its free or close,

@@ -124,7 +124,7 @@ impl Error {
 
     /// The error for a system error (`Error::Io` for one without its own code).
     pub fn from_io(e: &std::io::Error) -> Error {
-        e.raw_os_error().and_then(|n| Error::from_code(-n)).unwrap_or(Error::Io)
+        e.raw_os_error().map_or(Error::Io, Error::from_errno)
     }
 
     /// The error for an `errno` (`Error::Io` for one without its own code).
