@@ -386,6 +386,31 @@ fn recvfrom_gets_a_datagram_and_its_sender_or_times_out() {
 }
 
 #[test]
+fn sendto_sends_whole_datagrams_and_one_at_a_time() {
+    let mut lp = Loop::new().unwrap();
+    let u1 = Socket::new(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+    let u2 = Socket::new(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+    u2.bind(&loopback(0)).unwrap();
+    let to = u2.local_addr().unwrap();
+    let sent = got();
+    u1.sendto(&mut lp, b"ping".to_vec(), Some(to), None, catch(&sent)).unwrap();
+    let never = |_: &mut Loop, _: Result<usize, Fail>| panic!("a failed start called its completion");
+    assert_eq!(u1.sendto(&mut lp, vec![1], Some(to), None, Box::new(never)), Err(Error::Busy), "one send at a time");
+    assert!(sent.borrow().is_none(), "never inside the start");
+    run_until(&mut lp, &sent);
+    assert_eq!(take(&sent), Ok(4));
+    let g = got();
+    u2.recvfrom(&mut lp, 100, None, catch(&g)).unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g).unwrap().0, b"ping");
+    u1.sendto(&mut lp, b"x".to_vec(), None, None, catch(&sent)).unwrap();
+    run_until(&mut lp, &sent);
+    assert_eq!(take(&sent), Err(Fail::Sys(libc::EDESTADDRREQ)), "no peer to send to");
+    u1.close(Some(&mut lp)).unwrap();
+    u2.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
 fn starts_that_fail_change_nothing_and_call_nothing() {
     let mut lp = Loop::new().unwrap();
     let mut other = Loop::new().unwrap();
