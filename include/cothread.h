@@ -94,6 +94,12 @@ struct stat;
 #define COT_ECHILD -10
 
 /**
+ * Broken pipe: the other end is closed (a closed channel,
+ * `cot_chan_close`).
+ */
+#define COT_EPIPE -32
+
+/**
  * Already settled: a promise's first result wins (`cot_promise_set`).
  */
 #define COT_EALREADY -114

@@ -78,6 +78,8 @@ errors! {
     Canceled = -125, "COT_ECANCELED", "operation canceled";
     /// A wait ended because its time limit passed.
     TimedOut = -110, "COT_ETIMEDOUT", "timed out";
+    /// The other end is closed (a closed channel).
+    Pipe = -32, "COT_EPIPE", "broken pipe";
     /// A promise was settled already: the first result wins.
     Already = -114, "COT_EALREADY", "already settled";
     /// A future's promise was dropped without a result.
@@ -130,6 +132,7 @@ mod tests {
         assert_eq!(Error::Child.code(), -libc::ECHILD);
         assert_eq!(Error::TimedOut.code(), -libc::ETIMEDOUT);
         assert_eq!(Error::Already.code(), -libc::EALREADY);
+        assert_eq!(Error::Pipe.code(), -libc::EPIPE);
         assert_eq!(Error::EaiNoname.code(), -3008, "as libuv's UV_EAI_NONAME");
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::EBADF)), Error::BadF);
         assert_eq!(Error::from_io(&std::io::Error::from_raw_os_error(libc::ENOSPC)), Error::Io);

@@ -29,6 +29,9 @@ pub const COT_EIO: c_int = -5;
 pub const COT_ESRCH: c_int = -3;
 /// Not a child of this process (or reaped already).
 pub const COT_ECHILD: c_int = -10;
+/// Broken pipe: the other end is closed (a closed channel,
+/// `cot_chan_close`).
+pub const COT_EPIPE: c_int = -32;
 /// Already settled: a promise's first result wins (`cot_promise_set`).
 pub const COT_EALREADY: c_int = -114;
 /// A future's promise was freed without a result (`cot_future_result`).
@@ -87,6 +90,7 @@ mod tests {
         assert_eq!(COT_EIO, Error::Io.code());
         assert_eq!(COT_ESRCH, Error::Srch.code());
         assert_eq!(COT_ECHILD, Error::Child.code());
+        assert_eq!(COT_EPIPE, Error::Pipe.code());
         for (c, e) in [
             (COT_EAI_AGAIN, Error::EaiAgain),
             (COT_EAI_FAIL, Error::EaiFail),
@@ -96,7 +100,7 @@ mod tests {
         ] {
             assert_eq!(c, e.code());
         }
-        assert_eq!(Error::ALL.len(), 18, "a new error needs its COT_E* constant");
+        assert_eq!(Error::ALL.len(), 19, "a new error needs its COT_E* constant");
     }
 
     #[test]
