@@ -38,9 +38,11 @@ mod work;
 // they run on.
 mod context;
 mod coro;
+mod chan;
 
 pub use async_::*;
 pub use chain::*;
+pub use chan::*;
 pub use context::*;
 pub use coro::*;
 pub use error::*;
