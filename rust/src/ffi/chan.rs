@@ -159,7 +159,11 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
             if left == Some(0) {
                 return Err(Error::TimedOut);
             }
-            coro::arm_any(l, co, sources, left)?;
+            match sources {
+                // One case parks the task's own node: no watch to place.
+                [Source::Signal(key)] => coro::arm_wait(l, co, *key, left)?,
+                _ => drop(coro::arm_any(l, co, sources, left)?), // signals only: never fired at once
+            }
             cases.iter().for_each(|c| c.waiting(true));
             Ok((None, true))
         })?;
@@ -167,7 +171,11 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
             return Ok(r);
         }
         cases.iter().for_each(|c| c.waiting(false));
-        coro::any_result(sources, wake.unwrap_or(crate::reactor::Wake::Resumed))?;
+        let wake = wake.unwrap_or(crate::reactor::Wake::Resumed);
+        match sources {
+            [_] => coro::wait_result(wake)?,
+            _ => drop(coro::any_result(sources, wake)?),
+        }
     }
 }
 
