@@ -362,3 +362,100 @@ pub unsafe extern "C" fn cot_coro_select(cases: *mut cot_chan_case, n: usize, ti
         Err(e) => e.code(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{
+        COT_CORO_FOREVER, COT_RUN_DEFAULT, COT_RUN_NOWAIT, cot_coro, cot_coro_free, cot_coro_new, cot_coro_start,
+        cot_coro_wake, cot_loop_close, cot_loop_new, cot_loop_run,
+    };
+
+    /// Sends 0..100 through the channel in `arg`, then closes it.
+    unsafe extern "C" fn produce(arg: *mut c_void) -> *mut c_void {
+        let ch = arg.cast::<cot_chan>();
+        for i in 0..100u32 {
+            // SAFETY: the test's live channel; `i` is an item of its size.
+            assert_eq!(unsafe { cot_coro_chan_send(ch, (&i as *const u32).cast(), COT_CORO_FOREVER) }, 0);
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { cot_chan_close(ch) }, 1);
+        std::ptr::null_mut()
+    }
+
+    /// Receives until the channel in `arg` is closed and drained; returns
+    /// the count, checking the order.
+    unsafe extern "C" fn consume(arg: *mut c_void) -> *mut c_void {
+        let ch = arg.cast::<cot_chan>();
+        let mut v = 0u32;
+        let mut n = 0;
+        // SAFETY: the test's live channel; `v` has its item size.
+        while unsafe { cot_coro_chan_recv(ch, (&mut v as *mut u32).cast(), COT_CORO_FOREVER) } == 0 {
+            assert_eq!(v, n as u32);
+            n += 1;
+        }
+        // SAFETY: as above.
+        assert_eq!(unsafe { cot_coro_chan_recv(ch, (&mut v as *mut u32).cast(), 0) }, Error::Pipe.code());
+        n as *mut c_void
+    }
+
+    fn spawn(lp: *mut cot_loop, f: unsafe extern "C" fn(*mut c_void) -> *mut c_void, arg: *mut c_void) -> *mut cot_coro {
+        let mut co = std::ptr::null_mut();
+        // SAFETY: a live loop; `co` is writable.
+        unsafe {
+            assert_eq!(cot_coro_new(lp, Some(f), arg, 0, &mut co), 0);
+            assert_eq!(cot_coro_start(co), 0);
+        }
+        co
+    }
+
+    #[test]
+    fn coroutines_pass_items_through_a_bounded_channel_in_order() {
+        let lp = cot_loop_new();
+        let mut ch = std::ptr::null_mut();
+        // SAFETY: a live loop, coroutines and channel, each freed once at the end.
+        unsafe {
+            assert_eq!(cot_chan_new(lp, 4, 2, &mut ch), 0);
+            let c = spawn(lp, consume, ch.cast());
+            let p = spawn(lp, produce, ch.cast());
+            assert_eq!(cot_loop_run(lp, COT_RUN_DEFAULT), 0);
+            let mut n = std::ptr::null_mut();
+            assert_eq!(crate::ffi::cot_coro_result(c, &mut n), 0);
+            assert_eq!(n as usize, 100);
+            assert_eq!(cot_coro_free(c), 0);
+            assert_eq!(cot_coro_free(p), 0);
+            assert_eq!(cot_chan_free(ch), 0);
+            assert_eq!(cot_loop_close(lp), 0);
+        }
+    }
+
+    /// Waits forever for an item of the channel in `arg`.
+    unsafe extern "C" fn wait_recv(arg: *mut c_void) -> *mut c_void {
+        let mut v = 0u32;
+        // SAFETY: the test's live channel; `v` has its item size.
+        let rc = unsafe { cot_coro_chan_recv(arg.cast(), (&mut v as *mut u32).cast(), COT_CORO_FOREVER) };
+        rc as isize as *mut c_void
+    }
+
+    #[test]
+    fn a_channel_waited_on_is_not_freed() {
+        let lp = cot_loop_new();
+        let mut ch = std::ptr::null_mut();
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(cot_chan_new(lp, 4, 0, &mut ch), 0);
+            let c = spawn(lp, wait_recv, ch.cast());
+            assert_eq!(cot_loop_run(lp, COT_RUN_NOWAIT), 0);
+            assert_eq!(cot_chan_free(ch), Error::Busy.code());
+            assert_eq!(cot_coro_wake(c), 1);
+            assert_eq!(cot_chan_free(ch), Error::Busy.code(), "woken, not run yet");
+            assert_eq!(cot_loop_run(lp, COT_RUN_DEFAULT), 0);
+            let mut rc = std::ptr::null_mut();
+            assert_eq!(crate::ffi::cot_coro_result(c, &mut rc), 0);
+            assert_eq!(rc as isize, Error::Canceled.code() as isize);
+            assert_eq!(cot_chan_free(ch), 0);
+            assert_eq!(cot_coro_free(c), 0);
+            assert_eq!(cot_loop_close(lp), 0);
+        }
+    }
+}
