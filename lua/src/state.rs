@@ -241,7 +241,8 @@ pub fn with_resuming<H: Borrow<Lua>, R>(lua: H, f: impl FnOnce(H, &State, Task) 
     let st = unsafe { p.as_ref() }?;
     let me = lua.borrow();
     let here = |t: L| t == me.raw();
-    let task = st.running_task.get().filter(|_| (here(st.running.get()) || here(st.stand_in.get())) && me.is_yieldable())?;
+    let task =
+        st.running_task.get().filter(|_| (here(st.running.get()) || here(st.stand_in.get())) && me.is_yieldable())?;
     Some(f(lua, st, task))
 }
 

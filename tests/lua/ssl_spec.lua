@@ -266,7 +266,7 @@ describe("timeouts", function()
     S.run()
     server:close()
     assert.same({ false, "wantread", false }, got)
-    assert.is_true(took < 0.1, "took " .. took)
+    assert.is_true(took < 1, "took " .. took) -- a park would last: the server never answers
   end)
 
   it("limits a whole call with mode 't' and a receive with LuaSec's want", function()
@@ -292,7 +292,7 @@ describe("timeouts", function()
     S.run()
     server:close()
     assert.same({ nil, "wantread", "ab" }, got)
-    assert.is_true(took >= 0.15 and took < 0.9, "took " .. took)
+    assert.is_true(took >= 0.15 and took < 2, "took " .. took)
   end)
 end)
 

@@ -298,7 +298,14 @@ impl Engine {
 impl Inner {
     /// Stores a record for `op` of `task` (whose thread is `owner`), parked
     /// in `co` over a frame of `height` slots: its id.
-    pub(super) fn new_record(&mut self, op: Box<dyn Operation>, task: Task, owner: L, co: Thread, height: c_int) -> u64 {
+    pub(super) fn new_record(
+        &mut self,
+        op: Box<dyn Operation>,
+        task: Task,
+        owner: L,
+        co: Thread,
+        height: c_int,
+    ) -> u64 {
         let due = owner as usize | OPERATION_BIT;
         self.records.insert((op, task, due, co, height), Record::new, Record::reuse)
     }

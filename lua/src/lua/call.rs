@@ -122,7 +122,6 @@ pub enum Resumed {
     Raised,
 }
 
-
 impl Lua {
     /// `[-nargs, +n, -]` Resumes the suspended coroutine at `idx` (not
     /// this thread) with the `nargs` values on the top, after `kept` values

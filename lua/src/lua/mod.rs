@@ -60,10 +60,10 @@ pub mod version;
 
 use std::ffi::c_int;
 
+pub use call::Resumed;
 pub use error::{Error, Ret, shown};
 pub use stack::Type;
 pub use table::{REGISTRY, Reg};
-pub use call::Resumed;
 pub use thread::{L, Lua, Status, Thread};
 pub use udata::{Classes, Udata, UpvalueFn};
 

@@ -41,11 +41,11 @@ pub use mlua::ffi::*;
 pub use older::*;
 // Named, to take the place of mlua's of the same name.
 #[cfg(not(feature = "lua54"))]
+pub use older::lua_resume;
+#[cfg(not(feature = "lua54"))]
 pub use older::lua_topointer;
 #[cfg(any(feature = "lua51", feature = "lua52", feature = "luajit"))]
 pub use older::{lua_rawgeti, lua_rawseti};
-#[cfg(not(feature = "lua54"))]
-pub use older::lua_resume;
 
 /// Can a coroutine yield across `pcall` and `xpcall`? Not on Lua 5.1; LuaJIT
 /// can (this build finds LuaJIT's own `lua_isyieldable` where it runs).
@@ -385,7 +385,8 @@ mod older {
         let p = *FOUND.get_or_init(|| unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"lua_isyieldable".as_ptr()) } as usize);
         // SAFETY: a symbol of that name in a Lua host is LuaJIT's function
         // of this signature (Lua 5.1 has none).
-        (p != 0).then(|| unsafe { std::mem::transmute::<usize, unsafe extern "C-unwind" fn(*mut lua_State) -> c_int>(p) })
+        (p != 0)
+            .then(|| unsafe { std::mem::transmute::<usize, unsafe extern "C-unwind" fn(*mut lua_State) -> c_int>(p) })
     }
 }
 

@@ -13,7 +13,6 @@ use crate::cfn;
 use crate::lua::{Error, Lua, Reg, Ret, lua_Integer};
 use crate::sys;
 
-
 cfn!(getfd = getfd_body::<false>);
 
 /// `sock:getfd()`: the descriptor, or -1.
