@@ -399,7 +399,11 @@ mod tests {
         n as *mut c_void
     }
 
-    fn spawn(lp: *mut cot_loop, f: unsafe extern "C" fn(*mut c_void) -> *mut c_void, arg: *mut c_void) -> *mut cot_coro {
+    fn spawn(
+        lp: *mut cot_loop,
+        f: unsafe extern "C" fn(*mut c_void) -> *mut c_void,
+        arg: *mut c_void,
+    ) -> *mut cot_coro {
         let mut co = std::ptr::null_mut();
         // SAFETY: a live loop; `co` is writable.
         unsafe {

@@ -401,7 +401,10 @@ fn wait(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> Result<()>) -> Resul
 /// [`wait`] where `arm` also says whether to suspend (`false`: what the
 /// coroutine waits for is there already). Returns what `arm` returned and,
 /// if it suspended, why it runs again.
-pub(super) fn wait_if<T>(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> Result<(T, bool)>) -> Result<(T, Option<Wake>)> {
+pub(super) fn wait_if<T>(
+    state: State,
+    arm: impl FnOnce(&mut Loop, &Coro) -> Result<(T, bool)>,
+) -> Result<(T, Option<Wake>)> {
     let co = coro::running()?;
     // SAFETY: a running coroutine's loop is live, and lent to it by its task's
     // callback: `with_loop` reborrows that loan.

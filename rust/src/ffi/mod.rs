@@ -38,6 +38,8 @@ mod work;
 // they run on.
 mod context;
 mod coro;
+
+// After coroutines, which wait on them.
 mod chan;
 
 pub use async_::*;
