@@ -1,7 +1,8 @@
 //! Channels between coroutines (`cot_chan_*`, `cot_coro_chan_*`,
 //! `cot_coro_select`). The channel is `reactor::Chan`; a coroutine that must
-//! wait parks on its keys through the wait of `cot_coro_wait_any`, then
-//! tries again, until it succeeds, the channel closes, or its time is up.
+//! wait parks on its keys as `cot_coro_wait` does (or `cot_coro_wait_any`,
+//! for several cases), then tries again, until it succeeds, the channel
+//! closes, or its time is up.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
