@@ -137,7 +137,8 @@ struct stat;
 #define COT_ECONNRESET -104
 
 /**
- * Sockets: a write to a connection the peer closed (no SIGPIPE is raised).
+ * Broken pipe: the other end is closed: a write to a connection the peer
+ * closed (no SIGPIPE is raised), or a closed channel (`cot_chan_close`).
  */
 #define COT_EPIPE -32
 
@@ -472,6 +473,23 @@ struct stat;
  * `cot_coro_source` type: the end of another coroutine of the loop (`coro`).
  */
 #define COT_SOURCE_CORO 3
+
+/**
+ * `cot_chan_case` operation: send the item.
+ */
+#define COT_CHAN_SEND 1
+
+/**
+ * `cot_chan_case` operation: receive into the item.
+ */
+#define COT_CHAN_RECV 2
+
+/**
+ * A channel (opaque): a FIFO of fixed-size items, copied in and out,
+ * between the coroutines (and callbacks) of one loop. Made by
+ * `cot_chan_new`, freed by `cot_chan_free`. On the loop's thread.
+ */
+typedef struct cot_chan cot_chan;
 
 /**
  * A suspended raw context (opaque): the stack pointer its last switch saved.
@@ -865,6 +883,29 @@ typedef struct cot_coro_source {
    */
   cot_handle poll;
 } cot_coro_source;
+
+/**
+ * One case of `cot_coro_select`: a send or a receive on a channel.
+ */
+typedef struct cot_chan_case {
+  /**
+   * The channel.
+   */
+  struct cot_chan *chan;
+  /**
+   * `COT_CHAN_SEND` or `COT_CHAN_RECV`.
+   */
+  int op;
+  /**
+   * The item to send, or where to receive one (the channel's item size).
+   */
+  void *item;
+  /**
+   * Written by `cot_coro_select` for the case it returns: 0 (done) or
+   * `COT_EPIPE` (the channel is closed: for a receive, also drained).
+   */
+  int result;
+} cot_chan_case;
 
 #ifdef __cplusplus
 extern "C" {
@@ -3127,6 +3168,117 @@ int cot_coro_join(struct cot_coro *other, uint64_t timeout_ns, void **result);
  * coroutines are NULL or not freed.
  */
 int cot_coro_wait_any(struct cot_coro_source *sources, size_t n, uint64_t timeout_ns);
+
+/**
+ * Creates a channel of items of `item_size` bytes on `loop`, holding at
+ * most `capacity` items (0: unbounded; there is no rendezvous channel: a
+ * send never waits for a receiver, and a capacity of 1 comes nearest).
+ * Items are copied in and out. Stores it in `*chan`. Returns 0 or
+ * `COT_EINVAL` (NULL `loop` or `chan`, an `item_size` of 0, a capacity
+ * whose bytes overflow). Its ring grows as items come (up to the capacity),
+ * so a send may return `COT_ENOMEM`. On the loop's thread; the loop
+ * outlives the channel's use.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `chan` is NULL or writable.
+ */
+int cot_chan_new(struct cot_loop *loop, size_t item_size, size_t capacity, struct cot_chan **chan);
+
+/**
+ * Frees a channel and the items left in it. Returns 0, `COT_EBUSY` (a
+ * coroutine waits on it, or was woken by it and has not run yet; a
+ * coroutine freed while it waited on the channel stays counted), or
+ * `COT_EINVAL` (NULL).
+ *
+ * # Safety
+ * `chan` is NULL or a live channel; after success it is not used again.
+ */
+int cot_chan_free(struct cot_chan *chan);
+
+/**
+ * Sends a copy of `*item` (the channel's item size) if there is room,
+ * without waiting. Returns 1 (sent), 0 (full), `COT_EPIPE` (closed),
+ * `COT_ENOMEM`, or `COT_EINVAL` (NULL). Wakes the receivers waiting.
+ *
+ * # Safety
+ * `chan` is NULL or a live channel whose loop is live; `item` is NULL or
+ * readable for the item size.
+ */
+int cot_chan_try_send(struct cot_chan *chan, const void *item);
+
+/**
+ * Receives the oldest item into `*item` if there is one, without waiting.
+ * Returns 1 (received), 0 (empty), `COT_EPIPE` (empty and closed), or
+ * `COT_EINVAL` (NULL). Wakes the senders waiting.
+ *
+ * # Safety
+ * `chan` is NULL or a live channel whose loop is live; `item` is NULL or
+ * writable for the item size.
+ */
+int cot_chan_try_recv(struct cot_chan *chan, void *item);
+
+/**
+ * Closes the channel: sends fail with `COT_EPIPE` from now on; receives
+ * get the items left, then `COT_EPIPE`; the coroutines waiting are woken
+ * to see it. Returns 1, 0 if it was closed already, or `COT_EINVAL` (NULL).
+ *
+ * # Safety
+ * `chan` is NULL or a live channel whose loop is live.
+ */
+int cot_chan_close(struct cot_chan *chan);
+
+/**
+ * The items in the channel (0 for NULL).
+ *
+ * # Safety
+ * `chan` is NULL or a live channel.
+ */
+size_t cot_chan_len(const struct cot_chan *chan);
+
+/**
+ * In a coroutine: sends a copy of `*item`, waiting for room for at most
+ * `timeout_ns` (`COT_CORO_FOREVER`: no limit; 0: no wait at all). Returns
+ * 0, `COT_EPIPE` (closed, also while it waited), `COT_ETIMEDOUT`,
+ * `COT_ECANCELED` (woken by `cot_coro_wake`), `COT_ENOMEM`, `COT_EINVAL`
+ * (NULL, a channel of another loop), or `COT_EPERM` outside coroutines.
+ * Waiting senders are woken in turn by each receive and try again in
+ * their order in the ready queue.
+ *
+ * # Safety
+ * `chan` is NULL or a live channel; `item` is NULL or readable for the
+ * item size.
+ */
+int cot_coro_chan_send(struct cot_chan *chan, const void *item, uint64_t timeout_ns);
+
+/**
+ * In a coroutine: receives the oldest item into `*item`, waiting for one
+ * for at most `timeout_ns` (`COT_CORO_FOREVER`: no limit; 0: no wait at
+ * all). Returns 0, `COT_EPIPE` (closed and drained), `COT_ETIMEDOUT`,
+ * `COT_ECANCELED` (woken), `COT_EINVAL` (NULL, a channel of another loop),
+ * or `COT_EPERM` outside coroutines.
+ *
+ * # Safety
+ * `chan` is NULL or a live channel; `item` is NULL or writable for the
+ * item size.
+ */
+int cot_coro_chan_recv(struct cot_chan *chan, void *item, uint64_t timeout_ns);
+
+/**
+ * In a coroutine: does the first of `n` cases (sends and receives on
+ * channels of its loop) that can be done, trying them in array order (put
+ * first what must win; rotate the array for fairness), waiting for at most
+ * `timeout_ns` until one can (`COT_CORO_FOREVER`: no limit; 0: no wait).
+ * Returns the index of that case, whose `result` it sets to 0, or to
+ * `COT_EPIPE` if its channel is closed (for a receive: and drained); or
+ * `COT_ETIMEDOUT`, `COT_ECANCELED` (woken), `COT_ENOMEM`, `COT_EINVAL` (NULL
+ * `cases`, `n` = 0, a NULL channel or item, an unknown op, a channel of
+ * another loop), or `COT_EPERM` outside coroutines.
+ *
+ * # Safety
+ * `cases` is NULL or valid for reads and writes of `n` cases; their
+ * channels are NULL or live, their items NULL or valid for the item size.
+ */
+int cot_coro_select(struct cot_chan_case *cases, size_t n, uint64_t timeout_ns);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -84,7 +84,8 @@ errors! {
     Dropped = -4001, "COT_EDROPPED", "promise dropped without a result";
     /// Sockets: the peer reset the connection.
     ConnReset = -104, "COT_ECONNRESET", "connection reset by peer";
-    /// Sockets: writing to a connection the peer closed (never a SIGPIPE).
+    /// The other end is closed: a socket the peer closed (never a SIGPIPE),
+    /// or a closed channel.
     Pipe = -32, "COT_EPIPE", "broken pipe";
     /// Sockets: nobody listens at the address.
     ConnRefused = -111, "COT_ECONNREFUSED", "connection refused";
@@ -167,6 +168,7 @@ mod tests {
         assert_eq!(Error::Child.code(), -libc::ECHILD);
         assert_eq!(Error::TimedOut.code(), -libc::ETIMEDOUT);
         assert_eq!(Error::Already.code(), -libc::EALREADY);
+        assert_eq!(Error::Pipe.code(), -libc::EPIPE);
         assert_eq!(Error::EaiNoname.code(), -3008, "as libuv's UV_EAI_NONAME");
         for (e, n) in [
             (Error::ConnReset, libc::ECONNRESET),

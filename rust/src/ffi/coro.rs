@@ -116,7 +116,7 @@ fn state_code(s: State) -> c_int {
     }
 }
 
-fn timeout(ns: u64) -> Option<u64> {
+pub(super) fn timeout(ns: u64) -> Option<u64> {
     (ns != COT_CORO_FOREVER).then_some(ns)
 }
 
@@ -401,7 +401,10 @@ fn wait(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> Result<()>) -> Resul
 /// [`wait`] where `arm` also says whether to suspend (`false`: what the
 /// coroutine waits for is there already). Returns what `arm` returned and,
 /// if it suspended, why it runs again.
-fn wait_if<T>(state: State, arm: impl FnOnce(&mut Loop, &Coro) -> Result<(T, bool)>) -> Result<(T, Option<Wake>)> {
+pub(super) fn wait_if<T>(
+    state: State,
+    arm: impl FnOnce(&mut Loop, &Coro) -> Result<(T, bool)>,
+) -> Result<(T, Option<Wake>)> {
     let co = coro::running()?;
     // SAFETY: a running coroutine's loop is live, and lent to it by its task's
     // callback: `with_loop` reborrows that loan.

@@ -45,7 +45,8 @@ pub const COT_EAI_NONAME: c_int = -3008;
 pub const COT_EAI_SERVICE: c_int = -3010;
 /// Sockets: the peer reset the connection.
 pub const COT_ECONNRESET: c_int = -104;
-/// Sockets: a write to a connection the peer closed (no SIGPIPE is raised).
+/// Broken pipe: the other end is closed: a write to a connection the peer
+/// closed (no SIGPIPE is raised), or a closed channel (`cot_chan_close`).
 pub const COT_EPIPE: c_int = -32;
 /// Sockets: nobody listens at the address.
 pub const COT_ECONNREFUSED: c_int = -111;

@@ -43,8 +43,12 @@ mod work;
 mod context;
 mod coro;
 
+// After coroutines, which wait on them.
+mod chan;
+
 pub use async_::*;
 pub use chain::*;
+pub use chan::*;
 pub use context::*;
 pub use coro::*;
 pub use error::*;

@@ -36,6 +36,7 @@
 //! a mutex-protected inbox that wakes the loop with an eventfd.
 
 mod async_;
+mod chan;
 mod child;
 mod handle;
 mod poll;
@@ -59,6 +60,7 @@ use sys::Fd;
 
 pub use crate::sync::Pool;
 pub use async_::AsyncSender;
+pub use chan::Chan;
 pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
