@@ -3170,6 +3170,91 @@ int cot_coro_join(struct cot_coro *other, uint64_t timeout_ns, void **result);
 int cot_coro_wait_any(struct cot_coro_source *sources, size_t n, uint64_t timeout_ns);
 
 /**
+ * Reads what comes on `tcp`, at most `len` bytes, into `buf`, waiting at
+ * most `timeout_ns` (`COT_CORO_FOREVER`: no limit) for the first byte, in
+ * the running coroutine. Returns the count, 0 at the end of the stream, or
+ * an error: `COT_ETIMEDOUT`, `COT_ECANCELED` (woken by `cot_coro_wake`, or
+ * the socket closed meanwhile), `COT_ECONNRESET`, ...; `COT_EINVAL` (NULL
+ * `buf`, `len` 0, a timeout above `INT64_MAX`), `COT_EBADF` (closed key),
+ * `COT_EBUSY` (a read or accept waits already), `COT_EPERM` outside
+ * coroutines.
+ *
+ * # Safety
+ * `buf` is NULL or writable for `len` bytes.
+ */
+int64_t cot_coro_read(cot_tcp tcp, void *buf, size_t len, uint64_t timeout_ns);
+
+/**
+ * Writes all `len` bytes of `buf` on `tcp`, waiting at most `timeout_ns`,
+ * in the running coroutine. Returns `len`, or an error as
+ * `cot_coro_read` (`COT_EPIPE`, `COT_ECONNRESET`: the peer went; never a
+ * SIGPIPE; `COT_EBUSY`: a write or connect waits already).
+ *
+ * # Safety
+ * `buf` is NULL or readable for `len` bytes.
+ */
+int64_t cot_coro_write(cot_tcp tcp, const void *buf, size_t len, uint64_t timeout_ns);
+
+/**
+ * Accepts one connection on the listening `server`, waiting at most
+ * `timeout_ns`, in the running coroutine; stores it in `*client` (a
+ * `cot_tcp` of the same loop, to close with `cot_tcp_close`). Returns 0 or
+ * an error as `cot_coro_read` (`COT_EINVAL` for a NULL `client`).
+ *
+ * # Safety
+ * `client` is NULL or writable.
+ */
+int cot_coro_accept(cot_tcp server, cot_tcp *client, uint64_t timeout_ns);
+
+/**
+ * Connects `tcp` to the `len` bytes of `addr`, waiting at most
+ * `timeout_ns`, in the running coroutine. Returns 0 or an error as
+ * `cot_coro_read` (`COT_ECONNREFUSED`, ...; `COT_EBUSY`: a write or
+ * connect waits already).
+ *
+ * # Safety
+ * `addr` is NULL or readable for `len` bytes.
+ */
+int cot_coro_connect(cot_tcp tcp, const struct sockaddr *addr, uint32_t len, uint64_t timeout_ns);
+
+/**
+ * Receives one datagram on `udp` into `buf` (at most `len` bytes; the rest
+ * of a longer one is dropped), waiting at most `timeout_ns`, in the running
+ * coroutine. If `from` is not NULL, the sender's address goes there
+ * (`*fromlen` bytes of room; its length back in `*fromlen`). Returns the
+ * count or an error as `cot_coro_read` (`COT_EINVAL` also for a `from`
+ * without `fromlen`).
+ *
+ * # Safety
+ * `buf` is NULL or writable for `len` bytes; `from` is NULL or writable for
+ * `*fromlen` bytes; `fromlen` is NULL or readable and writable.
+ */
+int64_t cot_coro_recvfrom(cot_udp udp,
+                          void *buf,
+                          size_t len,
+                          struct sockaddr *from,
+                          uint32_t *fromlen,
+                          uint64_t timeout_ns);
+
+/**
+ * Sends the `len` bytes of `buf` (0 bytes: an empty datagram) as one
+ * datagram on `udp` to the `tolen` bytes of `to` (NULL: the connected
+ * peer), waiting at most `timeout_ns` for room, in the running coroutine.
+ * Returns `len` or an error as `cot_coro_read` (`COT_EMSGSIZE`,
+ * `COT_ENOTCONN`, ...; `COT_EBUSY`: a send waits already).
+ *
+ * # Safety
+ * `buf` is NULL or readable for `len` bytes; `to` is NULL or readable for
+ * `tolen` bytes.
+ */
+int64_t cot_coro_sendto(cot_udp udp,
+                        const void *buf,
+                        size_t len,
+                        const struct sockaddr *to,
+                        uint32_t tolen,
+                        uint64_t timeout_ns);
+
+/**
  * Creates a channel of items of `item_size` bytes on `loop`, holding at
  * most `capacity` items (0: unbounded; there is no rendezvous channel: a
  * send never waits for a receiver, and a capacity of 1 comes nearest).

@@ -42,6 +42,7 @@ mod work;
 // they run on.
 mod context;
 mod coro;
+mod coro_net;
 
 // After coroutines, which wait on them.
 mod chan;
