@@ -1,0 +1,279 @@
+/* Socket calls in stackful coroutines: a TCP echo (a server coroutine per
+ * client), a UDP round trip, timeouts, a close and a wake from outside the
+ * waiting coroutine, and bad input. */
+#define _POSIX_C_SOURCE 200809L
+#include <cothread.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "check.h"
+
+#define MS 1000000ull
+#define CLIENTS 3
+
+static cot_loop *loop;
+
+/* A socket bound to 127.0.0.1 on a free port; its address in `*a`. */
+static cot_tcp tcp_listener(struct sockaddr_in *a) {
+    cot_tcp t;
+    uint32_t len = sizeof *a;
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(cot_tcp_init(loop, AF_INET, &t), 0);
+    CHECK_EQ(cot_tcp_bind(loop, t, (struct sockaddr *)a, sizeof *a), 0);
+    CHECK_EQ(cot_tcp_listen(loop, t, 16), 0);
+    CHECK_EQ(cot_tcp_getsockname(loop, t, (struct sockaddr *)a, &len), 0);
+    return t;
+}
+
+static cot_coro *spawn(cot_coro_fn fn, void *arg) {
+    cot_coro *co;
+    CHECK_EQ(cot_coro_new(loop, fn, arg, 64 * 1024, &co), 0);
+    CHECK_EQ(cot_coro_start(co), 0);
+    return co;
+}
+
+/* Runs the loop until nothing is left, then frees the coroutines. */
+static void run_and_free(cot_coro **cos, int n) {
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ(cot_coro_status(cos[i]), COT_CORO_FINISHED);
+        CHECK_EQ(cot_coro_free(cos[i]), 0);
+    }
+}
+
+/* ---- echo: an acceptor, an echo coroutine per client, CLIENTS clients ---- */
+
+static struct sockaddr_in echo_addr;
+static cot_coro *echoers[CLIENTS];
+static int echoed;
+
+static void *echo(void *arg) {
+    cot_tcp c = (cot_tcp)(uintptr_t)arg;
+    char buf[16]; /* small: a message takes several reads */
+    int64_t n;
+    while ((n = cot_coro_read(c, buf, sizeof buf, 1000 * MS)) > 0) {
+        CHECK_EQ(cot_coro_write(c, buf, (size_t)n, 1000 * MS), n);
+        echoed += (int)n;
+    }
+    CHECK_EQ(n, 0); /* the client shut its side */
+    CHECK_EQ(cot_tcp_close(loop, c), 0);
+    return NULL;
+}
+
+static void *acceptor(void *arg) {
+    cot_tcp server = (cot_tcp)(uintptr_t)arg;
+    for (int i = 0; i < CLIENTS; i++) {
+        cot_tcp c = 0;
+        CHECK_EQ(cot_coro_accept(server, &c, COT_CORO_FOREVER), 0);
+        CHECK(c != 0);
+        echoers[i] = spawn(echo, (void *)(uintptr_t)c);
+    }
+    CHECK_EQ(cot_tcp_close(loop, server), 0);
+    return NULL;
+}
+
+static void *client(void *arg) {
+    int id = (int)(intptr_t)arg;
+    char msg[100], got[100];
+    cot_tcp t;
+    memset(msg, 'a' + id, sizeof msg);
+    CHECK_EQ(cot_tcp_init(loop, AF_INET, &t), 0);
+    CHECK_EQ(cot_coro_connect(t, (struct sockaddr *)&echo_addr, sizeof echo_addr, 1000 * MS), 0);
+    CHECK_EQ(cot_coro_write(t, msg, sizeof msg, 1000 * MS), sizeof msg);
+    size_t have = 0;
+    while (have < sizeof got) {
+        int64_t n = cot_coro_read(t, got + have, sizeof got - have, 1000 * MS);
+        CHECK(n > 0);
+        have += (size_t)n;
+    }
+    CHECK(memcmp(msg, got, sizeof msg) == 0);
+    CHECK_EQ(cot_tcp_shutdown(loop, t), 0);
+    CHECK_EQ(cot_coro_read(t, got, sizeof got, 1000 * MS), 0); /* the server closed */
+    CHECK_EQ(cot_tcp_close(loop, t), 0);
+    return NULL;
+}
+
+static void test_echo(void) {
+    cot_coro *cos[1 + CLIENTS];
+    cot_tcp server = tcp_listener(&echo_addr);
+    cos[0] = spawn(acceptor, (void *)(uintptr_t)server);
+    for (int i = 0; i < CLIENTS; i++) cos[1 + i] = spawn(client, (void *)(intptr_t)i);
+    run_and_free(cos, 1 + CLIENTS);
+    run_and_free(echoers, CLIENTS);
+    CHECK_EQ(echoed, 100 * CLIENTS);
+}
+
+/* ---- UDP: a ping and its reply to the sender's address ---- */
+
+static cot_udp udp_a, udp_b;
+static struct sockaddr_in addr_b;
+
+static cot_udp udp_bound(struct sockaddr_in *a) {
+    cot_udp u;
+    uint32_t len = sizeof *a;
+    memset(a, 0, sizeof *a);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK_EQ(cot_udp_init(loop, AF_INET, &u), 0);
+    CHECK_EQ(cot_udp_bind(loop, u, (struct sockaddr *)a, sizeof *a), 0);
+    CHECK_EQ(cot_udp_getsockname(loop, u, (struct sockaddr *)a, &len), 0);
+    return u;
+}
+
+static void *udp_server(void *arg) {
+    char buf[64];
+    struct sockaddr_storage from;
+    uint32_t fromlen = sizeof from;
+    (void)arg;
+    int64_t n = cot_coro_recvfrom(udp_b, buf, sizeof buf, (struct sockaddr *)&from, &fromlen, 1000 * MS);
+    CHECK_EQ(n, 4);
+    CHECK(memcmp(buf, "ping", 4) == 0);
+    CHECK_EQ(fromlen, sizeof(struct sockaddr_in));
+    CHECK_EQ(cot_coro_sendto(udp_b, "pong!", 5, (struct sockaddr *)&from, fromlen, 1000 * MS), 5);
+    return NULL;
+}
+
+static void *udp_client(void *arg) {
+    char buf[64];
+    (void)arg;
+    CHECK_EQ(cot_coro_sendto(udp_a, "ping", 4, (struct sockaddr *)&addr_b, sizeof addr_b, 1000 * MS), 4);
+    /* no `from` wanted; a buffer too small cuts the datagram */
+    CHECK_EQ(cot_coro_recvfrom(udp_a, buf, 4, NULL, NULL, 1000 * MS), 4);
+    CHECK(memcmp(buf, "pong", 4) == 0);
+    CHECK_EQ(cot_coro_recvfrom(udp_a, buf, sizeof buf, NULL, NULL, 20 * MS), COT_ETIMEDOUT);
+    return NULL;
+}
+
+static void test_udp(void) {
+    struct sockaddr_in a;
+    udp_a = udp_bound(&a);
+    udp_b = udp_bound(&addr_b);
+    cot_coro *cos[2] = {spawn(udp_server, NULL), spawn(udp_client, NULL)};
+    run_and_free(cos, 2);
+    CHECK_EQ(cot_udp_close(loop, udp_a), 0);
+    CHECK_EQ(cot_udp_close(loop, udp_b), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+}
+
+/* ---- timeouts, a wake, a close by another coroutine, bad input ---- */
+
+static cot_tcp pair_a, pair_b; /* a connected pair */
+static cot_coro *reader;
+static int reader_ended;
+
+static void *connect_pair(void *arg) {
+    struct sockaddr_in a;
+    cot_tcp server = tcp_listener(&a);
+    (void)arg;
+    CHECK_EQ(cot_tcp_init(loop, AF_INET, &pair_a), 0);
+    CHECK_EQ(cot_coro_connect(pair_a, (struct sockaddr *)&a, sizeof a, 1000 * MS), 0);
+    CHECK_EQ(cot_coro_accept(server, &pair_b, 1000 * MS), 0);
+    CHECK_EQ(cot_tcp_close(loop, server), 0);
+    return NULL;
+}
+
+static void *timeouts(void *arg) {
+    char buf[8];
+    (void)arg;
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 20 * MS), COT_ETIMEDOUT);
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 0), COT_ETIMEDOUT);
+    /* data already there wins over a timeout of 0 */
+    CHECK_EQ(cot_coro_write(pair_b, "xy", 2, 0), 2);
+    CHECK_EQ(cot_coro_sleep(5 * MS), 0);
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 0), 2);
+    return NULL;
+}
+
+static void *read_forever(void *arg) {
+    char buf[8];
+    int64_t want = (int64_t)(intptr_t)arg;
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, COT_CORO_FOREVER), want);
+    reader_ended = 1;
+    return NULL;
+}
+
+static void *waker(void *arg) {
+    char buf[8];
+    (void)arg;
+    CHECK_EQ(cot_coro_sleep(5 * MS), 0);
+    CHECK_EQ(reader_ended, 0);
+    /* a second reader on the socket: refused, the first one goes on */
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 0), COT_EBUSY);
+    /* one writer beside the reader is normal full duplex */
+    CHECK_EQ(cot_coro_write(pair_a, "z", 1, 1000 * MS), 1);
+    CHECK_EQ(cot_coro_read(pair_b, buf, sizeof buf, 1000 * MS), 1);
+    CHECK_EQ(cot_coro_wake(reader), 1);
+    CHECK_EQ(cot_coro_sleep(5 * MS), 0);
+    CHECK_EQ(reader_ended, 1);
+    /* the read was cancelled, not left behind: the socket reads again */
+    CHECK_EQ(cot_coro_write(pair_b, "again", 5, 1000 * MS), 5);
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 1000 * MS), 5);
+    return NULL;
+}
+
+static void *closer(void *arg) {
+    (void)arg;
+    CHECK_EQ(cot_coro_sleep(5 * MS), 0);
+    CHECK_EQ(cot_tcp_close(loop, pair_a), 0);
+    return NULL;
+}
+
+static void *bad_input(void *arg) {
+    char buf[8];
+    struct sockaddr_in a = {0};
+    cot_tcp t = 0;
+    (void)arg;
+    CHECK_EQ(cot_coro_read(pair_b, NULL, 8, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_read(pair_b, buf, 0, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_write(pair_b, buf, 0, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_write(pair_b, NULL, 1, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_read(pair_b, buf, sizeof buf, (uint64_t)-5), COT_EINVAL);
+    CHECK_EQ(cot_coro_accept(pair_b, NULL, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_connect(pair_b, NULL, 0, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_recvfrom(udp_a, buf, sizeof buf, (struct sockaddr *)&a, NULL, 0), COT_EINVAL);
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 0), COT_EBADF); /* closed key */
+    CHECK_EQ(cot_coro_write(pair_a, "x", 1, 0), COT_EBADF);
+    CHECK_EQ(cot_coro_accept(12345, &t, 0), COT_EBADF); /* made-up key */
+    CHECK_EQ(t, 0);
+    CHECK_EQ(cot_coro_recvfrom(pair_b, buf, sizeof buf, NULL, NULL, 0), COT_EINVAL); /* a TCP key */
+    return NULL;
+}
+
+static void test_waits(void) {
+    char buf[8];
+    cot_coro *cos[1] = {spawn(connect_pair, NULL)};
+    run_and_free(cos, 1);
+    cos[0] = spawn(timeouts, NULL);
+    run_and_free(cos, 1);
+
+    reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* woken */
+    cot_coro *w[2] = {reader, spawn(waker, NULL)};
+    run_and_free(w, 2);
+
+    reader_ended = 0;
+    reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* its socket closed */
+    cot_coro *c[2] = {reader, spawn(closer, NULL)};
+    run_and_free(c, 2);
+
+    CHECK_EQ(cot_coro_read(pair_b, buf, sizeof buf, 0), COT_EPERM); /* outside coroutines */
+    CHECK_EQ(cot_coro_write(pair_b, "x", 1, 0), COT_EPERM);
+    cos[0] = spawn(bad_input, NULL);
+    run_and_free(cos, 1);
+    CHECK_EQ(cot_tcp_close(loop, pair_b), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+}
+
+int main(void) {
+    loop = cot_loop_new();
+    CHECK(loop != NULL);
+    test_echo();
+    test_udp();
+    test_waits();
+    CHECK_EQ(cot_loop_close(loop), 0);
+    puts("test_coro_net: ok");
+    return 0;
+}
