@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use super::coro::wait_if;
 use super::guard::write_out;
-use super::loop_::{cot_loop, with_loop};
+use super::loop_::cot_loop;
 use super::socket::{self, deadline, fail_code, sys_error, with_socket};
 use super::tcp::cot_tcp;
 use super::udp::cot_udp;
@@ -50,11 +50,10 @@ fn park<T: 'static>(
         let _ = lp.task_notify(key, When::Later);
     });
     // SAFETY: a running coroutine's loop is live and lent to it.
-    let sock = unsafe {
+    unsafe {
         with_socket(me, id, udp, |l, s| {
             let d = deadline(l, timeout_ns)?;
-            start(l, s, d, done)?;
-            Ok(s.clone())
+            start(l, s, d, done)
         })
     }?;
     let mut cancelled = false;
@@ -69,8 +68,9 @@ fn park<T: 'static>(
             // Woken for another reason: end the operation; its completion
             // comes at the next turn.
             cancelled = true;
+            // A key closed meanwhile ended the operation already.
             // SAFETY: as above.
-            unsafe { with_loop(me, |l| sock.cancel(l, dir)) }?;
+            let _ = unsafe { with_socket(me, id, udp, |l, s| s.cancel(l, dir)) };
         }
     }
 }
@@ -162,7 +162,12 @@ pub unsafe extern "C" fn cot_coro_accept(server: cot_tcp, client: *mut cot_tcp, 
 /// # Safety
 /// `addr` is NULL or readable for `len` bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_coro_connect(tcp: cot_tcp, addr: *const libc::sockaddr, len: u32, timeout_ns: u64) -> c_int {
+pub unsafe extern "C" fn cot_coro_connect(
+    tcp: cot_tcp,
+    addr: *const libc::sockaddr,
+    len: u32,
+    timeout_ns: u64,
+) -> c_int {
     let r = park(tcp, false, Dir::Write, timeout_ns, |l, s, d, done| {
         // SAFETY: NULL or readable for `len` bytes (the caller's contract).
         let a = unsafe { socket::addr_arg(addr, len) }?;
