@@ -215,6 +215,15 @@ static void *waker(void *arg) {
     return NULL;
 }
 
+/* After its reader was freed mid-read, the socket reads again. */
+static void *read_again(void *arg) {
+    char buf[8];
+    (void)arg;
+    CHECK_EQ(cot_coro_write(pair_b, "q", 1, 1000 * MS), 1);
+    CHECK_EQ(cot_coro_read(pair_a, buf, sizeof buf, 1000 * MS), 1);
+    return NULL;
+}
+
 static void *closer(void *arg) {
     (void)arg;
     CHECK_EQ(cot_coro_sleep(5 * MS), 0);
@@ -253,6 +262,14 @@ static void test_waits(void) {
     reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* woken */
     cot_coro *w[2] = {reader, spawn(waker, NULL)};
     run_and_free(w, 2);
+
+    /* freed while parked in a read: the read is cancelled, nothing leaks */
+    cot_coro *parked = spawn(read_forever, NULL);
+    for (int i = 0; i < 3; i++) CHECK(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0);
+    CHECK_EQ(cot_coro_status(parked), COT_CORO_WAITING);
+    CHECK_EQ(cot_coro_free(parked), 0);
+    cos[0] = spawn(read_again, NULL);
+    run_and_free(cos, 1);
 
     reader_ended = 0;
     reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* its socket closed */

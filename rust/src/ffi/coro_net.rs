@@ -40,7 +40,8 @@ fn park<T: 'static>(
     timeout_ns: u64,
     start: impl FnOnce(&mut Loop, &Socket, Option<u64>, Done<T>) -> Result<()>,
 ) -> Result<std::result::Result<T, Fail>> {
-    let me = coro::running()?.owner() as *mut cot_loop;
+    let co = coro::running()?;
+    let me = co.owner() as *mut cot_loop;
     let slot: Slot<T> = Rc::new(RefCell::new(None));
     let key = Rc::as_ptr(&slot) as usize; // unique while the slot lives
     let fill = slot.clone();
@@ -50,29 +51,47 @@ fn park<T: 'static>(
         let _ = lp.task_notify(key, When::Later);
     });
     // SAFETY: a running coroutine's loop is live and lent to it.
-    unsafe {
+    let sock = unsafe {
         with_socket(me, id, udp, |l, s| {
             let d = deadline(l, timeout_ns)?;
-            start(l, s, d, done)
+            start(l, s, d, done)?;
+            Ok(s.clone())
         })
     }?;
-    let mut cancelled = false;
-    loop {
-        // The completion never runs inside the start: it is still ahead
-        // the first time, and the wait below cannot miss it.
-        if let Some(r) = slot.borrow_mut().take() {
-            return Ok(r);
+    // The stack keeps nothing that owns memory, since a freed coroutine's
+    // stack is abandoned: the slot and the socket go to the hook, which
+    // `cot_coro_free` runs (cancelling the operation) and this call clears.
+    let at = Rc::as_ptr(&slot);
+    co.set_on_free(Some(Box::new(move |l| {
+        let _ = sock.cancel(l, dir);
+        drop(slot);
+    })));
+    let r = {
+        // SAFETY: the hook set above owns the slot until `set_on_free(None)`
+        // below, after this block, the last use of `got`.
+        let got = unsafe { &*at };
+        let mut cancelled = false;
+        loop {
+            // The completion never runs inside the start: it is still ahead
+            // the first time, and the wait below cannot miss it.
+            if let Some(r) = got.borrow_mut().take() {
+                break Ok(r);
+            }
+            if let Err(e) = wait_if(State::Waiting, |l, co| coro::arm_wait(l, co, key, None).map(|()| ((), true))) {
+                break Err(e);
+            }
+            if !cancelled && got.borrow().is_none() {
+                // Woken for another reason: end the operation; its
+                // completion comes at the next turn. A key closed meanwhile
+                // ended it already.
+                cancelled = true;
+                // SAFETY: as for the start.
+                let _ = unsafe { with_socket(me, id, udp, |l, s| s.cancel(l, dir)) };
+            }
         }
-        wait_if(State::Waiting, |l, co| coro::arm_wait(l, co, key, None).map(|()| ((), true)))?;
-        if slot.borrow().is_none() && !cancelled {
-            // Woken for another reason: end the operation; its completion
-            // comes at the next turn.
-            cancelled = true;
-            // A key closed meanwhile ended the operation already.
-            // SAFETY: as above.
-            let _ = unsafe { with_socket(me, id, udp, |l, s| s.cancel(l, dir)) };
-        }
-    }
+    };
+    co.set_on_free(None);
+    r
 }
 
 /// A result as C gets it: a count, 0 at the end of a stream, or an error.

@@ -120,7 +120,13 @@ pub struct Coro {
     fiber: Cell<*mut c_void>,
     /// The resumer's TSan fiber while it runs.
     back_fiber: Cell<*mut c_void>,
+    /// What `free` runs if the coroutine is freed in a call that started
+    /// something off its stack (a socket operation to cancel).
+    on_free: Cell<Option<OnFree>>,
 }
+
+/// See `Coro::set_on_free`.
+pub type OnFree = Box<dyn FnOnce(&mut Loop)>;
 
 impl std::fmt::Debug for Coro {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -183,6 +189,7 @@ impl Coro {
             stack: Cell::new(Some(stack)),
             fiber: Cell::new(sanitizer::tsan().map_or(std::ptr::null_mut(), |t| t.create())),
             back_fiber: Cell::new(std::ptr::null_mut()),
+            on_free: Cell::new(None),
         };
         // SAFETY: `place` is writable and aligned (caller's contract).
         unsafe {
@@ -221,6 +228,13 @@ impl Coro {
     /// The argument it was made with.
     pub fn arg(&self) -> *mut c_void {
         self.arg.get()
+    }
+
+    /// Sets what `free` runs (given the loop) if the coroutine is freed
+    /// before it clears it with `None`; a freed coroutine's stack is
+    /// abandoned, so what its call started elsewhere is undone here.
+    pub fn set_on_free(&self, undo: Option<OnFree>) {
+        drop(self.on_free.replace(undo));
     }
 
     /// The face's object for its loop.
@@ -387,6 +401,9 @@ pub unsafe fn free(l: Option<&mut Loop>, co: *const Coro) -> Result<()> {
     }
     if let Some(h) = c.task.get() {
         let l = l.ok_or(Error::Inval)?;
+        if let Some(undo) = c.on_free.take() {
+            undo(l);
+        }
         l.close(h, None)?;
         c.task.set(None);
     }
