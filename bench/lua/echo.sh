@@ -22,11 +22,6 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=${1:-${COT_BENCH_SECONDS:-2}}
-rounds=${COT_BENCH_ROUNDS:-4}
-conns=${COT_BENCH_CONNS:-64}
-size=${COT_BENCH_SIZE:-4096}
-depth=${COT_BENCH_DEPTH:-1}
-lua_dir=${COTHREAD_LUA_DIR:-$here/../../build/lua}
 servers="cothread luv cqueues"
 
 . "$here/servers.sh"

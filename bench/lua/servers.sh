@@ -4,6 +4,13 @@
 # prints its port on its first line and runs until killed.
 
 lua=${COT_BENCH_LUA:-lua5.4}
+# The settings echo.sh and tls_echo.sh share (their headers say what each means;
+# each sets `seconds`, idle.sh sets its own first).
+rounds=${rounds:-${COT_BENCH_ROUNDS:-4}}
+conns=${conns:-${COT_BENCH_CONNS:-64}}
+size=${size:-${COT_BENCH_SIZE:-4096}}
+depth=${depth:-${COT_BENCH_DEPTH:-1}}
+lua_dir=${lua_dir:-${COTHREAD_LUA_DIR:-$here/../../build/lua}}
 tmp=$(mktemp -d)
 server_pid=
 server_prefix=   # tls_ for echo_tls_NAME.lua

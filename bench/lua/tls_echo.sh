@@ -20,11 +20,6 @@ set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=${1:-${COT_BENCH_SECONDS:-2}}
-rounds=${COT_BENCH_ROUNDS:-4}
-conns=${COT_BENCH_CONNS:-64}
-size=${COT_BENCH_SIZE:-4096}
-depth=${COT_BENCH_DEPTH:-1}
-lua_dir=${COTHREAD_LUA_DIR:-$here/../../build/lua}
 
 . "$here/servers.sh"
 if ! err=$("$lua" -e "package.cpath = '$lua_dir/?.so;' .. package.cpath; require 'cothread.ssl'" 2>&1); then
