@@ -213,6 +213,11 @@ struct stat;
 #define COT_ENOENT -2
 
 /**
+ * Sockets: a "try now" call would have to wait (`cot_tcp_try_read`, ...).
+ */
+#define COT_EAGAIN -11
+
+/**
  * `cot_future_state`: not settled yet.
  */
 #define COT_FUTURE_PENDING 0
@@ -2463,6 +2468,42 @@ int cot_tcp_writev(struct cot_loop *loop,
                    void *data);
 
 /**
+ * Reads at most `len` bytes into `buf` now, never waiting, never calling
+ * back: the count (bytes the socket's buffer held first, else straight
+ * from the socket), 0 at the end of the stream, `COT_EAGAIN` if nothing is
+ * there, or an error: `COT_EINVAL` (NULL `buf`, `len` 0), `COT_EBADF`,
+ * `COT_EBUSY` (a read or accept waits: its bytes come first),
+ * `COT_ECONNRESET`, ...
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is NULL or writable for `len` bytes.
+ */
+int64_t cot_tcp_try_read(struct cot_loop *loop, cot_tcp tcp, void *buf, size_t len);
+
+/**
+ * Sends what fits of the `len` bytes of `buf` now, never waiting, never
+ * calling back: the count (may be short), `COT_EAGAIN` if none could go,
+ * or an error: `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a write or connect
+ * waits: its bytes go first), `COT_EPIPE`, `COT_ECONNRESET` (never a
+ * SIGPIPE), ...
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes.
+ */
+int64_t cot_tcp_try_write(struct cot_loop *loop, cot_tcp tcp, const void *buf, size_t len);
+
+/**
+ * Accepts a queued connection now, never waiting, never calling back; the
+ * new `cot_tcp` into `*conn`. Returns 0, `COT_EAGAIN` (none queued, or no
+ * descriptor free), or an error: `COT_EINVAL` (NULL `conn`), `COT_EBADF`,
+ * `COT_EBUSY` (a read or accept waits), ...
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `conn` is NULL or writable.
+ */
+int cot_tcp_try_accept(struct cot_loop *loop, cot_tcp listener, cot_tcp *conn);
+
+/**
  * Shuts the socket's writing side now (the peer reads the end of the
  * stream); reading goes on. Returns 0, `COT_EBUSY` while a write or connect
  * waits (its bytes would be lost), or an error (`COT_ENOTCONN`).
@@ -2757,6 +2798,41 @@ int cot_udp_send(struct cot_loop *loop,
                  uint64_t timeout_ns,
                  cot_socket_cb cb,
                  void *data);
+
+/**
+ * Receives one datagram into `buf` now (at most `len` bytes; the rest of
+ * a longer one is dropped), never waiting, never calling back; its sender
+ * into `*from` unless `from` is NULL. Returns the datagram's length,
+ * `COT_EAGAIN` if none is queued, or an error: `COT_EINVAL` (NULL `buf`,
+ * `len` 0), `COT_EBADF`, `COT_EBUSY` (a receive waits), ...
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is NULL or writable for `len` bytes;
+ * `from` is NULL or writable.
+ */
+int64_t cot_udp_try_recv(struct cot_loop *loop,
+                         cot_udp udp,
+                         void *buf,
+                         size_t len,
+                         struct sockaddr_storage *from);
+
+/**
+ * Sends the `len` bytes of `buf` (0 bytes: an empty datagram) as one
+ * datagram to the `tolen` bytes of `to` (NULL: the connected peer) now,
+ * never waiting, never calling back: `len`, `COT_EAGAIN` if the send buffer
+ * is full, or an error: `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a send
+ * waits), `COT_EMSGSIZE`, ...
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes;
+ * `to` is NULL or readable for `tolen` bytes.
+ */
+int64_t cot_udp_try_send(struct cot_loop *loop,
+                         cot_udp udp,
+                         const void *buf,
+                         size_t len,
+                         const struct sockaddr *to,
+                         uint32_t tolen);
 
 /**
  * `setsockopt(2)`, as `cot_tcp_setopt` (`SO_BROADCAST`, `IP_MULTICAST_TTL`,

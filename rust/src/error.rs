@@ -115,6 +115,8 @@ errors! {
     Acces = -13, "COT_EACCES", "permission denied";
     /// No such file or directory (e.g. a Unix socket's path).
     NoEnt = -2, "COT_ENOENT", "no such file or directory";
+    /// Sockets: a "try now" call would have to wait (`cot_tcp_try_read`, ...).
+    Again = -11, "COT_EAGAIN", "resource temporarily unavailable";
 }
 
 impl Error {
@@ -187,6 +189,7 @@ mod tests {
             (Error::NotSup, libc::EOPNOTSUPP),
             (Error::Acces, libc::EACCES),
             (Error::NoEnt, libc::ENOENT),
+            (Error::Again, libc::EAGAIN),
         ] {
             assert_eq!(e.code(), -n, "{e:?}");
         }

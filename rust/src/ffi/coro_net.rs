@@ -1,7 +1,9 @@
 //! Socket calls in stackful coroutines (`cot_coro_read`, `_write`,
 //! `_accept`, `_connect`, `_recvfrom`, `_sendto`) on the keys of
-//! `cot_tcp`/`cot_udp`. Each starts the socket's own operation, whose
-//! completion fills a slot and notifies the slot's key; the coroutine parks
+//! `cot_tcp`/`cot_udp`. Each first tries the call now, with the "try now"
+//! functions the C calls `cot_tcp_try_*` use (`socket.rs`): when that
+//! answers, nothing is allocated and nothing waits. Only when it would block
+//! does it start the socket's own operation, whose completion fills a slot and notifies the slot's key; the coroutine parks
 //! on that key. Woken early (`cot_coro_wake`), it cancels the operation and
 //! waits for the completion, which may still bring data: the first reason
 //! wins. The timeout is the operation's deadline.
@@ -15,7 +17,7 @@ use super::coro::wait_if;
 use super::guard::write_out;
 use super::loop_::cot_loop;
 use super::socket::{self, deadline, fail_code, sys_error, with_socket};
-use super::tcp::cot_tcp;
+use super::tcp::{cot_tcp, count};
 use super::udp::cot_udp;
 use crate::error::{Error, Result};
 use crate::net::{Addr, Dir, Fail, Pattern, Socket};
@@ -94,6 +96,18 @@ fn park<T: 'static>(
     r
 }
 
+/// Tries `f` on socket `id` of the running coroutine's loop, after checking
+/// the timeout as a start would (so a bad one fails whether or not data is
+/// there).
+fn now<T>(id: u64, udp: bool, timeout_ns: u64, f: impl FnOnce(&Socket) -> Result<T>) -> Result<T> {
+    if timeout_ns != socket::COT_FOREVER && timeout_ns > i64::MAX as u64 {
+        return Err(Error::Inval);
+    }
+    let me = coro::running()?.owner() as *mut cot_loop;
+    // SAFETY: a running coroutine's loop is live and lent to it.
+    unsafe { with_socket(me, id, udp, |_, s| f(s)) }
+}
+
 /// A result as C gets it: a count, 0 at the end of a stream, or an error.
 fn code<T>(r: Result<std::result::Result<T, Fail>>, count: impl FnOnce(T) -> i64) -> i64 {
     match r {
@@ -119,6 +133,12 @@ pub unsafe extern "C" fn cot_coro_read(tcp: cot_tcp, buf: *mut c_void, len: usiz
     if buf.is_null() || len == 0 {
         return Error::Inval.code() as i64;
     }
+    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    match now(tcp, false, timeout_ns, |s| socket::try_read(s, out)) {
+        Err(Error::Again) => {}
+        r => return count(r),
+    }
     let r = park(tcp, false, Dir::Read, timeout_ns, |l, s, d, done| s.read(l, Pattern::Upto(len), d, done));
     code(r, |bytes| {
         // SAFETY: `buf` is writable for `len` bytes (the caller's contract);
@@ -141,7 +161,15 @@ pub unsafe extern "C" fn cot_coro_write(tcp: cot_tcp, buf: *const c_void, len: u
         return Error::Inval.code() as i64;
     }
     // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
-    let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec();
+    let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+    let sent = match now(tcp, false, timeout_ns, |s| socket::try_write(s, data)) {
+        Ok(n) if n == len => return len as i64,
+        Ok(n) => n,
+        Err(Error::Again) => 0,
+        Err(e) => return e.code() as i64,
+    };
+    // Only what did not fit is copied, for the operation that waits.
+    let bytes = data[sent..].to_vec();
     let r = park(tcp, false, Dir::Write, timeout_ns, |l, s, d, done| {
         s.write(l, bytes, d, Box::new(move |lp, _sent, r| done(lp, r)))
     });
@@ -160,17 +188,19 @@ pub unsafe extern "C" fn cot_coro_accept(server: cot_tcp, client: *mut cot_tcp, 
     if client.is_null() {
         return Error::Inval.code();
     }
-    let r = park(server, false, Dir::Read, timeout_ns, |l, s, d, done| s.accept(l, d, done));
-    match r {
-        Ok(Ok(c)) => {
-            let me = coro::running().map(|co| co.owner() as *mut cot_loop);
-            // SAFETY: the running coroutine's loop is live; `client` is
-            // writable (the caller's contract).
-            unsafe { write_out(client, me.and_then(|me| socket::insert(me, c, false))) }
-        }
-        Ok(Err(f)) => fail_code(f) as c_int,
-        Err(e) => e.code(),
-    }
+    let c = match now(server, false, timeout_ns, socket::try_accept) {
+        Ok(c) => c,
+        Err(Error::Again) => match park(server, false, Dir::Read, timeout_ns, |l, s, d, done| s.accept(l, d, done)) {
+            Ok(Ok(c)) => c,
+            Ok(Err(f)) => return fail_code(f) as c_int,
+            Err(e) => return e.code(),
+        },
+        Err(e) => return e.code(),
+    };
+    let me = coro::running().map(|co| co.owner() as *mut cot_loop);
+    // SAFETY: the running coroutine's loop is live; `client` is writable
+    // (the caller's contract).
+    unsafe { write_out(client, me.and_then(|me| socket::insert(me, c, false))) }
 }
 
 /// Connects `tcp` to the `len` bytes of `addr`, waiting at most
@@ -224,19 +254,33 @@ pub unsafe extern "C" fn cot_coro_recvfrom(
     if buf.is_null() || len == 0 || (!from.is_null() && fromlen.is_null()) {
         return Error::Inval.code() as i64;
     }
-    let r = park(udp, true, Dir::Read, timeout_ns, |l, s, d, done| s.recvfrom(l, len, d, done));
-    code(r, |(bytes, a): (Vec<u8>, Addr)| {
-        // SAFETY: `buf` is writable for `len` bytes and a datagram is cut to
-        // `len`; `from` (if given) is writable for `*fromlen` bytes, and at
-        // most that many are copied (the caller's contract).
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
-            if !from.is_null() {
-                let b = a.as_bytes();
+    let give_from = |a: &Addr| {
+        if !from.is_null() {
+            let b = a.as_bytes();
+            // SAFETY: `from` is writable for `*fromlen` bytes, and at most
+            // that many are copied (the caller's contract).
+            unsafe {
                 std::ptr::copy_nonoverlapping(b.as_ptr(), from.cast::<u8>(), b.len().min(*fromlen as usize));
                 *fromlen = b.len() as u32;
             }
         }
+    };
+    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    match now(udp, true, timeout_ns, |s| socket::try_recvfrom(s, out)) {
+        Ok((n, a)) => {
+            give_from(&a);
+            return n as i64;
+        }
+        Err(Error::Again) => {}
+        Err(e) => return e.code() as i64,
+    }
+    let r = park(udp, true, Dir::Read, timeout_ns, |l, s, d, done| s.recvfrom(l, len, d, done));
+    code(r, |(bytes, a): (Vec<u8>, Addr)| {
+        // SAFETY: `buf` is writable for `len` bytes and a datagram is cut to
+        // `len` (the caller's contract).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) };
+        give_from(&a);
         bytes.len() as i64
     })
 }
@@ -262,11 +306,21 @@ pub unsafe extern "C" fn cot_coro_sendto(
     if buf.is_null() && len > 0 {
         return Error::Inval.code() as i64;
     }
-    let bytes = match len {
-        0 => Vec::new(),
+    let data: &[u8] = match len {
+        0 => &[],
         // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
-        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec(),
+        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
     };
+    let tried = now(udp, true, timeout_ns, |s| {
+        // SAFETY: NULL or readable for `tolen` bytes (the caller's contract).
+        let to = if to.is_null() { None } else { Some(unsafe { socket::addr_arg(to, tolen) }?) };
+        socket::try_sendto(s, data, to.as_ref())
+    });
+    match tried {
+        Err(Error::Again) => {}
+        r => return count(r),
+    }
+    let bytes = data.to_vec();
     let r = park(udp, true, Dir::Write, timeout_ns, |l, s, d, done| {
         // SAFETY: NULL or readable for `tolen` bytes (the caller's contract).
         let to = if to.is_null() { None } else { Some(unsafe { socket::addr_arg(to, tolen) }?) };

@@ -76,6 +76,8 @@ pub const COT_ENOTSUP: c_int = -95;
 pub const COT_EACCES: c_int = -13;
 /// No such file or directory (e.g. a Unix socket's path).
 pub const COT_ENOENT: c_int = -2;
+/// Sockets: a "try now" call would have to wait (`cot_tcp_try_read`, ...).
+pub const COT_EAGAIN: c_int = -11;
 
 /// A static description of an error code, e.g. `"invalid argument"`;
 /// `"success"` for 0 and `"unknown error"` for codes not listed here.
@@ -142,10 +144,11 @@ mod tests {
             (COT_ENOTSUP, Error::NotSup),
             (COT_EACCES, Error::Acces),
             (COT_ENOENT, Error::NoEnt),
+            (COT_EAGAIN, Error::Again),
         ] {
             assert_eq!(c, e.code());
         }
-        assert_eq!(Error::ALL.len(), 34, "a new error needs its COT_E* constant");
+        assert_eq!(Error::ALL.len(), 35, "a new error needs its COT_E* constant");
     }
 
     #[test]

@@ -127,6 +127,67 @@ pub(crate) unsafe fn addr_arg(addr: *const libc::sockaddr, len: u32) -> Result<A
     unsafe { Addr::from_raw(addr.cast(), len as usize) }.ok_or(Error::Inval)
 }
 
+/// The error of a try that failed: a socket closed under it is `COT_EBADF`.
+fn try_error(f: Fail) -> Error {
+    match f {
+        Fail::Sys(e) => sys_error(e),
+        _ => Error::BadF,
+    }
+}
+
+/// A try's answer: `COT_EAGAIN` if it would have to wait.
+fn tried<T>(r: Option<std::result::Result<T, Fail>>) -> Result<T> {
+    r.ok_or(Error::Again)?.map_err(try_error)
+}
+
+/// The "try now" calls, shared by `cot_tcp_try_*`, `cot_udp_try_*` and the
+/// coroutine calls (which park only on `COT_EAGAIN`). Each refuses with
+/// `COT_EBUSY` while an operation of its direction waits, so bytes never
+/// overtake it. Reads at most `out.len()` bytes into `out`: the count, 0 at
+/// the end of the stream.
+pub(crate) fn try_read(s: &Socket, out: &mut [u8]) -> Result<usize> {
+    if s.waiting(Dir::Read) {
+        return Err(Error::Busy);
+    }
+    tried(s.try_read_into(out))
+}
+
+/// Sends what fits of `data` now: the count (may be short).
+pub(crate) fn try_write(s: &Socket, data: &[u8]) -> Result<usize> {
+    if s.waiting(Dir::Write) {
+        return Err(Error::Busy);
+    }
+    match s.try_write(data).map_err(try_error)? {
+        0 => Err(Error::Again),
+        n => Ok(n),
+    }
+}
+
+/// Accepts a queued connection now (none, or no descriptor free: `COT_EAGAIN`).
+pub(crate) fn try_accept(s: &Socket) -> Result<Socket> {
+    if s.waiting(Dir::Read) {
+        return Err(Error::Busy);
+    }
+    tried(s.try_accept())
+}
+
+/// Receives a datagram into `out` now (cut to its length): its length and
+/// sender.
+pub(crate) fn try_recvfrom(s: &Socket, out: &mut [u8]) -> Result<(usize, Addr)> {
+    if s.waiting(Dir::Read) {
+        return Err(Error::Busy);
+    }
+    tried(s.try_recvfrom_into(out))
+}
+
+/// Sends one datagram now, whole (a full send buffer: `COT_EAGAIN`).
+pub(crate) fn try_sendto(s: &Socket, data: &[u8], to: Option<&Addr>) -> Result<usize> {
+    if s.waiting(Dir::Write) {
+        return Err(Error::Busy);
+    }
+    s.try_sendto(data, to).map_err(try_error)
+}
+
 /// Binds the socket to `addr`.
 ///
 /// # Safety

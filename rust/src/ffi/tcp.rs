@@ -367,6 +367,71 @@ pub unsafe extern "C" fn cot_tcp_writev(
     unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
 }
 
+/// Reads at most `len` bytes into `buf` now, never waiting, never calling
+/// back: the count (bytes the socket's buffer held first, else straight
+/// from the socket), 0 at the end of the stream, `COT_EAGAIN` if nothing is
+/// there, or an error: `COT_EINVAL` (NULL `buf`, `len` 0), `COT_EBADF`,
+/// `COT_EBUSY` (a read or accept waits: its bytes come first),
+/// `COT_ECONNRESET`, ...
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is NULL or writable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_try_read(r#loop: *mut cot_loop, tcp: cot_tcp, buf: *mut c_void, len: usize) -> i64 {
+    if buf.is_null() || len == 0 {
+        return Error::Inval.code() as i64;
+    }
+    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    // SAFETY: forwarded caller contract.
+    count(unsafe { with_socket(r#loop, tcp, false, |_, s| socket::try_read(s, out)) })
+}
+
+/// Sends what fits of the `len` bytes of `buf` now, never waiting, never
+/// calling back: the count (may be short), `COT_EAGAIN` if none could go,
+/// or an error: `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a write or connect
+/// waits: its bytes go first), `COT_EPIPE`, `COT_ECONNRESET` (never a
+/// SIGPIPE), ...
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_try_write(r#loop: *mut cot_loop, tcp: cot_tcp, buf: *const c_void, len: usize) -> i64 {
+    if buf.is_null() || len == 0 {
+        return Error::Inval.code() as i64;
+    }
+    // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+    let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
+    // SAFETY: forwarded caller contract.
+    count(unsafe { with_socket(r#loop, tcp, false, |_, s| socket::try_write(s, data)) })
+}
+
+/// Accepts a queued connection now, never waiting, never calling back; the
+/// new `cot_tcp` into `*conn`. Returns 0, `COT_EAGAIN` (none queued, or no
+/// descriptor free), or an error: `COT_EINVAL` (NULL `conn`), `COT_EBADF`,
+/// `COT_EBUSY` (a read or accept waits), ...
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `conn` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_try_accept(r#loop: *mut cot_loop, listener: cot_tcp, conn: *mut cot_tcp) -> c_int {
+    if conn.is_null() {
+        return Error::Inval.code();
+    }
+    let me = r#loop;
+    // SAFETY: forwarded caller contract.
+    let r = unsafe {
+        with_socket(r#loop, listener, false, |_, s| socket::try_accept(s).and_then(|c| socket::insert(me, c, false)))
+    };
+    // SAFETY: forwarded caller contract.
+    unsafe { write_out(conn, r) }
+}
+
+/// A count as C gets it, or the error's code.
+pub(crate) fn count(r: Result<usize>) -> i64 {
+    r.map_or_else(|e| e.code() as i64, |n| n as i64)
+}
+
 /// Shuts the socket's writing side now (the peer reads the end of the
 /// stream); reading goes on. Returns 0, `COT_EBUSY` while a write or connect
 /// waits (its bytes would be lost), or an error (`COT_ENOTCONN`).

@@ -8,6 +8,7 @@ use std::os::raw::c_int;
 use super::guard::status;
 use super::loop_::{cot_loop, lend};
 use super::socket::{self, cot_socket_cb, deadline, fail_code, sys_error, with_socket};
+use super::tcp::count;
 use crate::error::Error;
 use crate::net::{Addr, Fail};
 
@@ -162,6 +163,76 @@ pub unsafe extern "C" fn cot_udp_send(
             let d = deadline(l, timeout_ns)?;
             let to = if addr.is_null() { None } else { Some(socket::addr_arg(addr, addrlen)?) };
             s.sendto(l, bytes, to, d, Box::new(move |lp, r| done(lp, r.map_or_else(fail_code, |n| n as i64))))
+        })
+    })
+}
+
+/// Receives one datagram into `buf` now (at most `len` bytes; the rest of
+/// a longer one is dropped), never waiting, never calling back; its sender
+/// into `*from` unless `from` is NULL. Returns the datagram's length,
+/// `COT_EAGAIN` if none is queued, or an error: `COT_EINVAL` (NULL `buf`,
+/// `len` 0), `COT_EBADF`, `COT_EBUSY` (a receive waits), ...
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is NULL or writable for `len` bytes;
+/// `from` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_try_recv(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    buf: *mut c_void,
+    len: usize,
+    from: *mut libc::sockaddr_storage,
+) -> i64 {
+    if buf.is_null() || len == 0 {
+        return Error::Inval.code() as i64;
+    }
+    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
+    // SAFETY: forwarded caller contract.
+    let r = unsafe { with_socket(r#loop, udp, true, |_, s| socket::try_recvfrom(s, out)) };
+    count(r.map(|(n, a)| {
+        if !from.is_null() {
+            let b = a.as_bytes();
+            // SAFETY: `from` is writable (the caller's contract) and holds
+            // any address, at most a `sockaddr_storage`.
+            unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), from.cast::<u8>(), b.len().min(size_of_val(&*from))) };
+        }
+        n
+    }))
+}
+
+/// Sends the `len` bytes of `buf` (0 bytes: an empty datagram) as one
+/// datagram to the `tolen` bytes of `to` (NULL: the connected peer) now,
+/// never waiting, never calling back: `len`, `COT_EAGAIN` if the send buffer
+/// is full, or an error: `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a send
+/// waits), `COT_EMSGSIZE`, ...
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `buf` is NULL or readable for `len` bytes;
+/// `to` is NULL or readable for `tolen` bytes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_try_send(
+    r#loop: *mut cot_loop,
+    udp: cot_udp,
+    buf: *const c_void,
+    len: usize,
+    to: *const libc::sockaddr,
+    tolen: u32,
+) -> i64 {
+    if buf.is_null() && len > 0 {
+        return Error::Inval.code() as i64;
+    }
+    let data: &[u8] = match len {
+        0 => &[],
+        // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
+    };
+    // SAFETY: forwarded caller contract.
+    count(unsafe {
+        with_socket(r#loop, udp, true, |_, s| {
+            let to = if to.is_null() { None } else { Some(socket::addr_arg(to, tolen)?) };
+            socket::try_sendto(s, data, to.as_ref())
         })
     })
 }

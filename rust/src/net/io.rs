@@ -86,6 +86,30 @@ impl SocketIo {
         }
     }
 
+    /// Reads at most `out.len()` bytes into `out` now, without allocating:
+    /// from the buffer if it holds any, else straight from the socket. `0`
+    /// at the end of the stream; `Wait` if the socket is empty.
+    pub fn read_into(&mut self, out: &mut [u8]) -> Try<usize> {
+        let have = self.buf.unread();
+        if !have.is_empty() {
+            let n = have.len().min(out.len());
+            out[..n].copy_from_slice(&have[..n]);
+            self.buf.consume(n);
+            return Ok(Step::Done(n));
+        }
+        match sys::recv_into(self.fd()?, out) {
+            Ok(n) => {
+                self.drained = n < out.len();
+                Ok(Step::Done(n))
+            }
+            Err(libc::EAGAIN) => {
+                self.drained = true;
+                Ok(Step::Wait)
+            }
+            Err(e) => Err(Fail::Sys(e)),
+        }
+    }
+
     /// Sends `data[*sent..]`, counting what went in `sent`, until all went or
     /// the socket would block.
     pub fn write(&mut self, data: &[u8], sent: &mut usize) -> Try<()> {
@@ -135,6 +159,16 @@ impl SocketIo {
         let mut data = Vec::new();
         match sys::recvfrom(fd, &mut data, max) {
             Ok(a) => Ok(Step::Done((data, a))),
+            Err(libc::EAGAIN) => Ok(Step::Wait),
+            Err(e) => Err(Fail::Sys(e)),
+        }
+    }
+
+    /// Receives one datagram straight into `out` (cut to its length), and
+    /// its sender, without allocating.
+    pub fn recvfrom_into(&mut self, out: &mut [u8]) -> Try<(usize, Addr)> {
+        match sys::recvfrom_into(self.fd()?, out) {
+            Ok(r) => Ok(Step::Done(r)),
             Err(libc::EAGAIN) => Ok(Step::Wait),
             Err(e) => Err(Fail::Sys(e)),
         }

@@ -115,6 +115,13 @@ impl Socket {
         settle(s.io.read(p))
     }
 
+    /// Reads at most `out.len()` bytes into `out` now, without allocating
+    /// (the buffer first, else the socket straight into `out`): the count,
+    /// 0 at the end of the stream; `None` if nothing is there.
+    pub fn try_read_into(&self, out: &mut [u8]) -> Option<Result<usize, Fail>> {
+        settle(self.0.borrow_mut().io.read_into(out))
+    }
+
     /// Sends what it can of `data` now: the bytes sent (fewer than all: it
     /// would block). A failure after some bytes went shows at the next call.
     pub fn try_write(&self, data: &[u8]) -> Result<usize, Fail> {
@@ -135,6 +142,12 @@ impl Socket {
     /// `None` if none is queued.
     pub fn try_recvfrom(&self, max: usize) -> Option<Result<(Vec<u8>, Addr), Fail>> {
         settle(self.0.borrow_mut().io.recvfrom(max))
+    }
+
+    /// Receives a datagram straight into `out` now (cut to its length): its
+    /// length and sender; `None` if none is queued.
+    pub fn try_recvfrom_into(&self, out: &mut [u8]) -> Option<Result<(usize, Addr), Fail>> {
+        settle(self.0.borrow_mut().io.recvfrom_into(out))
     }
 
     /// Sends one datagram to `to` (None: the connected peer). Datagrams are

@@ -278,6 +278,26 @@ fn recv_spare(fd: RawFd, buf: &mut Vec<u8>, max: usize) -> SysResult<usize> {
     Ok(n)
 }
 
+/// Receives at most `out.len()` bytes straight into `out`; `Ok(0)` at the
+/// end of the stream.
+pub fn recv_into(fd: RawFd, out: &mut [u8]) -> SysResult<usize> {
+    // SAFETY: `out` is writable for its length, the count passed.
+    retry(|| unsafe { libc::recv(fd, out.as_mut_ptr().cast(), out.len(), 0) })
+}
+
+/// Receives one datagram straight into `out` (the rest of a longer one is
+/// dropped): its length and its sender.
+pub fn recvfrom_into(fd: RawFd, out: &mut [u8]) -> SysResult<(usize, Addr)> {
+    let mut a = Addr::empty();
+    let p = (&mut a.storage as *mut libc::sockaddr_storage).cast::<libc::sockaddr>();
+    let len = &mut a.len as *mut libc::socklen_t;
+    // SAFETY: `out` is writable for its length, the count passed; `p` is
+    // writable for `*len` bytes (the whole storage) and `len` is updated in
+    // place; both point into the local `a`.
+    let n = retry(|| unsafe { libc::recvfrom(fd, out.as_mut_ptr().cast(), out.len(), 0, p, len) })?;
+    Ok((n, a))
+}
+
 /// Dissolves the association of a connected UDP socket (`connect` to an
 /// `AF_UNSPEC` address).
 pub fn disconnect(fd: RawFd) -> SysResult<()> {

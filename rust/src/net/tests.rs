@@ -87,6 +87,55 @@ fn recv_without_room_grows_the_buffer_only_by_what_came() {
 }
 
 #[test]
+fn try_read_into_takes_the_buffer_first_then_the_socket() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let mut out = [0u8; 8];
+    assert!(b.try_read_into(&mut out).is_none(), "empty: it would block");
+    assert!(b.drained(), "an empty socket is remembered as drained");
+    // A line read leaves the rest buffered; the try hands that out first.
+    assert_eq!(a.try_write(b"one\ntwo").unwrap(), 7);
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g).unwrap(), b"one");
+    assert_eq!(a.try_write(b"three").unwrap(), 5);
+    assert_eq!(b.try_read_into(&mut out[..2]).unwrap().unwrap(), 2);
+    assert_eq!(&out[..2], b"tw");
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 1, "the buffer's last byte, alone");
+    assert_eq!(b.buffered(), 0);
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 5);
+    assert_eq!(&out[..5], b"three");
+    a.close(None).unwrap();
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 0, "the end of the stream");
+    b.close(Some(&mut lp)).unwrap();
+    assert!(matches!(b.try_read_into(&mut out), Some(Err(Fail::Closed))));
+}
+
+#[test]
+fn try_recvfrom_into_cuts_the_datagram_and_names_its_sender() {
+    let a = Socket::new(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+    let b = Socket::new(libc::AF_INET, libc::SOCK_DGRAM).unwrap();
+    a.bind(&loopback(0)).unwrap();
+    b.bind(&loopback(0)).unwrap();
+    let mut out = [0u8; 3];
+    assert!(b.try_recvfrom_into(&mut out).is_none());
+    let to = b.local_addr().unwrap();
+    assert_eq!(a.try_sendto(b"hello", Some(&to)).unwrap(), 5);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let (n, from) = loop {
+        if let Some(r) = b.try_recvfrom_into(&mut out) {
+            break r.unwrap();
+        }
+        assert!(Instant::now() < deadline, "the datagram never came");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!((n, &out), (3, b"hel"));
+    assert_eq!(from.as_bytes(), a.local_addr().unwrap().as_bytes());
+    assert!(b.try_recvfrom_into(&mut out).is_none(), "the rest was dropped");
+}
+
+#[test]
 fn a_read_ends_with_its_line_and_keeps_the_rest() {
     let mut lp = Loop::new().unwrap();
     let (a, b) = pair();
