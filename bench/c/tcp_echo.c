@@ -1,6 +1,7 @@
 /*
- * TCP echo on loopback: an echo server on cothread's event loop against a
- * plain libuv echo server, both driven by the same client in one run.
+ * TCP echo on loopback: two echo servers on cothread's event loop against a
+ * plain libuv echo server, all driven by the same client in one run (the
+ * load, its checks and the report are in echo_load.h).
  *
  * Servers (each in its own thread, on 127.0.0.1, an ephemeral port):
  *   - cothread: non-blocking sockets and cot_poll handles. The listening
@@ -9,25 +10,20 @@
  *     bytes straight back; a short read means the socket is drained (libuv
  *     stops at a short read too). When a write would block, the rest is kept
  *     and the connection polls WRITABLE only, until it is flushed.
+ *   - coro: stackful coroutines on the loop's own sockets (cot_tcp): an
+ *     acceptor coroutine, and per connection a coroutine that loops on
+ *     cot_coro_read into a 64 KiB buffer on its stack and cot_coro_write of
+ *     what came, as blocking code would. Against `cothread`, its extra CPU
+ *     per message is what the stackful path costs.
  *   - libuv: the usual echo server (as libuv's own test/echo-server.c):
  *     uv_tcp_t, uv_read_start with a 64 KiB buffer per read, uv_write of
  *     what was read, the buffer released in the write callback (to a free
  *     list rather than free(): see uv_alloc).
- *   Both set TCP_NODELAY on accepted sockets, and stop when the main thread
+ *   All set TCP_NODELAY on accepted sockets, and stop when the main thread
  *   sends them an async wakeup (cot_async_send / uv_async_send).
  *
- * Client (the main thread, the same code for both servers): one epoll loop
- * over CONNS connections, each ping-ponging MSG-byte messages: send a
- * message, read its echo in full, check every byte, send the next. Every
- * message is a different window of a random pattern, so a lost, duplicated
- * or reordered byte shows as a mismatch (the program then fails). After the
- * duration the client sends nothing new, waits for the echoes in flight and
- * closes its sockets.
- *
- * Reported per server: echoed messages/s and MiB/s (one direction), the
- * server thread's CPU time per message, and how busy the client thread was
- * (at 100 % the client is the bottleneck). Then the ratios ours / libuv.
- * The machine has 2 cores: the client and the server thread use one each.
+ * Then the ratios against libuv, and coro against cothread. The machine has
+ * 2 cores: the client and the server thread use one each.
  *
  * Run (after building the library, see bench/c/Makefile):
  *     make -C bench/c run-tcp SECONDS=10
@@ -37,56 +33,7 @@
 #include <cothread.h>
 #include <uv.h>
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <pthread.h>
-#include <semaphore.h>
-#include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include "common.h"
-
-#define CONNS 64
-#define MSG 4096
-#define SERVER_BUF 65536
-#define PATTERN 65536 /* messages are windows of this random pattern */
-
-static unsigned char pattern[PATTERN + MSG];
-
-static void set_nodelay(int fd) {
-    int one = 1;
-    CHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one));
-}
-
-/* What a server thread shares with the main thread. */
-struct server {
-    const char *name;
-    void *(*main)(void *); /* the thread's body */
-    pthread_t thread;
-    sem_t ready;  /* posted once the server listens */
-    int port;     /* its port, set before `ready` */
-    void *loop;   /* cot_loop* or uv_loop_t*, to send `stop` */
-    union {
-        cot_handle cot;
-        uv_async_t uv;
-    } stop;       /* wakes the server to close everything and return */
-};
-
-/* A listening socket on 127.0.0.1, an ephemeral port; returns the fd. */
-static int listen_loopback(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    CHECK(fd);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a));
-    CHECK(listen(fd, 128));
-    socklen_t len = sizeof a;
-    CHECK(getsockname(fd, (struct sockaddr *)&a, &len));
-    *port = ntohs(a.sin_port);
-    return fd;
-}
+#include "echo_load.h"
 
 /* ===== the cothread server ===== */
 
@@ -101,6 +48,7 @@ struct cot_conn {
 static struct cot_conn *cot_conns; /* head of the list */
 static int cot_listen_fd;
 static cot_handle cot_listen_poll;
+static cot_handle cot_stop;
 
 static void cot_conn_closed(cot_loop *loop, cot_handle h, void *data) {
     (void)loop, (void)h;
@@ -202,7 +150,7 @@ static void *cot_server_main(void *arg) {
     cot_listen_fd = listen_loopback(&s->port);
     CHECK(cot_poll_init(loop, cot_listen_fd, NULL, &cot_listen_poll));
     CHECK(cot_poll_start(loop, cot_listen_poll, COT_READABLE, cot_on_accept));
-    CHECK(cot_async_init(loop, cot_on_stop, NULL, &s->stop.cot));
+    CHECK(cot_async_init(loop, cot_on_stop, NULL, &cot_stop));
     s->loop = loop;
     sem_post(&s->ready);
     CHECK(cot_loop_run(loop, COT_RUN_DEFAULT));
@@ -210,7 +158,100 @@ static void *cot_server_main(void *arg) {
     return NULL;
 }
 
-static void cot_server_stop(struct server *s) { CHECK(cot_async_send(s->loop, s->stop.cot)); }
+static void cot_server_stop(struct server *s) { CHECK(cot_async_send(s->loop, cot_stop)); }
+
+/* ===== the stackful server ===== */
+
+/* A connection's coroutine and socket, kept until the loop has ended: a
+ * coroutine cannot free itself. */
+struct coro_conn {
+    cot_coro *co;
+    cot_tcp tcp;
+    int open;                /* tcp not closed yet */
+    struct coro_conn *next;  /* all connections of the run */
+};
+
+static struct coro_conn *coro_conns;
+static cot_coro *coro_acceptor;
+static cot_tcp coro_listener;
+static cot_handle coro_stop;
+
+/* Closes c's socket once, whoever comes first: its coroutine or stop. */
+static void coro_conn_close(cot_loop *loop, struct coro_conn *c) {
+    if (c->open) {
+        c->open = 0;
+        CHECK(cot_tcp_close(loop, c->tcp));
+    }
+}
+
+/* One connection: echo until EOF, an error, or stop closing the socket. */
+static void *coro_echo(void *arg) {
+    struct coro_conn *c = arg;
+    unsigned char buf[SERVER_BUF];
+    int64_t n;
+    while ((n = cot_coro_read(c->tcp, buf, sizeof buf, COT_CORO_FOREVER)) > 0)
+        if (cot_coro_write(c->tcp, buf, (size_t)n, COT_CORO_FOREVER) < 0) break;
+    coro_conn_close(cot_coro_loop(cot_coro_current()), c);
+    return NULL;
+}
+
+/* The stack holds the 64 KiB buffer, and room for the calls below it. */
+#define CORO_STACK (SERVER_BUF + 64 * 1024)
+
+/* Accepts until stop closes the listener (the accept then fails). */
+static void *coro_accept(void *arg) {
+    cot_loop *loop = arg;
+    cot_tcp tcp;
+    while (cot_coro_accept(coro_listener, &tcp, COT_CORO_FOREVER) == 0) {
+        CHECK(cot_tcp_nodelay(loop, tcp, 1));
+        struct coro_conn *c = malloc(sizeof *c);
+        CHECK_PTR(c);
+        c->tcp = tcp, c->open = 1;
+        c->next = coro_conns, coro_conns = c;
+        CHECK(cot_coro_new(loop, coro_echo, c, CORO_STACK, &c->co));
+        CHECK(cot_coro_start(c->co));
+    }
+    return NULL;
+}
+
+/* stop: close every socket; the parked calls end with COT_ECANCELED, the
+ * coroutines return, and cot_loop_run with them. */
+static void coro_on_stop(cot_loop *loop, cot_handle h, void *data) {
+    (void)data;
+    for (struct coro_conn *c = coro_conns; c; c = c->next) coro_conn_close(loop, c);
+    CHECK(cot_tcp_close(loop, coro_listener));
+    CHECK(cot_close(loop, h, NULL));
+}
+
+static void *coro_server_main(void *arg) {
+    struct server *s = arg;
+    cot_loop *loop = cot_loop_new();
+    CHECK_PTR(loop);
+    struct sockaddr_in a = loopback_addr(0);
+    uint32_t len = sizeof a;
+    CHECK(cot_tcp_init(loop, AF_INET, &coro_listener));
+    CHECK(cot_tcp_bind(loop, coro_listener, (struct sockaddr *)&a, len));
+    CHECK(cot_tcp_listen(loop, coro_listener, 128));
+    CHECK(cot_tcp_getsockname(loop, coro_listener, (struct sockaddr *)&a, &len));
+    s->port = ntohs(a.sin_port);
+    CHECK(cot_coro_new(loop, coro_accept, loop, 0, &coro_acceptor));
+    CHECK(cot_coro_start(coro_acceptor));
+    CHECK(cot_async_init(loop, coro_on_stop, NULL, &coro_stop));
+    s->loop = loop;
+    sem_post(&s->ready);
+    CHECK(cot_loop_run(loop, COT_RUN_DEFAULT));
+    CHECK(cot_coro_free(coro_acceptor));
+    while (coro_conns) {
+        struct coro_conn *c = coro_conns;
+        coro_conns = c->next;
+        CHECK(cot_coro_free(c->co));
+        free(c);
+    }
+    CHECK(cot_loop_close(loop));
+    return NULL;
+}
+
+static void coro_server_stop(struct server *s) { CHECK(cot_async_send(s->loop, coro_stop)); }
 
 /* ===== the libuv server ===== */
 
@@ -289,6 +330,7 @@ static void uv_on_connection(uv_stream_t *server, int status) {
 }
 
 static uv_tcp_t uv_listener;
+static uv_async_t uv_stop_async;
 
 static void uv_close_any(uv_handle_t *h, void *arg) {
     (void)arg;
@@ -311,7 +353,7 @@ static void *uv_server_main(void *arg) {
     int len = sizeof a;
     CHECK(uv_tcp_getsockname(&uv_listener, (struct sockaddr *)&a, &len));
     s->port = ntohs(a.sin_port);
-    CHECK(uv_async_init(&loop, &s->stop.uv, uv_on_stop));
+    CHECK(uv_async_init(&loop, &uv_stop_async, uv_on_stop));
     s->loop = &loop;
     sem_post(&s->ready);
     CHECK(uv_run(&loop, UV_RUN_DEFAULT));
@@ -320,150 +362,9 @@ static void *uv_server_main(void *arg) {
     return NULL;
 }
 
-static void uv_server_stop(struct server *s) { CHECK(uv_async_send(&s->stop.uv)); }
-
-/* ===== the client ===== */
-
-struct client_conn {
-    int fd;
-    const unsigned char *msg; /* the message in flight: a window of pattern */
-    size_t sent, got;         /* bytes of it sent, and echoed back */
-    int busy;                 /* a message is in flight */
-    int want_out;             /* EPOLLOUT is watched (part of msg unsent) */
-    unsigned char in[MSG];
-};
-
-struct result {
-    uint64_t messages; /* echoed and checked */
-    double seconds;
-    double server_cpu; /* s of the server thread's CPU over the window */
-    double client_cpu; /* s of the client thread's CPU over the window */
-};
-
-static uint64_t pattern_pos = 0;
-
-/* Picks the next message and sends what the socket takes. */
-static void client_send(int ep, struct client_conn *c, int start) {
-    if (start) {
-        pattern_pos = (pattern_pos + 4099) % PATTERN; /* never the same window twice in a row */
-        c->msg = pattern + pattern_pos;
-        c->sent = c->got = 0;
-        c->busy = 1;
-    }
-    while (c->sent < MSG) {
-        ssize_t w = write(c->fd, c->msg + c->sent, MSG - c->sent);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            if (errno != EAGAIN) CHECK(w);
-            break;
-        }
-        c->sent += (size_t)w;
-    }
-    /* Watch for writability only while part of the message is unsent (in
-     * practice never: 4 KiB fit an idle socket's buffer). */
-    int want_out = c->sent < MSG;
-    if (want_out != c->want_out) {
-        struct epoll_event ev = {.events = EPOLLIN | (want_out ? EPOLLOUT : 0), .data.ptr = c};
-        CHECK(epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev));
-        c->want_out = want_out;
-    }
-}
-
-static struct result run_client(struct server *s, double seconds) {
-    static struct client_conn conns[CONNS];
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    CHECK(ep);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(s->port),
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    for (int i = 0; i < CONNS; i++) {
-        struct client_conn *c = &conns[i];
-        c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        CHECK(c->fd);
-        CHECK(connect(c->fd, (struct sockaddr *)&a, sizeof a));
-        set_nodelay(c->fd);
-        CHECK(fcntl(c->fd, F_SETFL, O_NONBLOCK));
-        c->busy = c->want_out = 0;
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev));
-    }
-
-    clockid_t server_clock, client_clock = CLOCK_THREAD_CPUTIME_ID;
-    CHECK(-pthread_getcpuclockid(s->thread, &server_clock));
-    uint64_t s0 = clock_ns(server_clock), u0 = clock_ns(client_clock);
-    uint64_t t0 = wall_ns(), deadline = t0 + (uint64_t)(seconds * 1e9);
-    uint64_t messages = 0, last_progress = t0;
-    int in_flight = CONNS, sending = 1;
-    for (int i = 0; i < CONNS; i++) client_send(ep, &conns[i], 1);
-
-    struct epoll_event evs[CONNS];
-    while (in_flight > 0) {
-        int n = epoll_wait(ep, evs, CONNS, 100);
-        if (n < 0 && errno == EINTR) continue;
-        CHECK(n);
-        uint64_t now = wall_ns();
-        if (sending && now >= deadline) sending = 0; /* drain what is in flight */
-        if (n > 0) last_progress = now;
-        else if (now - last_progress > 5000000000u) {
-            fprintf(stderr, "%s: no echo for 5 s, %d messages in flight\n", s->name, in_flight);
-            exit(1);
-        }
-        for (int i = 0; i < n; i++) {
-            struct client_conn *c = evs[i].data.ptr;
-            if (evs[i].events & EPOLLOUT && c->sent < MSG) client_send(ep, c, 0);
-            if (!(evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP))) continue;
-            /* Read at most the rest of this message: an extra byte would be
-             * read as the start of the next echo and fail its check. */
-            ssize_t r = read(c->fd, c->in + c->got, MSG - c->got);
-            if (r < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-            if (r <= 0 || !c->busy) {
-                fprintf(stderr, "%s: connection %d: %s\n", s->name, (int)(c - conns),
-                        r == 0 ? "closed by the server" : !c->busy ? "unexpected data" : strerror(errno));
-                exit(1);
-            }
-            c->got += (size_t)r;
-            if (c->got < MSG) continue;
-            if (memcmp(c->in, c->msg, MSG) != 0) {
-                fprintf(stderr, "%s: connection %d: echo differs from the message\n", s->name,
-                        (int)(c - conns));
-                exit(1);
-            }
-            messages++;
-            c->busy = 0;
-            if (sending) client_send(ep, c, 1);
-            else in_flight--;
-        }
-    }
-    uint64_t t1 = wall_ns();
-    struct result res = {
-        .messages = messages,
-        .seconds = (t1 - t0) / 1e9,
-        .server_cpu = (clock_ns(server_clock) - s0) / 1e9,
-        .client_cpu = (clock_ns(client_clock) - u0) / 1e9,
-    };
-    for (int i = 0; i < CONNS; i++) close(conns[i].fd);
-    close(ep);
-    return res;
-}
-
-/* Starts server `s`, drives it for `seconds`, stops it. */
-static struct result measure(struct server *s, double seconds) {
-    CHECK(-sem_init(&s->ready, 0, 0));
-    CHECK(-pthread_create(&s->thread, NULL, s->main, s));
-    pthread_setname_np(s->thread, s->main == cot_server_main ? "srv-cothread" : "srv-libuv");
-    while (sem_wait(&s->ready) < 0) {}
-    struct result r = run_client(s, seconds);
-    if (s->main == cot_server_main) cot_server_stop(s); else uv_server_stop(s);
-    CHECK(-pthread_join(s->thread, NULL));
-    sem_destroy(&s->ready);
-    return r;
-}
-
-static void report(const char *name, struct result r) {
-    double mps = r.messages / r.seconds;
-    printf("%-9s %10.0f msg/s %8.1f MiB/s | server CPU %6.2f us/msg | client busy %3.0f %% | %llu msgs in %.2f s\n",
-           name, mps, mps * MSG / (1024.0 * 1024.0), r.server_cpu * 1e6 / r.messages,
-           100 * r.client_cpu / r.seconds, (unsigned long long)r.messages, r.seconds);
-    fflush(stdout);
+static void uv_server_stop(struct server *s) {
+    (void)s;
+    CHECK(uv_async_send(&uv_stop_async));
 }
 
 int main(int argc, char **argv) {
@@ -473,27 +374,32 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s [seconds]\n", argv[0]);
         return 2;
     }
-    uint64_t seed = 7;
-    for (size_t i = 0; i < sizeof pattern; i++) pattern[i] = (unsigned char)(rng_next(&seed) >> 56);
+    pattern_fill();
 
     printf("TCP echo on loopback: %d connections, %d-byte messages, %.0f s per server, best of %d\n",
            CONNS, MSG, seconds, rounds);
     printf("cothread %u.%u.%u vs libuv %s\n", cot_version() >> 16, (cot_version() >> 8) & 0xff,
            cot_version() & 0xff, uv_version_string());
-    struct server cot = {.name = "cothread", .main = cot_server_main};
-    struct server uv = {.name = "libuv", .main = uv_server_main};
-    struct result best_cot = {0}, best_uv = {0};
-    for (int i = 0; i < rounds; i++) {
-        struct result r = measure(&cot, seconds);
-        report("cothread", r);
-        if (r.messages / r.seconds > best_cot.messages / (best_cot.seconds + 1e-12)) best_cot = r;
-        r = measure(&uv, seconds);
-        report("libuv", r);
-        if (r.messages / r.seconds > best_uv.messages / (best_uv.seconds + 1e-12)) best_uv = r;
-    }
-    double ratio = (best_cot.messages / best_cot.seconds) / (best_uv.messages / best_uv.seconds);
-    double cpu_ratio = (best_cot.server_cpu / best_cot.messages) / (best_uv.server_cpu / best_uv.messages);
-    printf("ratio ours/libuv: throughput %.3f (target >= 0.9), server CPU per message %.3f\n", ratio,
-           cpu_ratio);
+    struct server servers[] = {
+        {.name = "cothread", .main = cot_server_main, .stop = cot_server_stop},
+        {.name = "coro", .main = coro_server_main, .stop = coro_server_stop},
+        {.name = "libuv", .main = uv_server_main, .stop = uv_server_stop},
+    };
+    enum { COT, CORO, UV, N };
+    struct result best[N] = {{0}};
+    for (int i = 0; i < rounds; i++)
+        for (int k = 0; k < N; k++) {
+            struct result r = measure(&servers[k], seconds);
+            report(servers[k].name, r);
+            keep_best(&best[k], r);
+        }
+    printf("ratio cothread/libuv: throughput %.3f (target >= 0.9), server CPU per message %.3f\n",
+           msg_rate(best[COT]) / msg_rate(best[UV]), cpu_per_msg_ns(best[COT]) / cpu_per_msg_ns(best[UV]));
+    printf("ratio coro/libuv: throughput %.3f (target >= 0.9), server CPU per message %.3f\n",
+           msg_rate(best[CORO]) / msg_rate(best[UV]), cpu_per_msg_ns(best[CORO]) / cpu_per_msg_ns(best[UV]));
+    printf("ratio coro/cothread: server CPU per message %.3f\n",
+           cpu_per_msg_ns(best[CORO]) / cpu_per_msg_ns(best[COT]));
+    printf("stackful path cost (coro - cothread server CPU): %+.0f ns per message\n",
+           cpu_per_msg_ns(best[CORO]) - cpu_per_msg_ns(best[COT]));
     return 0;
 }
