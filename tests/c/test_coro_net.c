@@ -1,6 +1,6 @@
 /* Socket calls in stackful coroutines: a TCP echo (a server coroutine per
  * client), a UDP round trip, timeouts, a close and a wake from outside the
- * waiting coroutine, and bad input. */
+ * waiting coroutine, writes that go at once or wait, and bad input. */
 #define _POSIX_C_SOURCE 200809L
 #include <cothread.h>
 #include <arpa/inet.h>
@@ -234,6 +234,50 @@ static void *closer(void *arg) {
     return NULL;
 }
 
+/* A write the socket takes goes at once, without a switch; one it cannot
+ * take parks for the rest, which arrives whole and in order, and a second
+ * writer meanwhile is refused rather than slipped in between. */
+static int other_ran;
+
+static void *note_ran(void *arg) {
+    (void)arg;
+    other_ran = 1;
+    return NULL;
+}
+
+static void *write_at_once(void *arg) {
+    char c = 0;
+    (void)arg;
+    CHECK_EQ(cot_coro_write(pair_b, "w", 1, 1000 * MS), 1);
+    CHECK_EQ(other_ran, 0); /* not parked: the coroutine started after this one has not run */
+    CHECK_EQ(cot_coro_read(pair_a, &c, 1, 1000 * MS), 1);
+    CHECK_EQ(c, 'w');
+    return NULL;
+}
+
+#define BIG (8 << 20) /* more than loopback buffers hold unread */
+static unsigned char big[BIG], big_got[BIG];
+
+static void *write_big(void *arg) {
+    (void)arg;
+    for (size_t i = 0; i < BIG; i++) big[i] = (unsigned char)(i * 7 ^ i >> 11);
+    CHECK_EQ(cot_coro_write(pair_b, big, BIG, 5000 * MS), BIG);
+    return NULL;
+}
+
+static void *read_big(void *arg) {
+    size_t have = 0;
+    (void)arg;
+    CHECK_EQ(cot_coro_write(pair_b, "x", 1, 0), COT_EBUSY); /* write_big waits with the rest */
+    while (have < BIG) {
+        int64_t n = cot_coro_read(pair_a, big_got + have, BIG - have, 5000 * MS);
+        CHECK(n > 0);
+        have += (size_t)n;
+    }
+    CHECK(memcmp(big, big_got, BIG) == 0);
+    return NULL;
+}
+
 static void *bad_input(void *arg) {
     char buf[8];
     struct sockaddr_in a = {0};
@@ -244,6 +288,7 @@ static void *bad_input(void *arg) {
     CHECK_EQ(cot_coro_write(pair_b, buf, 0, 0), COT_EINVAL);
     CHECK_EQ(cot_coro_write(pair_b, NULL, 1, 0), COT_EINVAL);
     CHECK_EQ(cot_coro_read(pair_b, buf, sizeof buf, (uint64_t)-5), COT_EINVAL);
+    CHECK_EQ(cot_coro_write(pair_b, "x", 1, (uint64_t)-5), COT_EINVAL);
     CHECK_EQ(cot_coro_accept(pair_b, NULL, 0), COT_EINVAL);
     CHECK_EQ(cot_coro_connect(pair_b, NULL, 0, 0), COT_EINVAL);
     CHECK_EQ(cot_coro_recvfrom(udp_a, buf, sizeof buf, (struct sockaddr *)&a, NULL, 0), COT_EINVAL);
@@ -261,6 +306,10 @@ static void test_waits(void) {
     run_and_free(cos, 1);
     cos[0] = spawn(timeouts, NULL);
     run_and_free(cos, 1);
+    cot_coro *o[2] = {spawn(write_at_once, NULL), spawn(note_ran, NULL)};
+    run_and_free(o, 2);
+    cot_coro *b[2] = {spawn(write_big, NULL), spawn(read_big, NULL)};
+    run_and_free(b, 2);
 
     reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* woken */
     cot_coro *w[2] = {reader, spawn(waker, NULL)};
