@@ -7,6 +7,7 @@
 #include <cothread/task.h>
 #include <cothread/timer.h>
 
+#include <cocls/async.h>
 #include <cocls/future.h>
 
 #include <atomic>
@@ -186,6 +187,18 @@ static void test_cocls_future_hops_back() {
     CHECK(on_loop);
 }
 
+static cocls::async<int> cocls_side(int v) { co_return v * 2; }
+static task<int> await_async(cothread::loop *lp) {
+    int v = co_await cocls::future<int>(cocls_side(4));
+    CHECK(lp->is_current());
+    co_return v;
+}
+
+static void test_cocls_async() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, await_async(&lp)), 8);
+}
+
 static void test_post() {
     cothread::loop lp;
     int n = 0;
@@ -212,6 +225,7 @@ int main() {
     RUN(test_reentry);
     RUN(test_loop_destroyed_with_parked_task);
     RUN(test_cocls_future_hops_back);
+    RUN(test_cocls_async);
     RUN(test_post);
     {
         cothread::loop lp;

@@ -162,9 +162,11 @@ public:
             static_assert(std::is_base_of_v<detail::task_promise_base, P>,
                           "co_await of a cothread::task works inside a cothread::task only; "
                           "elsewhere use loop::spawn(task) and await the future it returns");
-            m_h.promise().m_strand = parent.promise().m_strand;
-            m_h.promise().m_continuation = parent;
-            detail::trampoline::run(m_h);
+            if constexpr (std::is_base_of_v<detail::task_promise_base, P>) {
+                m_h.promise().m_strand = parent.promise().m_strand;
+                m_h.promise().m_continuation = parent;
+                detail::trampoline::run(m_h);
+            }
         }
         T await_resume() { return m_h.promise().result(); }
 

@@ -9,7 +9,7 @@
 #include <cothread.h>
 
 #include <coroutine>
-#include <optional>
+#include <memory>
 #include <stop_token>
 
 #include <cocls/coro_queue.h>
@@ -19,7 +19,7 @@ namespace cothread::detail {
 
 struct strand : inbox_node {  // the node starts the root from another thread
     explicit strand(loop_core &lp, std::stop_token outer = {}) : owner(&lp) {
-        if (outer.stop_possible()) link.emplace(std::move(outer), requester{&stop});
+        if (outer.stop_possible()) link = std::make_unique<std::stop_callback<requester>>(std::move(outer), requester{&stop});
     }
     strand(const strand &) = delete;
     strand &operator=(const strand &) = delete;
@@ -72,7 +72,7 @@ private:
         std::stop_source *src;
         void operator()() noexcept { src->request_stop(); }
     };
-    std::optional<std::stop_callback<requester>> link;  // the caller's token -> stop
+    std::unique_ptr<std::stop_callback<requester>> link;  // the caller's token -> stop
 
     static void on_task(cot_loop *, cot_handle, int wake, int, void *data) {
         auto *s = static_cast<strand *>(data);

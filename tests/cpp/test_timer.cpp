@@ -1,0 +1,201 @@
+// cothread sleeps: order, past time points, bad input, and a stop token that
+// ends a sleep at once, from the loop thread and from another thread.
+#include <cothread/error.h>
+#include <cothread/loop.h>
+#include <cothread/sync_wait.h>
+#include <cothread/task.h>
+#include <cothread/timer.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <stop_token>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+
+using namespace std::chrono_literals;
+using cothread::task;
+using steady = std::chrono::steady_clock;
+
+static task<void> sleeper(std::chrono::nanoseconds d, std::vector<std::int64_t> *order) {
+    co_await cothread::sleep_for(d);
+    order->push_back(d.count());
+}
+
+// 1000 random sleeps end in the order of their lengths.
+static void test_order() {
+    cothread::loop lp;
+    std::vector<std::int64_t> order;
+    std::mt19937 rng(20);
+    for (int i = 0; i < 1000; i++) {
+        // Distinct multiples of 37 us up to ~100 ms: no two in one 1 ms tick.
+        std::int64_t us = std::int64_t(rng() % 2700) * 37;
+        lp.spawn_detached(sleeper(std::chrono::microseconds(us), &order));
+    }
+    auto t0 = steady::now();
+    lp.run();
+    CHECK_EQ(order.size(), std::size_t(1000));
+    for (std::size_t i = 1; i < order.size(); i++) CHECK(order[i - 1] <= order[i]);
+    CHECK(steady::now() - t0 >= std::chrono::nanoseconds(order.back()));
+}
+
+static task<int> past_and_zero() {
+    auto t0 = steady::now();
+    co_await cothread::sleep_until(t0 - 1h);
+    co_await cothread::sleep_until(t0);
+    co_await cothread::sleep_for(0ms);
+    co_await cothread::yield();
+    CHECK(steady::now() - t0 < 1s);
+    co_await cothread::sleep_for(20ms);
+    CHECK(steady::now() - t0 >= 20ms);
+    co_return 1;
+}
+
+static void test_past_and_zero() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, past_and_zero()), 1);
+}
+
+static task<int> negative() {
+    try {
+        co_await cothread::sleep_for(-1ms);
+    } catch (const std::system_error &e) {
+        CHECK(e.code() == std::errc::invalid_argument);
+        CHECK(e.code() == cothread::make_error(COT_EINVAL));
+        co_return 1;
+    }
+    co_return 0;
+}
+
+static void test_negative() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, negative()), 1);
+}
+
+static void test_errors() {
+    CHECK(cothread::make_error(COT_ETIMEDOUT) == std::errc::timed_out);
+    CHECK(cothread::make_error(COT_ECANCELED) == std::errc::operation_canceled);
+    CHECK(cothread::make_error(COT_ECONNRESET) == std::errc::connection_reset);
+    CHECK(cothread::make_error(COT_EBUSY) == std::errc::device_or_resource_busy);
+    CHECK(cothread::make_error(COT_EBADF) == std::errc::bad_file_descriptor);
+    CHECK(cothread::make_error(COT_EPIPE) == std::errc::broken_pipe);
+    CHECK(cothread::make_error(COT_EINVAL).message() == cot_strerror(COT_EINVAL));
+    CHECK(std::string(cothread::category().name()) == "cothread");
+    auto eai = cothread::make_error(COT_EAI_NONAME);
+    CHECK(eai == cothread::make_error(COT_EAI_NONAME));
+    CHECK(eai.default_error_condition().category() == cothread::category());
+    CHECK(eai != std::errc::no_such_file_or_directory);
+    CHECK(!cothread::make_error(0));
+    CHECK_THROWS(cothread::throw_error(COT_EIO), std::system_error);
+}
+
+struct stop_result {
+    bool canceled = false;
+    steady::duration took{};
+};
+
+static task<void> stoppable(stop_result *r) {
+    auto t0 = steady::now();
+    try {
+        co_await cothread::sleep_for(1h);
+    } catch (const std::system_error &e) {
+        r->canceled = e.code() == std::errc::operation_canceled;
+    }
+    r->took = steady::now() - t0;
+    // Stop is sticky: a later sleep ends at once too.
+    bool again = false;
+    try {
+        co_await cothread::sleep_for(1h);
+    } catch (const std::system_error &e) {
+        again = e.code() == std::errc::operation_canceled;
+    }
+    CHECK(again);
+}
+
+static task<void> stopper(std::stop_source *src) {
+    co_await cothread::yield();
+    src->request_stop();  // on the loop thread
+}
+
+// Stop on the loop thread: the sleep ends within one turn.
+static void test_stop_same_thread() {
+    cothread::loop lp;
+    std::stop_source src;
+    stop_result r;
+    lp.spawn_detached(stoppable(&r), src.get_token());
+    lp.spawn_detached(stopper(&src));
+    lp.run();
+    CHECK(r.canceled);
+    CHECK(r.took < 1s);
+}
+
+// Stop from another thread, while the loop sleeps in epoll.
+static void test_stop_other_thread() {
+    cothread::loop lp;
+    std::stop_source src;
+    stop_result r;
+    lp.spawn_detached(stoppable(&r), src.get_token());
+    std::thread t([&] {
+        std::this_thread::sleep_for(30ms);
+        src.request_stop();
+    });
+    lp.run();
+    t.join();
+    CHECK(r.canceled);
+    CHECK(r.took >= 20ms);
+    CHECK(r.took < 10s);
+}
+
+// Stop already requested before the task starts.
+static void test_stop_before() {
+    cothread::loop lp;
+    std::stop_source src;
+    src.request_stop();
+    stop_result r;
+    lp.spawn_detached(stoppable(&r), src.get_token());
+    lp.run();
+    CHECK(r.canceled);
+}
+
+// Many sleepers stopped from another thread at once (a race of cancels
+// against ends of sleeps).
+static std::atomic<int> ended{0};
+static task<void> short_sleeper(int i) {
+    try {
+        co_await cothread::sleep_for(std::chrono::microseconds(i * 10));
+        co_await cothread::sleep_for(1h);
+    } catch (const std::system_error &e) {
+        CHECK(e.code() == std::errc::operation_canceled);
+    }
+    ended++;
+}
+
+static void test_stop_many_other_thread() {
+    cothread::loop lp;
+    std::stop_source src;
+    for (int i = 0; i < 500; i++) lp.spawn_detached(short_sleeper(i), src.get_token());
+    std::thread t([&] {
+        std::this_thread::sleep_for(2ms);
+        src.request_stop();
+    });
+    lp.run();
+    t.join();
+    CHECK_EQ(ended.load(), 500);
+}
+
+int main() {
+    RUN(test_errors);
+    RUN(test_order);
+    RUN(test_past_and_zero);
+    RUN(test_negative);
+    RUN(test_stop_same_thread);
+    RUN(test_stop_other_thread);
+    RUN(test_stop_before);
+    RUN(test_stop_many_other_thread);
+    std::printf("ok\n");
+    return 0;
+}
