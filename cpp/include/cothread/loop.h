@@ -43,8 +43,11 @@ public:
         cot_close(m_loop, m_async, nullptr);
         while (m_senders.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         drain();  // late cancels: their handles are refused now
-        while (cot_loop_alive(m_loop) > 0 && m_owned) cot_loop_run(m_loop, COT_RUN_NOWAIT);
-        if (m_owned) cot_loop_close(m_loop);
+        if (m_owned) {
+            // Close callbacks still due (of handles closed through native()).
+            for (int i = 0; i < 4 && cot_loop_alive(m_loop) > 0; i++) cot_loop_run(m_loop, COT_RUN_NOWAIT);
+            cot_loop_close(m_loop);  // COT_EBUSY if handles are left open: the loop leaks
+        }
     }
 
     /// Runs the loop on this thread until every spawned task and posted

@@ -1,7 +1,7 @@
 // sleep_for, sleep_until, yield: awaitables of a task that park its strand's
 // loop task (cot_loop_task_sleep / cot_loop_task_schedule). No frame and no
 // allocation per sleep; the core keeps sleeps in a heap of grouped deadlines.
-// A sleep counts from the loop's time of the current turn. A negative
+// A sleep counts from the co_await (one clock read per sleep). A negative
 // duration throws std::errc::invalid_argument (unlike std::this_thread);
 // a past time point ends at the next turn. When the task's stop token fires,
 // the sleep ends at once with std::errc::operation_canceled.
@@ -37,6 +37,7 @@ public:
         m_strand = h.promise().get_strand();
         strand &s = *m_strand;
         std::uint64_t ns;
+        cot_loop_update_time(s.native());  // count from now, not from the turn's start
         if ((m_err = m_dl.timeout_ns(s.native(), ns)) != 0) return false;
         std::stop_token tok = s.token();
         if (tok.stop_requested()) {
