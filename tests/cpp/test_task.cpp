@@ -9,6 +9,7 @@
 
 #include <cocls/async.h>
 #include <cocls/future.h>
+#include <cocls/mutex.h>
 
 #include <atomic>
 #include <chrono>
@@ -187,6 +188,93 @@ static void test_cocls_future_hops_back() {
     CHECK(on_loop);
 }
 
+// A task stopped while it awaits a cocls future goes on at once with
+// operation_canceled; the future's later resolution frees what waited on it.
+static task<int> await_stopped(cocls::future<int> *f, std::atomic<bool> *waiting) {
+    *waiting = true;
+    try {
+        co_await *f;
+    } catch (const std::system_error &e) {
+        co_return e.code() == std::errc::operation_canceled ? 1 : -1;
+    }
+    co_return 0;
+}
+
+static void test_cocls_future_stopped() {
+    std::optional<cocls::promise<int>> p;
+    cocls::future<int> f([&](cocls::promise<int> pr) { p.emplace(std::move(pr)); });
+    std::atomic<bool> waiting{false};
+    std::optional<cocls::future<int>> r;  // outlives the loop, which resolves it
+    {
+        cothread::loop lp;
+        r.emplace([&] { return lp.spawn(await_stopped(&f, &waiting)); });
+        std::thread stopper([&] {
+            while (!waiting) std::this_thread::sleep_for(1ms);
+            std::this_thread::sleep_for(5ms);
+            lp.stop();  // run() returns with the task still parked
+        });
+        lp.run();
+        stopper.join();
+        CHECK(!r->ready());
+    }  // ~loop requests stop on the parked task: it ends at once
+    CHECK(r->ready());
+    CHECK_EQ(r->value(), 1);
+    CHECK(!f.ready());
+    (*p)(3);  // the orphaned waiter frees itself (ASan: no leak)
+    CHECK(f.ready());
+}
+
+static task<void> await_then_flag(cocls::future<int> *f, int *out) {
+    try {
+        *out = co_await *f;
+    } catch (const std::system_error &e) {
+        *out = e.code() == std::errc::operation_canceled ? -1 : -2;
+    }
+}
+
+// Stop from another thread, through spawn_detached's token.
+static void test_cocls_future_stopped_other_thread() {
+    std::optional<cocls::promise<int>> p;
+    cocls::future<int> f([&](cocls::promise<int> pr) { p.emplace(std::move(pr)); });
+    cothread::loop lp;
+    std::stop_source src;
+    int out = 0;
+    lp.spawn_detached(await_then_flag(&f, &out), src.get_token());
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(20ms);
+        src.request_stop();
+    });
+    lp.run();
+    stopper.join();
+    CHECK_EQ(out, -1);
+    std::thread setter([&] { (*p)(4); });  // resolved later, on another thread
+    setter.join();
+}
+
+// A cocls mutex released on another thread: the task owns it on the loop
+// thread (the in-frame hop, no allocation).
+static task<int> lock_on_loop(cothread::loop *lp, cocls::mutex *mx, std::atomic<bool> *waiting) {
+    *waiting = true;
+    auto own = co_await mx->lock();
+    CHECK(lp->is_current());
+    co_return own ? 1 : 0;
+}
+
+static void test_cocls_mutex_hops_back() {
+    cocls::mutex mx;
+    std::atomic<bool> waiting{false};
+    auto held = mx.try_lock();
+    CHECK(held);
+    std::thread unlocker([&] {
+        while (!waiting) std::this_thread::sleep_for(1ms);
+        std::this_thread::sleep_for(10ms);
+        held.release();
+    });
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, lock_on_loop(&lp, &mx, &waiting)), 1);
+    unlocker.join();
+}
+
 static cocls::async<int> cocls_side(int v) { co_return v * 2; }
 static task<int> await_async(cothread::loop *lp) {
     int v = co_await cocls::future<int>(cocls_side(4));
@@ -226,6 +314,9 @@ int main() {
     RUN(test_loop_destroyed_with_parked_task);
     RUN(test_cocls_future_hops_back);
     RUN(test_cocls_async);
+    RUN(test_cocls_mutex_hops_back);
+    RUN(test_cocls_future_stopped);
+    RUN(test_cocls_future_stopped_other_thread);
     RUN(test_post);
     {
         cothread::loop lp;

@@ -10,8 +10,10 @@
 // ----------------------------------------
 // A task's promise passes an awaitable through unchanged if its type (or its
 // operator co_await's result) has a member `using cothread_awaitable = void;`.
-// Otherwise cocls awaitables (futures, mutexes...) are awaited through a hop
-// back to the loop thread, and anything else does not compile.
+// Otherwise cocls awaitables with a callback form (futures) are awaited
+// through a hop back to the loop thread (detail/hop.h), and anything else
+// (a cocls mutex lock, another library's awaitable) through a relay
+// coroutine that awaits it and then hops (detail/relay.h, one frame).
 // In `template <class P> bool await_suspend(std::coroutine_handle<P> h)`:
 //   detail::strand *s = h.promise().get_strand();
 //   s->native()                 the cot_loop* to start the C operation on;
@@ -39,6 +41,7 @@
 #include <variant>
 
 #include "detail/hop.h"
+#include "detail/relay.h"
 #include "detail/strand.h"
 #include "detail/trampoline.h"
 
@@ -75,10 +78,7 @@ public:
         } else if constexpr (cocls_awaitable<A>) {
             return hop_awaiter<A>(std::forward<A>(a));
         } else {
-            static_assert(native_awaitable<A> || cocls_awaitable<A>,
-                          "cothread::task awaits tasks, cothread awaitables and cocls awaitables only: "
-                          "this one would resume off the loop thread");
-            return std::forward<A>(a);
+            return relay_awaiter<A>(std::forward<A>(a));
         }
     }
 
