@@ -77,6 +77,38 @@ static void test_negative() {
     CHECK_EQ(cothread::sync_wait(lp, negative()), 1);
 }
 
+static void test_deadline() {
+    cothread::loop lp;
+    cot_loop *n = lp.native();
+    std::uint64_t ns = 7;
+    CHECK_EQ(cothread::deadline::never().timeout_ns(n, ns), 0);
+    CHECK(ns == COT_FOREVER);
+    CHECK_EQ(cothread::deadline(1500us).timeout_ns(n, ns), 0);
+    CHECK_EQ(ns, std::uint64_t(1500000));
+    CHECK_EQ(cothread::deadline(std::chrono::duration<double>(0.25e-9)).timeout_ns(n, ns), 0);
+    CHECK_EQ(ns, std::uint64_t(1));  // rounded up, never to 0
+    CHECK_EQ(cothread::deadline(-1ns).timeout_ns(n, ns), COT_EINVAL);
+    CHECK_EQ(cothread::deadline(std::chrono::hours::max()).timeout_ns(n, ns), 0);
+    CHECK(ns == COT_FOREVER);
+    cot_loop_update_time(n);
+    CHECK_EQ(cothread::deadline(steady::now() - 1s).timeout_ns(n, ns), 0);
+    CHECK_EQ(ns, std::uint64_t(0));  // past: try once
+    CHECK_EQ(cothread::deadline(steady::now() + 10s).timeout_ns(n, ns), 0);
+    CHECK(ns > std::uint64_t(9000000000) && ns <= std::uint64_t(11000000000));
+    CHECK(cothread::deadline(steady::time_point::max()).is_never());
+}
+
+static void test_run_once() {
+    cothread::loop lp;
+    std::vector<steady::time_point> ends;
+    lp.spawn_detached(sleeper(5ms, &ends));
+    int turns = 0;
+    while (lp.run_once()) turns++;
+    CHECK_EQ(ends.size(), std::size_t(1));
+    CHECK(turns >= 1);
+    CHECK(!lp.run_once());
+}
+
 static void test_errors() {
     CHECK(cothread::make_error(COT_ETIMEDOUT) == std::errc::timed_out);
     CHECK(cothread::make_error(COT_ECANCELED) == std::errc::operation_canceled);
@@ -190,6 +222,8 @@ static void test_stop_many_other_thread() {
 
 int main() {
     RUN(test_errors);
+    RUN(test_deadline);
+    RUN(test_run_once);
     RUN(test_order);
     RUN(test_past_and_zero);
     RUN(test_negative);

@@ -1,10 +1,14 @@
 // loop: a cot_loop (owned, or borrowed from a host) that runs tasks.
 // spawn / spawn_detached start tasks and post runs functions on the loop's
 // thread; all three are safe from any thread. run() runs the loop on the
-// calling thread until every task and post has ended (or stop()).
+// calling thread until every task and post has ended (or stop()); run_once()
+// runs one iteration.
 // ~loop stops the tasks still alive (their stop tokens fire), runs the loop
 // until they have ended, then frees it: no frame is destroyed while one of
 // its operations is pending. A task that ignores its stop keeps ~loop waiting.
+//
+// For the awaitables of other headers: a loop is a detail::loop_core (the
+// cot_loop, is_current(), the inbox's push()), which is all a strand holds.
 #ifndef COTHREAD_LOOP_H_INCLUDED
 #define COTHREAD_LOOP_H_INCLUDED
 
@@ -61,6 +65,18 @@ public:
             int r = cot_loop_run(m_loop, COT_RUN_DEFAULT);
             if (r < 0) throw std::system_error(-r, std::generic_category());
         }
+    }
+
+    /// Runs one iteration of the loop on this thread (waiting for I/O or a
+    /// timer if nothing is ready), unless no task or post is left. Returns
+    /// whether some remain. Throws as run() does.
+    bool run_once() {
+        if (is_current()) throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur));
+        if (m_work.load(std::memory_order_acquire) == 0) return false;
+        enter here(*this);
+        int r = cot_loop_run(m_loop, COT_RUN_ONCE);
+        if (r < 0) throw std::system_error(-r, std::generic_category());
+        return m_work.load(std::memory_order_acquire) > 0;
     }
 
     /// Makes run() return after the current iteration. Any thread.
