@@ -23,11 +23,17 @@
 //                               on any thread, inside request_stop);
 //   s->owner->push(node)        runs node->run(node) on the loop thread, from
 //                               any thread (a detail::inbox_node, first
-//                               member `next`; carry a generation-checked
-//                               handle in it, never a pointer to the awaiter);
+//                               member `next`). A canceller's node may run
+//                               after the operation ended: carry a
+//                               generation-checked handle (a cot_req, a
+//                               socket key), not a pointer to the awaiter;
 // complete on the loop thread and resume with cocls::coro_queue::resume(h).
 // A completion must come exactly once per suspension: the frame is not
 // destroyed while its operation is pending (~loop stops the root and waits).
+// Every root's token can fire (~loop uses it), so an awaiter registers its
+// stop_callback only when it suspends; timer.h's sleep_awaiter is a short
+// example. A new root (a when_* child) is a detail::strand made with the
+// parent's token (stopping the parent stops it), `done` set, then start(h).
 #ifndef COTHREAD_TASK_H_INCLUDED
 #define COTHREAD_TASK_H_INCLUDED
 

@@ -3,6 +3,11 @@
 // operation of the root uses), the coroutine that waits on the strand's loop
 // task, and that loop task (made on first use: only sleeps and yields use it).
 // Everything here is used on the loop thread, except stop requests.
+// A root's life: construct (with the caller's token, if any: it stops this
+// one), set `done` (and `run`, to start it from another thread through the
+// inbox), set the task promise's strand, start(h) on the loop thread; the
+// task's final suspend calls done(strand), which calls end(), then frees the
+// strand. loop.h's spawn_root and sync_wait.h's sync_root are the examples.
 #ifndef COTHREAD_DETAIL_STRAND_H_INCLUDED
 #define COTHREAD_DETAIL_STRAND_H_INCLUDED
 
@@ -97,7 +102,7 @@ struct wake_node : inbox_node {
     }
 };
 
-/// Schedules strand `s`'s loop task now if on its loop thread, else through
+/// Schedules a strand's loop task now if on its loop thread, else through
 /// the inbox. For a stop_callback: it may run on any thread.
 inline void wake_task(loop_core &lp, cot_handle task) noexcept {
     if (lp.is_current()) {
