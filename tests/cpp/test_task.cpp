@@ -275,6 +275,33 @@ static void test_cocls_mutex_hops_back() {
     unlocker.join();
 }
 
+// A task awaits a task it spawned (a temporary future): ~loop stops the
+// child, whose end resumes the parent.
+static task<int> sleeps_long() {
+    try {
+        co_await cothread::sleep_for(1h);
+    } catch (const std::system_error &) {
+        co_return 2;
+    }
+    co_return 0;
+}
+static task<void> spawns_and_waits(int *out) {
+    cothread::loop &lp = co_await cothread::this_task::get_loop();
+    *out = co_await lp.spawn(sleeps_long());
+}
+
+static void test_await_spawned() {
+    int out = 0;
+    {
+        cothread::loop lp;
+        lp.spawn_detached(spawns_and_waits(&out));
+        lp.post([&lp] { lp.stop(); });
+        lp.run();
+        CHECK_EQ(out, 0);
+    }
+    CHECK_EQ(out, 2);
+}
+
 static cocls::async<int> cocls_side(int v) { co_return v * 2; }
 static task<int> await_async(cothread::loop *lp) {
     int v = co_await cocls::future<int>(cocls_side(4));
@@ -314,6 +341,7 @@ int main() {
     RUN(test_loop_destroyed_with_parked_task);
     RUN(test_cocls_future_hops_back);
     RUN(test_cocls_async);
+    RUN(test_await_spawned);
     RUN(test_cocls_mutex_hops_back);
     RUN(test_cocls_future_stopped);
     RUN(test_cocls_future_stopped_other_thread);

@@ -4,12 +4,13 @@
 // (await_suspend(resume_fn, ctx)) and, if that thread is not the loop's,
 // passes the coroutine through the loop's inbox.
 //
-// A cocls::future awaited by a root whose stop token can fire is awaited
-// through a heap copy of its awaiter: on stop the task goes on at once with
+// A cocls::future lvalue awaited by a root whose stop token can fire is
+// awaited through a heap copy of its awaiter: on stop the task goes on at once with
 // std::errc::operation_canceled and leaves the copy subscribed (cocls chains
 // cannot unsubscribe); the copy frees itself when the future resolves. The
-// future must outlive its resolution, as any pending cocls future. Other
-// cocls awaitables wait in the frame (no allocation) and are not cancelled.
+// future must outlive its resolution, as any pending cocls future. A
+// temporary future and other cocls awaitables wait in the frame (no
+// allocation) and are not cancelled.
 #ifndef COTHREAD_DETAIL_HOP_H_INCLUDED
 #define COTHREAD_DETAIL_HOP_H_INCLUDED
 
@@ -59,8 +60,9 @@ class hop_awaiter : inbox_node {
     using got = decltype(get_awaiter(std::declval<A>()));
     using stored = std::conditional_t<std::is_lvalue_reference_v<got>, got, std::remove_cvref_t<got>>;
     // A future's awaiter holds only a reference to the future: a copy of
-    // it may outlive the frame.
-    static constexpr bool cancellable = is_future_awaiter<stored>;
+    // it may outlive the frame, if the future does (an lvalue; a temporary,
+    // as in `co_await lp.spawn(t())`, dies with the await: that one waits).
+    static constexpr bool cancellable = is_future_awaiter<stored> && std::is_lvalue_reference_v<A>;
 
 public:
     explicit hop_awaiter(A &&a) : m_aw(get_awaiter(std::forward<A>(a))) {}
