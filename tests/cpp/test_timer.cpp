@@ -29,8 +29,10 @@ static task<void> sleeper(std::chrono::nanoseconds d, std::vector<steady::time_p
     ends->push_back(target);
 }
 
-// 1000 random sleeps end in the order of their targets (within the few
-// microseconds between the clock read here and the one in the sleep).
+// 1000 random sleeps end in the order of their targets. The target is read
+// here, the sleep's clock a moment later: a preempted thread (a loaded
+// machine, ASan) may see milliseconds between them, hence the margin; a
+// misordered heap shows tens of milliseconds.
 static void test_order() {
     cothread::loop lp;
     std::vector<steady::time_point> ends;
@@ -41,7 +43,7 @@ static void test_order() {
     }
     lp.run();
     CHECK_EQ(ends.size(), std::size_t(1000));
-    for (std::size_t i = 1; i < ends.size(); i++) CHECK(ends[i - 1] <= ends[i] + 20us);
+    for (std::size_t i = 1; i < ends.size(); i++) CHECK(ends[i - 1] <= ends[i] + 5ms);
 }
 
 static task<int> past_and_zero() {
