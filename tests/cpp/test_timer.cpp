@@ -129,12 +129,14 @@ static void test_errors() {
 }
 
 struct stop_result {
+    std::atomic<bool> parked{false};
     bool canceled = false;
     steady::duration took{};
 };
 
 static task<void> stoppable(stop_result *r) {
     auto t0 = steady::now();
+    r->parked = true;
     try {
         co_await cothread::sleep_for(1h);
     } catch (const std::system_error &e) {
@@ -175,7 +177,8 @@ static void test_stop_other_thread() {
     stop_result r;
     lp.spawn_detached(stoppable(&r), src.get_token());
     std::thread t([&] {
-        std::this_thread::sleep_for(30ms);
+        while (!r.parked) std::this_thread::sleep_for(1ms);
+        std::this_thread::sleep_for(20ms);
         src.request_stop();
     });
     lp.run();
