@@ -1,8 +1,13 @@
 // A C++20 program using cothread::cpp: the C header is usable from C++, and
-// the installed <cocls/*.h> headers run coroutines on the installed core.
+// the installed <cocls/*.h> headers run coroutines on the installed core, and
+// the installed <cothread/*.h> run a task on a loop.
 #include <cocls/async.h>
 #include <cocls/future.h>
 #include <cothread.h>
+#include <cothread/sync_wait.h>
+#include <cothread/timer.h>
+
+#include <chrono>
 
 #include <cstdio>
 
@@ -19,6 +24,11 @@ static cocls::future<int> sum_of_twice(int n) {
     co_return sum;
 }
 
+static cothread::task<int> after_a_nap(int v) {
+    co_await cothread::sleep_for(std::chrono::milliseconds(1));
+    co_return v + 1;
+}
+
 int main() {
     constexpr unsigned expected = (static_cast<unsigned>(COT_VERSION_MAJOR) << 16) |
                                   (static_cast<unsigned>(COT_VERSION_MINOR) << 8) |
@@ -30,6 +40,11 @@ int main() {
     int sum = sum_of_twice(4).join();
     if (sum != 20) {
         std::fprintf(stderr, "sum_of_twice(4) = %d, expected 20\n", sum);
+        return 1;
+    }
+    cothread::loop lp;
+    if (cothread::sync_wait(lp, after_a_nap(41)) != 42) {
+        std::fprintf(stderr, "sync_wait(after_a_nap(41)) != 42\n");
         return 1;
     }
     std::printf("cothread %s\n", cot_version_string());

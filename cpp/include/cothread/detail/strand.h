@@ -1,0 +1,118 @@
+// detail::strand: one running root (a spawned task, a sync_wait, later each
+// when_* child). It holds the root's loop, its stop source (the token every
+// operation of the root uses), the coroutine that waits on the strand's loop
+// task, and that loop task (made on first use: only sleeps and yields use it).
+// Everything here is used on the loop thread, except stop requests.
+// A root's life: construct (with the caller's token, if any: it stops this
+// one), set `done` (and `run`, to start it from another thread through the
+// inbox), set the task promise's strand, start(h) on the loop thread; the
+// task's final suspend calls done(strand), which calls end(), then frees the
+// strand. loop.h's spawn_root and sync_wait.h's sync_root are the examples.
+#ifndef COTHREAD_DETAIL_STRAND_H_INCLUDED
+#define COTHREAD_DETAIL_STRAND_H_INCLUDED
+
+#include <cothread.h>
+
+#include <coroutine>
+#include <memory>
+#include <stop_token>
+
+#include <cocls/coro_queue.h>
+#include "loop_core.h"
+
+namespace cothread::detail {
+
+struct strand : inbox_node {  // the node starts the root from another thread
+    explicit strand(loop_core &lp, std::stop_token outer = {}) : owner(&lp) {
+        if (outer.stop_possible()) link = std::make_unique<std::stop_callback<requester>>(std::move(outer), requester{&stop});
+    }
+    strand(const strand &) = delete;
+    strand &operator=(const strand &) = delete;
+
+    cot_loop *native() const noexcept { return owner->native(); }
+    std::stop_token token() const noexcept { return stop.get_token(); }
+
+    /// The loop task, made on first use; false if the core refused.
+    bool ensure_task() noexcept {
+        if (has_task) return true;
+        has_task = cot_loop_task_init(native(), &on_task, this, &task) == 0;
+        return has_task;
+    }
+
+    /// The root starts on the loop thread: registers, then resumes `root`.
+    void start(std::coroutine_handle<> root) noexcept {
+        next_live = owner->m_strands;
+        if (next_live) next_live->prev_live = this;
+        owner->m_strands = this;
+        if (owner->m_closing) stop.request_stop();
+        cocls::coro_queue::resume(root);
+    }
+
+    /// The root ended (loop thread): unregisters and closes the loop task.
+    /// The caller then frees the strand.
+    void end() noexcept {
+        if (prev_live) prev_live->next_live = next_live;
+        else owner->m_strands = next_live;
+        if (next_live) next_live->prev_live = prev_live;
+        if (has_task) cot_close(native(), task, nullptr);
+        has_task = false;
+    }
+
+    loop_core *owner;
+    std::stop_source stop;
+    /// Called by the root's final suspend (loop thread), with the strand.
+    void (*done)(strand *) noexcept = nullptr;
+
+    // The loop task, and who waits on it.
+    cot_handle task = 0;
+    bool has_task = false;
+    bool task_waiting = false;           // a sleep or yield parked `waiter`
+    int wake = 0;                        // COT_WAKE_* of the last wake
+    std::coroutine_handle<> waiter;
+
+    strand *prev_live = nullptr, *next_live = nullptr;
+
+private:
+    struct requester {
+        std::stop_source *src;
+        void operator()() noexcept { src->request_stop(); }
+    };
+    std::unique_ptr<std::stop_callback<requester>> link;  // the caller's token -> stop
+
+    static void on_task(cot_loop *, cot_handle, int wake, int, void *data) {
+        auto *s = static_cast<strand *>(data);
+        if (!s->task_waiting) return;  // a late cancel of a sleep that ended
+        s->task_waiting = false;
+        s->wake = wake;
+        cocls::coro_queue::resume(s->waiter);
+    }
+};
+
+/// Wakes a strand's loop task from any thread (a sleep's canceller). It
+/// carries the task's handle, never a pointer: once the strand is gone, the
+/// handle is refused and the node does nothing.
+struct wake_node : inbox_node {
+    cot_loop *lp;
+    cot_handle task;
+    wake_node(cot_loop *l, cot_handle t) noexcept : lp(l), task(t) { run = &go; }
+    static void go(inbox_node *n) noexcept {
+        auto *self = static_cast<wake_node *>(n);
+        cot_loop_task_schedule(self->lp, self->task, COT_NEXT);
+        delete self;
+    }
+};
+
+/// Schedules a strand's loop task now if on its loop thread, else through
+/// the inbox. For a stop_callback: it may run on any thread.
+inline void wake_task(loop_core &lp, cot_handle task) noexcept {
+    if (lp.is_current()) {
+        cot_loop_task_schedule(lp.native(), task, COT_NEXT);
+        return;
+    }
+    auto *n = new (std::nothrow) wake_node(lp.native(), task);
+    if (n) lp.push(n);  // out of memory: the sleep ends at its time
+}
+
+}  // namespace cothread::detail
+
+#endif
