@@ -389,7 +389,7 @@ mod tests {
             // SAFETY: the test's live channel; `i` is an item of its size.
             assert_eq!(unsafe { cot_coro_chan_send(ch, (&i as *const u32).cast(), COT_CORO_FOREVER) }, 0);
         }
-        // SAFETY: as above.
+        // SAFETY: `ch` is live: the test frees it only after both coroutines end.
         assert_eq!(unsafe { cot_chan_close(ch) }, 1);
         std::ptr::null_mut()
     }
@@ -405,7 +405,7 @@ mod tests {
             assert_eq!(v, n as u32);
             n += 1;
         }
-        // SAFETY: as above.
+        // SAFETY: `ch` outlives this coroutine and `v` is a `u32`, the item size.
         assert_eq!(unsafe { cot_coro_chan_recv(ch, (&mut v as *mut u32).cast(), 0) }, Error::Pipe.code());
         n as *mut c_void
     }
@@ -456,7 +456,8 @@ mod tests {
     fn a_channel_waited_on_is_not_freed() {
         let lp = cot_loop_new();
         let mut ch = std::ptr::null_mut();
-        // SAFETY: as above.
+        // SAFETY: `lp` is a fresh live loop and `ch` is written by `cot_chan_new`
+        // before any other use.
         unsafe {
             assert_eq!(cot_chan_new(lp, 4, 0, &mut ch), 0);
             let c = spawn(lp, wait_recv, ch.cast());

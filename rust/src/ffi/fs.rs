@@ -320,7 +320,7 @@ pub unsafe extern "C" fn cot_getaddrinfo(
     let Ok((run, result)) = (unsafe { lookup_job(node, service, hints) }) else { return Error::Inval.code() };
     let done = move |lp: *mut cot_loop, r: cot_req, v: i64| {
         let (code, res) = if v < 0 { (v as c_int, std::ptr::null_mut()) } else { result.with(|v| *v) };
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cot_getaddrinfo`'s contract lets the loop call `cb` with the list.
         unsafe { cb(lp, r, code, res, data) }
     };
     // SAFETY: `loop` is NULL or live and `req` NULL or writable, as `submit` needs:

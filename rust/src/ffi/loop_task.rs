@@ -70,7 +70,7 @@ pub unsafe extern "C" fn cot_loop_task_init(
     let (Some(cb), false) = (cb, task.is_null()) else { return Error::Inval.code() };
     let f = lent_callback(r#loop, move |me, h, wake: Wake, data| {
         let (wake, events) = wake_code(wake);
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cot_loop_task_init`'s contract lets the loop call `cb` on each wake.
         unsafe { cb(me, h, wake, events, data) }
     });
     // SAFETY: `loop` is NULL or live by the contract, which is what `with_loop` needs;

@@ -87,7 +87,7 @@ unsafe fn event<M: Words>(
     actions: *mut c_uint,
     f: impl FnOnce(&mut M) -> Result<Actions>,
 ) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: `words` is NULL or an op's or object's words, valid (`event`'s contract).
     let Some(words) = (unsafe { words.as_mut() }) else { return Error::Inval.code() };
     let (Some(mut m), false) = (M::decode(*words), actions.is_null()) else { return Error::Inval.code() };
     match f(&mut m) {
@@ -118,7 +118,7 @@ fn object_words(obj: *mut cot_object) -> *mut [u64; 2] {
 /// `op` is NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_init(op: *mut cot_op) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: `op` is NULL or valid, as `cot_op_init`'s contract says.
     match unsafe { op.as_mut() } {
         Some(op) => {
             op.private_ = Slot::new().to_words();
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn cot_op_init(op: *mut cot_op) -> c_int {
 /// `op` is NULL or valid for reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_state(op: *const cot_op) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: a read of `op`, NULL or valid by this function's contract.
     match unsafe { op.as_ref() }.and_then(|op| Slot::from_words(op.private_)) {
         Some(s) => s.state() as c_int,
         None => Error::Inval.code(),
@@ -229,7 +229,7 @@ pub unsafe extern "C" fn cot_op_start_failed(op: *mut cot_op, open: c_int, actio
 /// `obj` is NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_init(obj: *mut cot_object) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: `obj` is NULL or valid, as `cot_object_init`'s contract says.
     match unsafe { obj.as_mut() } {
         Some(obj) => {
             obj.private_ = Object::new().to_words();
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn cot_object_init(obj: *mut cot_object) -> c_int {
 /// `obj` is NULL or valid for reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_state(obj: *const cot_object) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: a read of `obj`, NULL or valid by this function's contract.
     match unsafe { obj.as_ref() }.and_then(|o| Object::from_words(o.private_)) {
         Some(o) => o.state() as c_int,
         None => Error::Inval.code(),

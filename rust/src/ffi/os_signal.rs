@@ -59,7 +59,7 @@ pub unsafe extern "C" fn cot_signal_start(
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
     let f = lent_callback(r#loop, move |me, h, signo: i32, data| {
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cb` came from `cot_signal_start`, whose contract lets the loop call it.
         unsafe { cb(me, h, signo, data) }
     });
     // SAFETY: `with_loop` needs `loop` NULL or live, and `f` wraps `cb`, which the
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn cot_child_start(r#loop: *mut cot_loop, handle: cot_hand
             Ok(e) => (e.status, e.signal),
             Err(e) => (e.code(), 0),
         };
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cot_child_start`'s contract lets the loop call `cb` once the child ends.
         unsafe { cb(me, h, code, signal, data) }
     });
     // SAFETY: `f` wraps `cb`, callable from the loop by the contract; `loop` is NULL

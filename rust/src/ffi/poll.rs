@@ -59,7 +59,8 @@ pub unsafe extern "C" fn cot_poll_start(
     let Some(cb) = cb else { return crate::Error::Inval.code() };
     let Ok(events) = u32::try_from(events) else { return crate::Error::Inval.code() };
     let f = lent_callback(r#loop, move |me, h, ready: u32, data| {
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cb` was given to `cot_poll_start`, whose contract lets the loop call
+        // it with the ready events.
         unsafe { cb(me, h, ready as c_int, data) }
     });
     // SAFETY: `loop` is NULL or live for `with_loop`; `f` wraps `cb`, which

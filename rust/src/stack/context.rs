@@ -181,7 +181,7 @@ mod tests {
         let stack = Stack::new(64 * 1024).unwrap();
         let a = std::hint::black_box([1.5f64, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5]);
         let b = std::hint::black_box([11u64, 12, 13, 14, 15, 16, 17]);
-        // SAFETY: as above.
+        // SAFETY: `stack` outlives every switch below, and `echo` never returns.
         unsafe {
             OTHER.with(|c| c.set(Context::new(stack.top(), echo, 0xda7a)));
             let mut acc = 0usize;
