@@ -16,7 +16,8 @@
 // Measured on the loop thread: CPU time (CLOCK_THREAD_CPUTIME_ID) from the
 // first spawn until all are done (the figure), the spawn phase alone, and
 // the wall time beyond max(d_i). Best of COT_BENCH_ROUNDS (default 5), the
-// two sides alternating.
+// two sides alternating. COT_BENCH_ONLY=cothread or =asio runs one side
+// alone (for a profiler).
 //
 //     make -C bench/cpp run-timers       (needs libasio-dev)
 //     COT_BENCH_TIMERS=100000 COT_BENCH_ROUNDS=5 bench/cpp/bench-cpp-timers
@@ -25,6 +26,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include <cothread/loop.h>
@@ -35,6 +38,7 @@
 using std::chrono::nanoseconds;
 
 static long done;
+static const char *only;  // COT_BENCH_ONLY: one side alone, or both
 
 struct figures {
     double cpu_ns;    // loop-thread CPU, first spawn to all done
@@ -97,7 +101,10 @@ static void row(const char *name, const std::vector<nanoseconds> &ds, int rounds
     nanoseconds max_d = *std::max_element(ds.begin(), ds.end());
     figures ours{1e300, 0, 0}, theirs{1e300, 0, 0};
     for (int r = 0; r < rounds; r++) {
-        if (r % 2 == 0) {
+        if (only) {
+            if (!std::strcmp(only, "cothread")) keep_best(ours, cot_run(ds, max_d));
+            else keep_best(theirs, asio_run(ds, max_d));
+        } else if (r % 2 == 0) {
             keep_best(ours, cot_run(ds, max_d));
             keep_best(theirs, asio_run(ds, max_d));
         } else {
@@ -106,16 +113,24 @@ static void row(const char *name, const std::vector<nanoseconds> &ds, int rounds
         }
     }
     double n = double(ds.size());
-    std::printf("%-8s cothread: CPU %7.2f ms (%6.0f ns/sleeper, spawn %6.2f ms), %6.2f ms beyond max(d)\n", name,
-                ours.cpu_ns / 1e6, ours.cpu_ns / n, ours.spawn_ns / 1e6, ours.late_ns / 1e6);
-    std::printf("%-8s asio:     CPU %7.2f ms (%6.0f ns/sleeper, spawn %6.2f ms), %6.2f ms beyond max(d)\n", name,
-                theirs.cpu_ns / 1e6, theirs.cpu_ns / n, theirs.spawn_ns / 1e6, theirs.late_ns / 1e6);
-    std::printf("%-8s ratio ours/asio: CPU %.3f (target <= 1.0)\n", name, ours.cpu_ns / theirs.cpu_ns);
+    auto print = [&](const char *side, figures f) {
+        if (f.cpu_ns < 1e300)
+            std::printf("%-8s %-9s CPU %7.2f ms (%6.0f ns/sleeper, spawn %6.2f ms), %6.2f ms beyond max(d)\n", name,
+                        side, f.cpu_ns / 1e6, f.cpu_ns / n, f.spawn_ns / 1e6, f.late_ns / 1e6);
+    };
+    print("cothread:", ours);
+    print("asio:", theirs);
+    if (!only) std::printf("%-8s ratio ours/asio: CPU %.3f (target <= 1.0)\n", name, ours.cpu_ns / theirs.cpu_ns);
 }
 
 int main() {
     long n = long(env_num("COT_BENCH_TIMERS", 100000));
     int rounds = int(env_num("COT_BENCH_ROUNDS", 5));
+    only = std::getenv("COT_BENCH_ONLY");
+    if (only && std::strcmp(only, "cothread") && std::strcmp(only, "asio")) {
+        std::fprintf(stderr, "COT_BENCH_ONLY=%s: expected cothread or asio\n", only);
+        return 2;
+    }
     unsigned v = cot_version();
     std::printf("cothread %u.%u.%u, asio %d.%d.%d, g++ %d.%d; %ld sleepers per side, best of %d\n", v >> 16,
                 (v >> 8) & 0xff, v & 0xff, ASIO_VERSION / 100000, ASIO_VERSION / 100 % 1000, ASIO_VERSION % 100,
