@@ -41,11 +41,17 @@ struct strand : inbox_node {  // the node starts the root from another thread
 
     /// The root starts on the loop thread: registers, then resumes `root`.
     void start(std::coroutine_handle<> root) noexcept {
+        attach();
+        cocls::coro_queue::resume(root);
+    }
+
+    /// Registers the root as live (loop thread). start() does it; a when_*
+    /// child does it, then runs its task inline.
+    void attach() noexcept {
         next_live = owner->m_strands;
         if (next_live) next_live->prev_live = this;
         owner->m_strands = this;
         if (owner->m_closing) stop.request_stop();
-        cocls::coro_queue::resume(root);
     }
 
     /// The root ended (loop thread): unregisters and closes the loop task.
