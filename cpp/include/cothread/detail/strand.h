@@ -1,6 +1,6 @@
-// detail::strand: one running root (a spawned task, a sync_wait, later each
-// when_* child). It holds the root's loop, its stop source (the token every
-// operation of the root uses), the coroutine that waits on the strand's loop
+// detail::strand: one running root (a spawned task, a sync_wait, a when_*
+// child: detail/when.h). It holds the root's loop, its stop source (the
+// token every operation of the root uses), the coroutine that waits on the strand's loop
 // task, and that loop task (made on first use: only sleeps and yields use it).
 // Everything here is used on the loop thread, except stop requests.
 // A root's life: construct (with the caller's token, if any: it stops this
