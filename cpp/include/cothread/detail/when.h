@@ -55,8 +55,7 @@ struct when_value {  // what `co_await a` gives in a task
 };
 template <typename A>
 struct when_value<A, true> {  // an async is awaited as a future of its type
-    using type = std::remove_cvref_t<decltype(std::declval<cocls::future_awaiter<typename std::remove_cvref_t<A>::value_type> &>()
-                                                  .await_resume())>;
+    using type = std::remove_cvref_t<typename std::remove_cvref_t<A>::value_type>;
 };
 /// The result of argument `A` in a when_*: void becomes std::monostate.
 template <typename A>
