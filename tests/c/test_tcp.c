@@ -288,6 +288,101 @@ static void test_deadline_same_turn_as_readiness(void) {
     finish(loop);
 }
 
+/* readv fills its buffers in order (empty ones skipped) straight from the
+ * socket; what does not fit stays for the next read; 0 at the end. */
+static void test_readv_fills_in_order(void) {
+    cot_loop *loop = cot_loop_new();
+    cot_tcp a, b;
+    pair(loop, &a, &b);
+    char one[3], two[8], rest[8];
+    struct iovec iov[3] = {{one, sizeof one}, {rest, 0}, {two, sizeof two}};
+
+    struct got w = {0, 1};
+    CHECK_EQ(cot_tcp_write(loop, b, "abcdefghijklmno", 15, COT_FOREVER, on_io, &w), 0);
+    run_until(loop, &w.done);
+    struct got r = {0, 1};
+    CHECK_EQ(cot_tcp_readv(loop, a, iov, 3, COT_FOREVER, on_io, &r), 0);
+    CHECK(!r.done); /* never inside the call */
+    run_until(loop, &r.done);
+    CHECK_EQ(r.result, 11);
+    CHECK(memcmp(one, "abc", 3) == 0 && memcmp(two, "defghijk", 8) == 0);
+    r.done = 0;
+    CHECK_EQ(cot_tcp_read(loop, a, rest, sizeof rest, COT_FOREVER, on_io, &r), 0);
+    run_until(loop, &r.done);
+    CHECK_EQ(r.result, 4);
+    CHECK(memcmp(rest, "lmno", 4) == 0);
+
+    /* Waiting first: a short arrival fills only the first buffer. */
+    r.done = 0;
+    CHECK_EQ(cot_tcp_readv(loop, a, iov, 3, 5000 * MS, on_io, &r), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0, 1);
+    CHECK(!r.done);
+    w.done = 0;
+    CHECK_EQ(cot_tcp_write(loop, b, "xy", 2, COT_FOREVER, on_io, &w), 0);
+    run_until(loop, &r.done);
+    CHECK_EQ(r.result, 2);
+    CHECK(memcmp(one, "xy", 2) == 0);
+
+    /* The end of the stream. */
+    CHECK_EQ(cot_tcp_close(loop, b), 0);
+    r.done = 0;
+    CHECK_EQ(cot_tcp_readv(loop, a, iov, 3, 5000 * MS, on_io, &r), 0);
+    run_until(loop, &r.done);
+    CHECK_EQ(r.result, 0);
+    CHECK_EQ(cot_tcp_close(loop, a), 0);
+    finish(loop);
+}
+
+/* Another reader of the descriptor (a poll handle on a dup) may take the
+ * bytes whose readiness a waiting read saw: the read waits on, and gets
+ * the next bytes, never a spurious error. */
+static int thief_fd;
+static size_t stolen;
+static void on_thief(cot_loop *loop, cot_handle h, int events, void *data) {
+    (void)events;
+    (void)data;
+    char b[64];
+    ssize_t n = recv(thief_fd, b, sizeof b, MSG_DONTWAIT);
+    if (n > 0) stolen += (size_t)n;
+    CHECK_EQ(cot_poll_stop(loop, h), 0);
+}
+
+static void test_read_whose_bytes_were_taken(void) {
+    cot_loop *loop = cot_loop_new();
+    int fds[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    cot_tcp a;
+    CHECK_EQ(cot_tcp_open(loop, fds[0], &a), 0);
+    char buf[8];
+    struct got r = {0, 1};
+    CHECK_EQ(cot_tcp_read(loop, a, buf, sizeof buf, 5000 * MS, on_io, &r), 0);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0, 1); /* the read now waits in epoll */
+    thief_fd = dup(fds[0]);
+    CHECK(thief_fd >= 0);
+    cot_handle thief;
+    CHECK_EQ(cot_poll_init(loop, thief_fd, NULL, &thief), 0);
+    CHECK_EQ(cot_poll_start(loop, thief, COT_READABLE, on_thief), 0);
+    CHECK_EQ(send(fds[1], "zz", 2, 0), 2);
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_ONCE) >= 0, 1);
+    if (!r.done) CHECK_EQ(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0, 1);
+    /* Whoever came first has the bytes; the read is not ended by nothing. */
+    if (r.done) {
+        CHECK_EQ(r.result, 2);
+        CHECK_EQ(stolen, 0);
+    } else {
+        CHECK_EQ(stolen, 2);
+        CHECK_EQ(send(fds[1], "q", 1, 0), 1);
+        run_until(loop, &r.done);
+        CHECK_EQ(r.result, 1);
+        CHECK_EQ(buf[0], 'q');
+    }
+    CHECK_EQ(cot_close(loop, thief, NULL), 0);
+    CHECK_EQ(cot_tcp_close(loop, a), 0);
+    close(thief_fd);
+    close(fds[1]);
+    finish(loop);
+}
+
 /* One read and one write at once on one socket: full duplex. A second
  * reader or writer gets COT_EBUSY and leaves the first alone. */
 static void test_full_duplex_and_busy(void) {
@@ -493,6 +588,8 @@ int main(void) {
     test_cancel_during_connect();
     test_peer_reset_mid_write();
     test_deadline_same_turn_as_readiness();
+    test_readv_fills_in_order();
+    test_read_whose_bytes_were_taken();
     test_full_duplex_and_busy();
     test_bad_input();
     test_resolve_then_connect();

@@ -2,11 +2,14 @@
 //! `_accept`, `_connect`, `_recvfrom`, `_sendto`) on the keys of
 //! `cot_tcp`/`cot_udp`. Each first tries the call now, with the "try now"
 //! functions the C calls `cot_tcp_try_*` use (`socket.rs`): when that
-//! answers, nothing is allocated and nothing waits. Only when it would block
-//! does it start the socket's own operation, whose completion fills a slot and notifies the slot's key; the coroutine parks
-//! on that key. Woken early (`cot_coro_wake`), it cancels the operation and
-//! waits for the completion, which may still bring data: the first reason
-//! wins. The timeout is the operation's deadline.
+//! answers, nothing is allocated and nothing waits (a read skips the try
+//! when the last one found the socket empty). Only when it would block does
+//! it start the socket's own operation, whose completion fills the parked
+//! call and notifies its key; the coroutine parks on that key. A read waits
+//! only for readiness (`Pattern::Ready`), then takes the bytes straight into
+//! the caller's buffer. Woken early (`cot_coro_wake`), it cancels the
+//! operation and waits for the completion, which may still bring data: the
+//! first reason wins. The timeout is the operation's deadline.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
@@ -24,12 +27,27 @@ use crate::net::{Addr, Dir, Fail, Pattern, Socket};
 use crate::reactor::Loop;
 use crate::sched::When;
 use crate::stack::State;
-use crate::stack::coro;
+use crate::stack::coro::{self, Undo};
 
-/// Where a completion leaves its result for the parked coroutine.
-type Slot<T> = Rc<RefCell<Option<std::result::Result<T, Fail>>>>;
+/// A parked call: where the completion leaves its result, and the
+/// operation to cancel if the coroutine is freed meanwhile. One allocation,
+/// shared by the completion and the coroutine's free hook.
+struct Parked<T> {
+    got: RefCell<Option<std::result::Result<T, Fail>>>,
+    /// Set once the operation started.
+    sock: RefCell<Option<Socket>>,
+    dir: Dir,
+}
 
-/// A completion that fills `slot` and wakes whoever parks on its key.
+impl<T> Undo for Parked<T> {
+    fn undo(&self, l: &mut Loop) {
+        if let Some(s) = self.sock.borrow().as_ref() {
+            let _ = s.cancel(l, self.dir);
+        }
+    }
+}
+
+/// A completion that fills the parked call and wakes whoever parks on its key.
 type Done<T> = Box<dyn FnOnce(&mut Loop, std::result::Result<T, Fail>)>;
 
 /// Starts an operation of direction `dir` on socket `id` of the running
@@ -44,11 +62,11 @@ fn park<T: 'static>(
 ) -> Result<std::result::Result<T, Fail>> {
     let co = coro::running()?;
     let me = co.owner() as *mut cot_loop;
-    let slot: Slot<T> = Rc::new(RefCell::new(None));
-    let key = Rc::as_ptr(&slot) as usize; // unique while the slot lives
-    let fill = slot.clone();
+    let parked = Rc::new(Parked { got: RefCell::new(None), sock: RefCell::new(None), dir });
+    let key = Rc::as_ptr(&parked) as usize; // unique while it lives
+    let fill = parked.clone();
     let done: Done<T> = Box::new(move |lp, r| {
-        *fill.borrow_mut() = Some(r);
+        *fill.got.borrow_mut() = Some(r);
         // A coroutine freed while it waited leaves no waiter: nothing moves.
         let _ = lp.task_notify(key, When::Later);
     });
@@ -60,18 +78,16 @@ fn park<T: 'static>(
             Ok(s.clone())
         })
     }?;
+    *parked.sock.borrow_mut() = Some(sock);
     // The stack keeps nothing that owns memory, since a freed coroutine's
-    // stack is abandoned: the slot and the socket go to the hook, which
+    // stack is abandoned: the parked call goes to the hook, which
     // `cot_coro_free` runs (cancelling the operation) and this call clears.
-    let at = Rc::as_ptr(&slot);
-    co.set_on_free(Some(Box::new(move |l| {
-        let _ = sock.cancel(l, dir);
-        drop(slot);
-    })));
+    let at = Rc::as_ptr(&parked);
+    co.set_on_free(Some(parked));
     let r = {
-        // SAFETY: the hook set above owns the slot until `set_on_free(None)`
-        // below, after this block, the last use of `got`.
-        let got = unsafe { &*at };
+        // SAFETY: the hook set above owns the parked call until
+        // `set_on_free(None)` below, after this block, the last use of `got`.
+        let got = unsafe { &(*at).got };
         let mut cancelled = false;
         loop {
             // The completion never runs inside the start: it is still ahead
@@ -135,17 +151,28 @@ pub unsafe extern "C" fn cot_coro_read(tcp: cot_tcp, buf: *mut c_void, len: usiz
     }
     // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
     let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
-    match now(tcp, false, timeout_ns, |s| socket::try_read(s, out)) {
-        Err(Error::Again) => {}
-        r => return count(r),
+    // A socket the last read found empty is not tried first: that recv
+    // would most likely fail (libuv too reads only on readiness).
+    let mut first = true;
+    loop {
+        let tried = now(tcp, false, timeout_ns, |s| match first && s.drained() && s.buffered() == 0 {
+            true => Err(Error::Again),
+            false => socket::try_read(s, out),
+        });
+        match tried {
+            Err(Error::Again) => {}
+            r => return count(r),
+        }
+        first = false;
+        // Wait until a read would not block, moving no byte, then take the
+        // bytes straight into `buf` above. Readiness whose bytes someone
+        // else took (only through the descriptor) waits again, afresh.
+        let r = park(tcp, false, Dir::Read, timeout_ns, |l, s, d, done| s.read(l, Pattern::Ready, d, done));
+        match r {
+            Ok(Ok(_)) => {}
+            r => return code(r, |_| 0),
+        }
     }
-    let r = park(tcp, false, Dir::Read, timeout_ns, |l, s, d, done| s.read(l, Pattern::Upto(len), d, done));
-    code(r, |bytes| {
-        // SAFETY: `buf` is writable for `len` bytes (the caller's contract);
-        // a read takes at most `len`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) };
-        bytes.len() as i64
-    })
 }
 
 /// Writes all `len` bytes of `buf` on `tcp`, waiting at most `timeout_ns`,

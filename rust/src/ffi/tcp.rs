@@ -192,38 +192,80 @@ unsafe fn iov_arg<'a>(iov: *const libc::iovec, n: c_int) -> Result<&'a [libc::io
     }
 }
 
-/// Starts a read of at most `max` bytes; `put` copies what came to the
-/// caller's memory.
+/// What a read's completion takes into the caller's memory, straight from
+/// the socket: the count (0 at the end of the stream), or `None` if nothing
+/// is there.
+trait Take: FnMut(&Socket) -> Option<std::result::Result<usize, Fail>> + 'static {}
+impl<T: FnMut(&Socket) -> Option<std::result::Result<usize, Fail>> + 'static> Take for T {}
+
+/// Starts a read: it waits until reading would not block (moving no byte),
+/// then `take` copies what is there to the caller's memory.
 ///
 /// # Safety
 /// `loop` is NULL or a live loop.
 unsafe fn read(
     r#loop: *mut cot_loop,
     tcp: cot_tcp,
-    max: usize,
     timeout_ns: u64,
     cb: SocketFn,
     data: *mut c_void,
-    put: impl FnOnce(&[u8]) + 'static,
+    mut take: impl Take,
 ) -> c_int {
     let done = socket::complete(r#loop, cb, tcp, data);
-    let done = move |lp: &mut crate::reactor::Loop, r: std::result::Result<Vec<u8>, Fail>| {
-        let result = match r {
-            Ok(bytes) => {
-                put(&bytes);
-                bytes.len() as i64
-            }
-            Err(f) => fail_code(f),
-        };
-        done(lp, result)
-    };
     // SAFETY: forwarded caller contract.
     status(unsafe {
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
-            s.read(l, Pattern::Upto(max), d, Box::new(done))
+            let sock = s.clone();
+            s.read(
+                l,
+                Pattern::Ready,
+                d,
+                Box::new(move |lp, r| {
+                    let result = match r.map(|_| take(&sock)) {
+                        Ok(Some(Ok(n))) => n as i64,
+                        Ok(Some(Err(f))) | Err(f) => fail_code(f),
+                        Ok(None) => return read_again(lp, &sock, d, take, done),
+                    };
+                    done(lp, result)
+                }),
+            )
         })
     })
+}
+
+/// Readiness whose bytes someone else took (through the descriptor): wait
+/// for a byte in the buffer (`Count(0)` leaves it there), then take again.
+/// Rare, so it may allocate: the cell gives `done` back if the start fails.
+fn read_again(
+    lp: &mut crate::reactor::Loop,
+    sock: &Socket,
+    d: Option<u64>,
+    take: impl Take,
+    done: impl FnOnce(&mut crate::reactor::Loop, i64) + 'static,
+) {
+    let cell = std::rc::Rc::new(std::cell::Cell::new(Some((take, done))));
+    let mine = cell.clone();
+    let s = sock.clone();
+    let started = sock.read(
+        lp,
+        Pattern::Count(0),
+        d,
+        Box::new(move |lp, r| {
+            let Some((mut take, done)) = mine.take() else { return };
+            let result = match r.map(|_| take(&s)) {
+                Ok(Some(Ok(n))) => n as i64,
+                Ok(Some(Err(f))) | Err(f) => fail_code(f),
+                Ok(None) => Error::Again.code() as i64, // a byte was buffered: cannot happen
+            };
+            done(lp, result)
+        }),
+    );
+    if let Err(e) = started
+        && let Some((_, done)) = cell.take()
+    {
+        done(lp, e.code() as i64);
+    }
 }
 
 /// Reads what comes, at most `len` bytes, into `buf`, waiting at most
@@ -247,13 +289,13 @@ pub unsafe extern "C" fn cot_tcp_read(
     data: *mut c_void,
 ) -> c_int {
     let (Some(cb), false, false) = (cb, buf.is_null(), len == 0) else { return Error::Inval.code() };
-    let put = move |bytes: &[u8]| {
+    let take = move |s: &Socket| {
         // SAFETY: `buf` is writable for `len` bytes until the callback (the
-        // caller's contract), and a read takes at most `len`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len()) }
+        // caller's contract), which comes after this.
+        s.try_read_into(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
     };
     // SAFETY: forwarded caller contract.
-    unsafe { read(r#loop, tcp, len, timeout_ns, cb, data, put) }
+    unsafe { read(r#loop, tcp, timeout_ns, cb, data, take) }
 }
 
 /// `cot_tcp_read` into `n` buffers, filled in order. The array is read now;
@@ -275,18 +317,29 @@ pub unsafe extern "C" fn cot_tcp_readv(
     // SAFETY: forwarded caller contract.
     let (Ok(v), Some(cb)) = (unsafe { iov_arg(iov, n) }, cb) else { return Error::Inval.code() };
     let parts: Vec<(usize, usize)> = v.iter().map(|e| (e.iov_base as usize, e.iov_len)).collect();
-    let max = parts.iter().map(|p| p.1).sum();
-    let put = move |mut bytes: &[u8]| {
-        for (base, room) in parts {
-            let k = room.min(bytes.len());
+    // Fills the buffers in order, one recv each, until one comes back
+    // short. A failure after bytes came gives the bytes.
+    let take = move |s: &Socket| {
+        let mut got: Option<usize> = None;
+        for &(base, room) in parts.iter().filter(|p| p.1 > 0) {
             // SAFETY: each buffer is writable for its length until the
-            // callback (the caller's contract); `k` is within it.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base as *mut u8, k) };
-            bytes = &bytes[k..];
+            // callback (the caller's contract), which comes after this.
+            let out = unsafe { std::slice::from_raw_parts_mut(base as *mut u8, room) };
+            match s.try_read_into(out) {
+                Some(Ok(n)) => {
+                    got = Some(got.unwrap_or(0) + n);
+                    if n < room {
+                        break;
+                    }
+                }
+                Some(Err(f)) if got.is_none() => return Some(Err(f)),
+                _ => break,
+            }
         }
+        got.map(Ok)
     };
     // SAFETY: forwarded caller contract.
-    unsafe { read(r#loop, tcp, max, timeout_ns, cb, data, put) }
+    unsafe { read(r#loop, tcp, timeout_ns, cb, data, take) }
 }
 
 /// Starts a write of all of `bytes`.

@@ -66,6 +66,9 @@ impl SocketIo {
     /// Reads until `p` matches, the stream ends, or the socket is (most
     /// likely) empty.
     pub fn read(&mut self, p: Pattern) -> Try<Vec<u8>> {
+        if p == Pattern::Ready {
+            return self.ready();
+        }
         loop {
             if let Some(m) = p.take(&mut self.buf) {
                 return Ok(Step::Done(m));
@@ -83,6 +86,27 @@ impl SocketIo {
                 }
                 Err(e) => return Err(Fail::Sys(e)),
             }
+        }
+    }
+
+    /// Would a read end now (`Pattern::Ready`)? The buffer answers, or a
+    /// peek at the socket, which moves nothing: bytes or the end of the
+    /// stream end it; an error ends it failed (the peek took the error).
+    fn ready(&mut self) -> Try<Vec<u8>> {
+        if !self.buf.unread().is_empty() {
+            return Ok(Step::Done(Vec::new()));
+        }
+        let fd = self.fd()?;
+        if self.drained {
+            return Ok(Step::Wait);
+        }
+        match sys::peek(fd) {
+            Ok(_) => Ok(Step::Done(Vec::new())),
+            Err(libc::EAGAIN) => {
+                self.drained = true;
+                Ok(Step::Wait)
+            }
+            Err(e) => Err(Fail::Sys(e)),
         }
     }
 

@@ -108,9 +108,12 @@ impl Op {
 
     /// Tries once more: how it ended, or the operation back to wait, and
     /// how (`Polling`, or `Retrying` for an accept out of descriptors).
-    fn step(self, io: &mut SocketIo) -> std::result::Result<Ended, (Op, Phase)> {
+    /// `seen`: epoll just said its direction is ready, which is all a
+    /// `Pattern::Ready` read waits for (no system call then).
+    fn step(self, io: &mut SocketIo, seen: bool) -> std::result::Result<Ended, (Op, Phase)> {
         let wait = |op| Err((op, Phase::Polling));
         match self {
+            Op::Read(Pattern::Ready, done) if seen => Ok(Ended::Read(done, Ok(Vec::new()))),
             Op::Read(p, done) => match settle(io.read(p)) {
                 Some(r) => Ok(Ended::Read(done, r)),
                 None => wait(Op::Read(p, done)),
@@ -319,7 +322,7 @@ fn on_ready(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, ready: u32) {
                     if dir == Dir::Read {
                         s.io.drained = false;
                     }
-                    match p.op.step(&mut s.io) {
+                    match p.op.step(&mut s.io, true) {
                         Ok(ended) => Some((ended, p.keep)),
                         Err((op, phase)) => {
                             if phase == Phase::Retrying {
@@ -362,7 +365,7 @@ fn on_timer(weak: &Weak<RefCell<Shared>>, lp: &mut Loop, dir: Dir) {
             if dir == Dir::Read {
                 s.io.drained = false;
             }
-            match p.op.step(&mut s.io) {
+            match p.op.step(&mut s.io, false) {
                 Ok(ended) => Some((ended, p.keep)),
                 Err((op, _)) if p.deadline.is_some_and(|d| lp.now() >= d) => Some((op.fail(Fail::Timeout), p.keep)),
                 Err((op, phase)) => {

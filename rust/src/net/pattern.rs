@@ -22,6 +22,11 @@ pub enum Pattern {
     /// that size (the C face). Waits for at least one byte; the rest stays
     /// buffered for the next read.
     Upto(usize),
+    /// Nothing: a read that ends when reading would not block (bytes
+    /// buffered or in the socket, the end of the stream, an error), moving
+    /// no byte and allocating nothing. The caller then takes the bytes
+    /// straight into its own memory (`Socket::try_read_into`).
+    Ready,
 }
 
 impl Pattern {
@@ -31,7 +36,7 @@ impl Pattern {
             Pattern::Line => buf.newline().is_some(),
             Pattern::All => false,
             Pattern::Count(n) => buf.unread().len() >= n.max(1),
-            Pattern::Upto(_) => !buf.unread().is_empty(),
+            Pattern::Upto(_) | Pattern::Ready => !buf.unread().is_empty(),
         }
     }
 
@@ -63,6 +68,8 @@ impl Pattern {
                 buf.consume(k);
                 Some(bytes)
             }
+            // An empty Vec allocates nothing.
+            Pattern::Ready => self.matches(buf).then(Vec::new),
         }
     }
 
@@ -138,6 +145,17 @@ mod tests {
         let mut buf = Buffer::default();
         assert!(!Pattern::Upto(4).matches(&mut buf), "nothing there: it waits");
         assert_eq!(Pattern::Upto(4).take_at_end(&mut buf), None, "the end with nothing: no match");
+    }
+
+    #[test]
+    fn ready_matches_buffered_bytes_and_takes_none_of_them() {
+        let mut buf = Buffer::default();
+        assert!(!Pattern::Ready.matches(&mut buf));
+        assert_eq!(Pattern::Ready.take(&mut buf), None, "nothing there: it waits");
+        buf.buf.extend_from_slice(b"ab");
+        assert!(Pattern::Ready.matches(&mut buf));
+        assert_eq!(Pattern::Ready.take(&mut buf), Some(Vec::new()));
+        assert_eq!(buf.unread(), b"ab", "the bytes stay for the caller");
     }
 
     #[test]

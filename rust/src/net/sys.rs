@@ -285,6 +285,14 @@ pub fn recv_into(fd: RawFd, out: &mut [u8]) -> SysResult<usize> {
     retry(|| unsafe { libc::recv(fd, out.as_mut_ptr().cast(), out.len(), 0) })
 }
 
+/// Peeks at the socket: 1 if a byte is there, 0 at the end of the stream;
+/// nothing is consumed.
+pub fn peek(fd: RawFd) -> SysResult<usize> {
+    let mut b = 0u8;
+    // SAFETY: `b` is writable for the 1 byte passed.
+    retry(|| unsafe { libc::recv(fd, (&mut b as *mut u8).cast(), 1, libc::MSG_PEEK) })
+}
+
 /// Receives one datagram straight into `out` (the rest of a longer one is
 /// dropped): its length and its sender.
 pub fn recvfrom_into(fd: RawFd, out: &mut [u8]) -> SysResult<(usize, Addr)> {

@@ -217,6 +217,99 @@ fn a_deadline_in_the_same_turn_as_readiness_delivers_the_bytes() {
 }
 
 #[test]
+fn a_ready_read_moves_no_byte_and_ends_at_data_eof_or_its_deadline() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    let mut out = [0u8; 16];
+    // Data: the read ends with nothing taken; the bytes wait in the socket.
+    b.read(&mut lp, Pattern::Ready, None, catch(&g)).unwrap();
+    a.try_write(b"hello").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(Vec::new()));
+    assert_eq!(b.buffered(), 0, "nothing moved to the read buffer");
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 5);
+    assert_eq!(&out[..5], b"hello");
+
+    // Bytes already buffered answer it at the next turn, and stay buffered.
+    a.try_write(b"x\nyz").unwrap();
+    assert_eq!(b.try_read(Pattern::Line), Some(Ok(b"x".to_vec())));
+    b.read(&mut lp, Pattern::Ready, None, catch(&g)).unwrap();
+    assert!(g.borrow().is_none(), "never inside the call");
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&g), Ok(Vec::new()));
+    assert_eq!(b.buffered(), 2);
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 2);
+
+    // Nothing by the deadline: a timeout.
+    let d = deadline(&mut lp, 5);
+    b.read(&mut lp, Pattern::Ready, d, catch(&g)).unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Err(Fail::Timeout));
+
+    // Bytes in the same turn as the deadline win; the timer peeks, moving
+    // nothing.
+    let d = deadline(&mut lp, 5);
+    b.read(&mut lp, Pattern::Ready, d, catch(&g)).unwrap();
+    a.try_write(b"late").unwrap();
+    std::thread::sleep(Duration::from_millis(20)); // both are due when the loop turns
+    lp.run(RunMode::Once).unwrap();
+    assert_eq!(take(&g), Ok(Vec::new()), "the deadline tried once more");
+    assert_eq!(b.buffered(), 0);
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 4);
+
+    // The end of the stream ends it too; the read after it gets 0.
+    b.read(&mut lp, Pattern::Ready, None, catch(&g)).unwrap();
+    a.close(None).unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(Vec::new()));
+    assert_eq!(b.try_read_into(&mut out).unwrap().unwrap(), 0);
+    // At the end, with nothing buffered, a try answers at once (a peek).
+    assert_eq!(b.try_read(Pattern::Ready), Some(Ok(Vec::new())));
+    b.close(Some(&mut lp)).unwrap();
+}
+
+#[test]
+fn a_ready_read_ends_at_a_reset_which_the_next_read_reports() {
+    let mut lp = Loop::new().unwrap();
+    let (s, addr) = listener();
+    let c = Socket::new(libc::AF_INET, libc::SOCK_STREAM).unwrap();
+    let _ = c.connect_start(&addr);
+    let limit = Instant::now() + Duration::from_secs(5);
+    let peer = loop {
+        if let Some(r) = s.try_accept() {
+            break r.unwrap();
+        }
+        assert!(Instant::now() < limit, "no connection");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // The peer resets: a linger of 0 makes its close send RST.
+    let lin = libc::linger { l_onoff: 1, l_linger: 0 };
+    // SAFETY: `lin` is a valid linger for its size.
+    let r = unsafe {
+        libc::setsockopt(
+            peer.fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            (&lin as *const libc::linger).cast(),
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(r, 0);
+    let g = got();
+    c.read(&mut lp, Pattern::Ready, None, catch(&g)).unwrap();
+    peer.close(None).unwrap();
+    run_until(&mut lp, &g);
+    // Readiness seen: it ends without a system call; the read after it
+    // gets the reset.
+    assert_eq!(take(&g), Ok(Vec::new()));
+    let mut out = [0u8; 4];
+    assert_eq!(c.try_read_into(&mut out), Some(Err(Fail::Sys(libc::ECONNRESET))));
+    c.close(Some(&mut lp)).unwrap();
+    s.close(None).unwrap();
+}
+
+#[test]
 fn the_peer_closing_ends_a_read_with_eof_or_with_all() {
     let mut lp = Loop::new().unwrap();
     let (a, b) = pair();

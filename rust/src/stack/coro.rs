@@ -125,8 +125,16 @@ pub struct Coro {
     on_free: Cell<Option<OnFree>>,
 }
 
-/// See `Coro::set_on_free`.
-pub type OnFree = Box<dyn FnOnce(&mut Loop)>;
+/// What `Coro::set_on_free` keeps: shared, so the call that sets it can
+/// hand over memory it holds anyway (no allocation of its own).
+pub type OnFree = std::rc::Rc<dyn Undo>;
+
+/// Undoes what a coroutine's call started off its stack, when the
+/// coroutine is freed in that call.
+pub trait Undo {
+    /// Undoes it, on the coroutine's loop `l`.
+    fn undo(&self, l: &mut Loop);
+}
 
 impl std::fmt::Debug for Coro {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -402,7 +410,7 @@ pub unsafe fn free(l: Option<&mut Loop>, co: *const Coro) -> Result<()> {
     if let Some(h) = c.task.get() {
         let l = l.ok_or(Error::Inval)?;
         if let Some(undo) = c.on_free.take() {
-            undo(l);
+            undo.undo(l);
         }
         l.close(h, None)?;
         c.task.set(None);
