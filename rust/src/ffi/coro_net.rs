@@ -149,7 +149,9 @@ pub unsafe extern "C" fn cot_coro_read(tcp: cot_tcp, buf: *mut c_void, len: usiz
     if buf.is_null() || len == 0 {
         return Error::Inval.code() as i64;
     }
-    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    // SAFETY: NULL and 0 were refused above; the contract keeps `buf` writable
+    // for `len` bytes, and `out` is used only until this call returns, parks
+    // included.
     let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
     // A socket the last read found empty is not tried first: that recv
     // would most likely fail (libuv too reads only on readiness).
@@ -187,7 +189,8 @@ pub unsafe extern "C" fn cot_coro_write(tcp: cot_tcp, buf: *const c_void, len: u
     if buf.is_null() || len == 0 {
         return Error::Inval.code() as i64;
     }
-    // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+    // SAFETY: NULL and 0 were refused above; `buf` is readable for `len` bytes
+    // by the contract, and what waits is copied out of `data` first.
     let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
     let sent = match now(tcp, false, timeout_ns, |s| socket::try_write(s, data)) {
         Ok(n) if n == len => return len as i64,
@@ -292,7 +295,8 @@ pub unsafe extern "C" fn cot_coro_recvfrom(
             }
         }
     };
-    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    // SAFETY: `buf` is non-NULL with `len` > 0 (checked above), writable for
+    // `len` bytes by the contract; `out` serves only the first try.
     let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
     match now(udp, true, timeout_ns, |s| socket::try_recvfrom(s, out)) {
         Ok((n, a)) => {
@@ -335,7 +339,8 @@ pub unsafe extern "C" fn cot_coro_sendto(
     }
     let data: &[u8] = match len {
         0 => &[],
-        // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+        // SAFETY: for `len` > 0, `buf` is non-NULL (checked above) and readable
+        // for `len` bytes (the contract); `data` is copied before any park.
         _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
     };
     let tried = now(udp, true, timeout_ns, |s| {

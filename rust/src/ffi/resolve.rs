@@ -43,10 +43,13 @@ pub unsafe extern "C" fn cot_resolve_start(
     id: *mut cot_resolve,
 ) -> c_int {
     let (Some(cb), false) = (cb, id.is_null()) else { return Error::Inval.code() };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `lookup_job` reads `node`, `service` (NULL or C strings) and
+    // `hints` (NULL or valid): this contract's clauses.
     let Ok((run, found)) = (unsafe { lookup_job(node, service, hints) }) else { return Error::Inval.code() };
     let me = r#loop;
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract), as `with_loop` asks;
+    // inside it `me` is live, as `tables` and `arm` ask. The completion and the
+    // timer call `cb` from the loop, which the contract allows.
     let r = unsafe {
         with_loop(r#loop, |l| {
             let due = deadline(l, timeout_ns)?;
@@ -73,7 +76,8 @@ pub unsafe extern "C" fn cot_resolve_start(
             Ok(id)
         })
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `id` is non-NULL (checked above) and writable by the contract, as
+    // `write_out` asks.
     unsafe { write_out(id, r) }
 }
 
@@ -86,7 +90,8 @@ pub unsafe extern "C" fn cot_resolve_start(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resolve_cancel(r#loop: *mut cot_loop, id: cot_resolve) -> c_int {
     let me = r#loop;
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` asks `loop` NULL or live (the contract); inside it
+    // `me` is live and wraps `l`, as `tables` and `arm` ask.
     status(unsafe {
         with_loop(r#loop, |l| {
             let t = tables(me).ok_or(Error::Inval)?;
@@ -109,7 +114,8 @@ pub unsafe extern "C" fn cot_resolve_cancel(r#loop: *mut cot_loop, id: cot_resol
 /// # Safety
 /// `me` is the live wrapper of `l`.
 unsafe fn arm(me: *mut cot_loop, l: &mut Loop, id: u64, timeout: u64) -> Result<()> {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `me` is live (`arm`'s contract), more than `tables` asks (NULL or
+    // live).
     let t = unsafe { tables(me) }.ok_or(Error::Inval)?;
     let timer = {
         let mut resolves = t.resolves.borrow_mut();

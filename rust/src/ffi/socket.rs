@@ -71,7 +71,8 @@ pub(crate) unsafe fn with_socket<R>(
     udp: bool,
     f: impl FnOnce(&mut Loop, &Socket) -> Result<R>,
 ) -> Result<R> {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` and `tables` need `p` NULL or live, this function's
+    // contract (`tables` runs only inside, after `with_loop` refused NULL).
     unsafe {
         with_loop(p, |l| {
             let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
@@ -93,7 +94,7 @@ pub(crate) unsafe fn with_socket<R>(
 /// # Safety
 /// `p` is a live loop.
 pub(crate) unsafe fn insert(p: *mut cot_loop, sock: Socket, udp: bool) -> Result<u64> {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `tables` asks `p` NULL or live; `insert`'s contract says live.
     let table = unsafe { tables(p) }.map(|t| &t.sockets).ok_or(Error::Inval)?;
     Ok(table.borrow_mut().insert(CSocket { sock, udp }).to_raw())
 }
@@ -107,15 +108,18 @@ pub(crate) unsafe fn open(p: *mut cot_loop, family: c_int, socktype: c_int, out:
         return Error::Inval.code();
     }
     let udp = socktype == libc::SOCK_DGRAM;
-    // SAFETY: forwarded caller contract.
-    let r = unsafe {
-        with_loop(p, |_| {
-            let sock = Socket::new(family, socktype).map_err(sys_error)?;
-            insert(p, sock, udp)
-        })
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(out, r) }
+    // SAFETY: `p` is NULL or live (the contract): `with_loop` refuses NULL, so
+    // `insert` inside gets a live loop; `out` is non-NULL (checked above) and
+    // writable, as `write_out` asks.
+    unsafe {
+        write_out(
+            out,
+            with_loop(p, |_| {
+                let sock = Socket::new(family, socktype).map_err(sys_error)?;
+                insert(p, sock, udp)
+            }),
+        )
+    }
 }
 
 /// The address C passes: `len` bytes at `addr`.
@@ -123,7 +127,8 @@ pub(crate) unsafe fn open(p: *mut cot_loop, family: c_int, socktype: c_int, out:
 /// # Safety
 /// `addr` is NULL or readable for `len` bytes.
 pub(crate) unsafe fn addr_arg(addr: *const libc::sockaddr, len: u32) -> Result<Addr> {
-    // SAFETY: forwarded caller contract (NULL is refused by `from_raw`).
+    // SAFETY: `from_raw` reads `len` bytes at `addr`, readable by the contract;
+    // it refuses NULL itself.
     unsafe { Addr::from_raw(addr.cast(), len as usize) }.ok_or(Error::Inval)
 }
 
@@ -193,7 +198,8 @@ pub(crate) fn try_sendto(s: &Socket, data: &[u8], to: Option<&Addr>) -> Result<u
 /// # Safety
 /// `p` is NULL or a live loop; `addr` is NULL or readable for `len` bytes.
 pub(crate) unsafe fn bind(p: *mut cot_loop, id: u64, udp: bool, addr: *const libc::sockaddr, len: u32) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` asks `p` NULL or live, and `addr_arg` `addr` NULL
+    // or readable for `len` bytes: `bind`'s contract.
     status(unsafe {
         with_socket(p, id, udp, |_, s| {
             let a = addr_arg(addr, len)?;
@@ -219,7 +225,8 @@ pub(crate) unsafe fn name(
     if addr.is_null() || len.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` needs only `p` NULL or live (the contract); `addr`
+    // and `len` are written below, not here.
     let r =
         unsafe { with_socket(p, id, udp, |_, s| if peer { s.peer_addr() } else { s.local_addr() }.map_err(sys_error)) };
     match r {
@@ -254,7 +261,8 @@ pub(crate) unsafe fn setopt(
     }
     // SAFETY: readable for `len` bytes (the caller's contract).
     let v = unsafe { std::slice::from_raw_parts(value.cast::<u8>(), len as usize) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `v` is borrowed above; `with_socket` gets `p` NULL or live from
+    // `setopt`'s contract.
     status(unsafe {
         with_socket(p, id, udp, |_, s| {
             let fd = live_fd(s)?;
@@ -284,7 +292,8 @@ pub(crate) unsafe fn getopt(
     // SAFETY: `len` is readable, `value` writable for `*len` bytes (the
     // caller's contract).
     let v = unsafe { std::slice::from_raw_parts_mut(value.cast::<u8>(), *len as usize) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` asks `p` NULL or live, `getopt`'s first clause; `v`
+    // (made above) is the only caller memory it touches.
     let r = unsafe {
         with_socket(p, id, udp, |_, s| {
             let fd = live_fd(s)?;
@@ -314,7 +323,8 @@ pub(crate) unsafe fn cancel(p: *mut cot_loop, id: u64, udp: bool, events: c_int)
     if events == 0 || events & !(COT_READABLE | COT_WRITABLE) != 0 {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `p` is NULL or live (`cancel`'s contract), which is all
+    // `with_socket` asks.
     let r = unsafe {
         with_socket(p, id, udp, |l, s| {
             let mut any = false;
@@ -335,7 +345,8 @@ pub(crate) unsafe fn cancel(p: *mut cot_loop, id: u64, udp: bool, events: c_int)
 /// # Safety
 /// `p` is NULL or a live loop.
 pub(crate) unsafe fn close(p: *mut cot_loop, id: u64, udp: bool) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` gets `p` NULL or live (`close`'s contract); inside,
+    // the loop is live, so `tables(p)` may look at it.
     status(unsafe {
         with_socket(p, id, udp, |l, s| {
             let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;

@@ -35,7 +35,8 @@ pub type cot_accept_cb = Option<
 /// `loop` is NULL or a live loop; `tcp` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_init(r#loop: *mut cot_loop, family: c_int, tcp: *mut cot_tcp) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::open` needs `loop` NULL or live and `tcp` NULL or
+    // writable: this function's contract, word for word.
     unsafe { socket::open(r#loop, family, libc::SOCK_STREAM, tcp) }
 }
 
@@ -52,18 +53,21 @@ pub unsafe extern "C" fn cot_tcp_open(r#loop: *mut cot_loop, fd: c_int, tcp: *mu
         return Error::Inval.code();
     }
     let me = r#loop;
-    // SAFETY: forwarded caller contract.
-    let r = unsafe {
-        with_loop(r#loop, |_| {
-            if fd < 0 {
-                return Err(Error::BadF);
-            }
-            crate::net::sys::set_nonblocking(fd).map_err(sys_error)?;
-            socket::insert(me, Socket::from_fd(fd), false)
-        })
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(tcp, r) }
+    // SAFETY: `with_loop` needs `loop` NULL or live (the contract) and refuses
+    // NULL, so `insert` inside gets the live loop it asks; `tcp` is non-NULL
+    // (checked above) and writable by the contract, as `write_out` asks.
+    unsafe {
+        write_out(
+            tcp,
+            with_loop(r#loop, |_| {
+                if fd < 0 {
+                    return Err(Error::BadF);
+                }
+                crate::net::sys::set_nonblocking(fd).map_err(sys_error)?;
+                socket::insert(me, Socket::from_fd(fd), false)
+            }),
+        )
+    }
 }
 
 /// Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,
@@ -79,7 +83,8 @@ pub unsafe extern "C" fn cot_tcp_bind(
     addr: *const libc::sockaddr,
     len: u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::bind` asks `loop` NULL or live and `addr` NULL or
+    // readable for `len` bytes, which is `cot_tcp_bind`'s contract.
     unsafe { socket::bind(r#loop, tcp, false, addr, len) }
 }
 
@@ -90,7 +95,8 @@ pub unsafe extern "C" fn cot_tcp_bind(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_listen(r#loop: *mut cot_loop, tcp: cot_tcp, backlog: c_int) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: listening touches no caller memory: `with_socket` wants only
+    // `loop` NULL or live, which the contract gives.
     status(unsafe { with_socket(r#loop, tcp, false, |_, s| s.listen(backlog).map_err(sys_error)) })
 }
 
@@ -124,7 +130,8 @@ pub unsafe extern "C" fn cot_tcp_accept(
         // SAFETY: `me` wraps `lp`; `cb` may be called from the loop.
         unsafe { lend(me, lp, || cb(me, tcp, code, client, data)) }
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract) for `with_socket`; the
+    // completion calls `cb` from the loop, which the contract allows.
     status(unsafe {
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
@@ -154,7 +161,9 @@ pub unsafe extern "C" fn cot_tcp_connect(
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
     let done = socket::complete(r#loop, cb, tcp, data);
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` gets `loop` NULL or live, and `addr_arg` reads
+    // `addr`, NULL or readable for `len` bytes: both clauses of the contract.
+    // `done` calls `cb` from the loop only.
     status(unsafe {
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
@@ -212,7 +221,8 @@ unsafe fn read(
     mut take: impl Take,
 ) -> c_int {
     let done = socket::complete(r#loop, cb, tcp, data);
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` needs `loop` NULL or live: `read`'s one clause.
+    // `take` is safe to call; its closure argues the memory it writes.
     status(unsafe {
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
@@ -294,7 +304,9 @@ pub unsafe extern "C" fn cot_tcp_read(
         // caller's contract), which comes after this.
         s.try_read_into(unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) })
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `read` asks `loop` NULL or live (the contract); `take` writes
+    // `buf` only from the completion, before `cb`, while the contract keeps
+    // `buf` writable.
     unsafe { read(r#loop, tcp, timeout_ns, cb, data, take) }
 }
 
@@ -314,7 +326,8 @@ pub unsafe extern "C" fn cot_tcp_readv(
     cb: cot_socket_cb,
     data: *mut c_void,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `iov` is NULL or readable for `n` entries (this contract), as
+    // `iov_arg` asks; it refuses NULL itself.
     let (Ok(v), Some(cb)) = (unsafe { iov_arg(iov, n) }, cb) else { return Error::Inval.code() };
     let parts: Vec<(usize, usize)> = v.iter().map(|e| (e.iov_base as usize, e.iov_len)).collect();
     // Fills the buffers in order, one recv each, until one comes back
@@ -338,7 +351,9 @@ pub unsafe extern "C" fn cot_tcp_readv(
         }
         got.map(Ok)
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: as in `cot_tcp_read`, `read` gets the NULL-or-live `loop`; `take`
+    // writes each buffer only before `cb`, while the contract keeps them
+    // writable.
     unsafe { read(r#loop, tcp, timeout_ns, cb, data, take) }
 }
 
@@ -358,7 +373,8 @@ unsafe fn write(
     let done = move |lp: &mut crate::reactor::Loop, sent: usize, r: std::result::Result<(), Fail>| {
         done(lp, r.map_or_else(fail_code, |()| sent as i64))
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `write` owns its bytes; `with_socket` needs only `loop` NULL or
+    // live, `write`'s contract.
     status(unsafe {
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
@@ -387,9 +403,11 @@ pub unsafe extern "C" fn cot_tcp_write(
     data: *mut c_void,
 ) -> c_int {
     let (Some(cb), false, false) = (cb, buf.is_null(), len == 0) else { return Error::Inval.code() };
-    // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+    // SAFETY: the check above refused a NULL `buf`; the contract makes it
+    // readable for `len` bytes now, and the copy ends its use.
     let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec();
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the bytes are copied above, so `write` asks only `loop` NULL or
+    // live, which `cot_tcp_write`'s contract gives.
     unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
 }
 
@@ -408,7 +426,8 @@ pub unsafe extern "C" fn cot_tcp_writev(
     cb: cot_socket_cb,
     data: *mut c_void,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `iov_arg` reads `n` entries at `iov`, which `cot_tcp_writev`'s
+    // contract makes NULL (refused) or readable.
     let (Ok(v), Some(cb)) = (unsafe { iov_arg(iov, n) }, cb) else { return Error::Inval.code() };
     let mut bytes = Vec::new();
     for e in v.iter().filter(|e| e.iov_len > 0) {
@@ -416,7 +435,8 @@ pub unsafe extern "C" fn cot_tcp_writev(
         // `iov_arg`, readable by the caller's contract).
         bytes.extend_from_slice(unsafe { std::slice::from_raw_parts(e.iov_base.cast::<u8>(), e.iov_len) });
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `bytes` is a copy made above; `write` needs `loop` NULL or live,
+    // as the contract (that of `cot_tcp_write`) says.
     unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
 }
 
@@ -434,9 +454,11 @@ pub unsafe extern "C" fn cot_tcp_try_read(r#loop: *mut cot_loop, tcp: cot_tcp, b
     if buf.is_null() || len == 0 {
         return Error::Inval.code() as i64;
     }
-    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    // SAFETY: `buf` passed the NULL check above and is writable for `len` bytes
+    // by the contract; `out` lives only in this call.
     let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `out` was made above; `with_socket` needs `loop` NULL or live,
+    // the first clause of the contract.
     count(unsafe { with_socket(r#loop, tcp, false, |_, s| socket::try_read(s, out)) })
 }
 
@@ -453,9 +475,11 @@ pub unsafe extern "C" fn cot_tcp_try_write(r#loop: *mut cot_loop, tcp: cot_tcp, 
     if buf.is_null() || len == 0 {
         return Error::Inval.code() as i64;
     }
-    // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+    // SAFETY: `buf` is non-NULL (checked above) and readable for `len` bytes
+    // (the contract); `data` is dropped before this call returns.
     let data = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `data` borrows `buf` for this call only; `with_socket` gets
+    // `loop` NULL or live from the contract.
     count(unsafe { with_socket(r#loop, tcp, false, |_, s| socket::try_write(s, data)) })
 }
 
@@ -472,12 +496,17 @@ pub unsafe extern "C" fn cot_tcp_try_accept(r#loop: *mut cot_loop, listener: cot
         return Error::Inval.code();
     }
     let me = r#loop;
-    // SAFETY: forwarded caller contract.
-    let r = unsafe {
-        with_socket(r#loop, listener, false, |_, s| socket::try_accept(s).and_then(|c| socket::insert(me, c, false)))
-    };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(conn, r) }
+    // SAFETY: `with_socket` asks `loop` NULL or live (the contract); `insert`
+    // runs only inside it, where the loop is live; `conn` is non-NULL (checked
+    // above) and writable by the contract, as `write_out` asks.
+    unsafe {
+        write_out(
+            conn,
+            with_socket(r#loop, listener, false, |_, s| {
+                socket::try_accept(s).and_then(|c| socket::insert(me, c, false))
+            }),
+        )
+    }
 }
 
 /// A count as C gets it, or the error's code.
@@ -493,7 +522,8 @@ pub(crate) fn count(r: Result<usize>) -> i64 {
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_shutdown(r#loop: *mut cot_loop, tcp: cot_tcp) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` asks `loop` NULL or live, this contract; the
+    // shutdown itself is a system call on the socket's own descriptor.
     status(unsafe {
         with_socket(r#loop, tcp, false, |_, s| {
             if s.waiting(Dir::Write) {
@@ -512,7 +542,8 @@ pub unsafe extern "C" fn cot_tcp_shutdown(r#loop: *mut cot_loop, tcp: cot_tcp) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_nodelay(r#loop: *mut cot_loop, tcp: cot_tcp, enable: c_int) -> c_int {
     let v = c_int::from(enable != 0).to_ne_bytes();
-    // SAFETY: forwarded caller contract; `v` is a local of the length passed.
+    // SAFETY: `loop` NULL or live is the contract; `value` points to `v`, a
+    // local of the 4 bytes passed, as `setopt` asks.
     unsafe { socket::setopt(r#loop, tcp, false, libc::IPPROTO_TCP, libc::TCP_NODELAY, v.as_ptr().cast(), 4) }
 }
 
@@ -530,7 +561,8 @@ pub unsafe extern "C" fn cot_tcp_setopt(
     value: *const c_void,
     len: u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::setopt` asks `loop` NULL or live and `value` NULL or
+    // readable for `len` bytes: `cot_tcp_setopt`'s contract.
     unsafe { socket::setopt(r#loop, tcp, false, level, name, value, len) }
 }
 
@@ -549,7 +581,9 @@ pub unsafe extern "C" fn cot_tcp_getopt(
     value: *mut c_void,
     len: *mut u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::getopt` asks what `cot_tcp_getopt` promises: `loop` NULL
+    // or live, `value` NULL or writable for `*len` bytes, `len` NULL or
+    // readable and writable.
     unsafe { socket::getopt(r#loop, tcp, false, level, name, value, len) }
 }
 
@@ -567,7 +601,8 @@ pub unsafe extern "C" fn cot_tcp_getsockname(
     addr: *mut libc::sockaddr,
     len: *mut u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::name` asks `loop` NULL or live, `addr` NULL or writable
+    // for `*len` bytes and `len` NULL or readable and writable: this contract.
     unsafe { socket::name(r#loop, tcp, false, false, addr, len) }
 }
 
@@ -582,7 +617,8 @@ pub unsafe extern "C" fn cot_tcp_getpeername(
     addr: *mut libc::sockaddr,
     len: *mut u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract is `cot_tcp_getsockname`'s, which is what
+    // `socket::name` asks for either address.
     unsafe { socket::name(r#loop, tcp, false, true, addr, len) }
 }
 
@@ -596,7 +632,8 @@ pub unsafe extern "C" fn cot_tcp_getpeername(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_cancel(r#loop: *mut cot_loop, tcp: cot_tcp, events: c_int) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: cancelling reads no caller memory: `socket::cancel` needs `loop`
+    // NULL or live, the contract.
     unsafe { socket::cancel(r#loop, tcp, false, events) }
 }
 
@@ -609,6 +646,7 @@ pub unsafe extern "C" fn cot_tcp_cancel(r#loop: *mut cot_loop, tcp: cot_tcp, eve
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_close(r#loop: *mut cot_loop, tcp: cot_tcp) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::close` asks only `loop` NULL or live, which
+    // `cot_tcp_close`'s contract gives.
     unsafe { socket::close(r#loop, tcp, false) }
 }

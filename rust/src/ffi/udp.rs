@@ -37,7 +37,8 @@ pub type cot_udp_recv_cb = Option<
 /// `loop` is NULL or a live loop; `udp` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_udp_init(r#loop: *mut cot_loop, family: c_int, udp: *mut cot_udp) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::open` needs `loop` NULL or live and `udp` NULL or
+    // writable, which `cot_udp_init` promises.
     unsafe { socket::open(r#loop, family, libc::SOCK_DGRAM, udp) }
 }
 
@@ -52,7 +53,8 @@ pub unsafe extern "C" fn cot_udp_bind(
     addr: *const libc::sockaddr,
     len: u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `cot_udp_bind`'s contract is `socket::bind`'s: `loop` NULL or
+    // live, `addr` NULL or readable for `len` bytes.
     unsafe { socket::bind(r#loop, udp, true, addr, len) }
 }
 
@@ -69,7 +71,9 @@ pub unsafe extern "C" fn cot_udp_connect(
     addr: *const libc::sockaddr,
     len: u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` gets `loop` NULL or live; `addr_arg` reads `addr`
+    // only when non-NULL (tested first), readable for `len` bytes: both this
+    // contract's.
     status(unsafe {
         with_socket(r#loop, udp, true, |_, s| {
             let fd = socket::live_fd(s)?;
@@ -118,7 +122,8 @@ pub unsafe extern "C" fn cot_udp_recv(
         // address lives until the call returns.
         unsafe { lend(me, lp, || cb(me, udp, n, p.cast(), plen as u32, data)) }
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract), as `with_socket` asks;
+    // `done` writes `buf` before `cb`, while the contract keeps it writable.
     status(unsafe {
         with_socket(r#loop, udp, true, |l, s| {
             let d = deadline(l, timeout_ns)?;
@@ -153,11 +158,15 @@ pub unsafe extern "C" fn cot_udp_send(
     let (Some(cb), false) = (cb, buf.is_null() && len > 0) else { return Error::Inval.code() };
     let bytes = match len {
         0 => Vec::new(),
-        // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+        // SAFETY: `len` > 0 here, so `buf` is non-NULL (refused above
+        // otherwise) and readable for `len` bytes by the contract; the bytes
+        // are copied at once.
         _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec(),
     };
     let done = socket::complete(r#loop, cb, udp, data);
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `bytes` is a copy; `with_socket` gets `loop` NULL or live and
+    // `addr_arg` a non-NULL `addr` readable for `addrlen` bytes, from the
+    // contract.
     status(unsafe {
         with_socket(r#loop, udp, true, |l, s| {
             let d = deadline(l, timeout_ns)?;
@@ -187,9 +196,12 @@ pub unsafe extern "C" fn cot_udp_try_recv(
     if buf.is_null() || len == 0 {
         return Error::Inval.code() as i64;
     }
-    // SAFETY: non-NULL and writable for `len` bytes (the caller's contract).
+    // SAFETY: `buf` is non-NULL and `len` > 0 (checked above); the contract
+    // makes it writable for `len` bytes during this call, the only use of
+    // `out`.
     let out = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), len) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `out` was made above; `with_socket` wants `loop` NULL or live,
+    // which `cot_udp_try_recv` promises.
     let r = unsafe { with_socket(r#loop, udp, true, |_, s| socket::try_recvfrom(s, out)) };
     count(r.map(|(n, a)| {
         if !from.is_null() {
@@ -225,10 +237,12 @@ pub unsafe extern "C" fn cot_udp_try_send(
     }
     let data: &[u8] = match len {
         0 => &[],
-        // SAFETY: non-NULL and readable for `len` bytes (the caller's contract).
+        // SAFETY: a non-empty `buf` was checked non-NULL above; the contract
+        // makes it readable for `len` bytes while this call sends it.
         _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_socket` gets `loop` NULL or live; `addr_arg` reads a non-
+    // NULL `to`, readable for `tolen` bytes: the contract.
     count(unsafe {
         with_socket(r#loop, udp, true, |_, s| {
             let to = if to.is_null() { None } else { Some(socket::addr_arg(to, tolen)?) };
@@ -251,7 +265,8 @@ pub unsafe extern "C" fn cot_udp_setopt(
     value: *const c_void,
     len: u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: like `cot_tcp_setopt`'s, this contract (`loop` NULL or live,
+    // `value` NULL or readable for `len` bytes) is `socket::setopt`'s.
     unsafe { socket::setopt(r#loop, udp, true, level, name, value, len) }
 }
 
@@ -269,7 +284,9 @@ pub unsafe extern "C" fn cot_udp_getopt(
     value: *mut c_void,
     len: *mut u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::getopt` gets `loop` NULL or live, `value` NULL or
+    // writable for `*len` bytes, `len` NULL or readable and writable:
+    // `cot_udp_getopt`'s contract.
     unsafe { socket::getopt(r#loop, udp, true, level, name, value, len) }
 }
 
@@ -284,7 +301,8 @@ pub unsafe extern "C" fn cot_udp_getsockname(
     addr: *mut libc::sockaddr,
     len: *mut u32,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `cot_tcp_getsockname`'s contract, which this one is, is what
+    // `socket::name` asks.
     unsafe { socket::name(r#loop, udp, true, false, addr, len) }
 }
 
@@ -295,7 +313,8 @@ pub unsafe extern "C" fn cot_udp_getsockname(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_udp_cancel(r#loop: *mut cot_loop, udp: cot_udp, events: c_int) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `socket::cancel` touches no caller memory and needs `loop` NULL
+    // or live: `cot_udp_cancel`'s contract.
     unsafe { socket::cancel(r#loop, udp, true, events) }
 }
 
@@ -305,6 +324,7 @@ pub unsafe extern "C" fn cot_udp_cancel(r#loop: *mut cot_loop, udp: cot_udp, eve
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_udp_close(r#loop: *mut cot_loop, udp: cot_udp) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: closing needs only `loop` NULL or live (`socket::close`'s ask),
+    // as `cot_udp_close` promises.
     unsafe { socket::close(r#loop, udp, true) }
 }
