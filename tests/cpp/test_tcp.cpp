@@ -362,7 +362,8 @@ static task<int> peer_reset() {
     CHECK_EQ(cot_tcp_setopt(a.native_loop(), a.native(), SOL_SOCKET, SO_LINGER, &lg, sizeof lg), 0);
     std::vector<std::byte> data(16 << 20, std::byte(7));
     cothread::loop &lp = co_await cothread::this_task::get_loop();
-    lp.post([&a] { a.close(); });  // unread bytes and linger 0: a reset
+    tcp_socket *peer = &a;  // (clang 14 cannot capture a structured binding)
+    lp.post([peer] { peer->close(); });  // unread bytes and linger 0: a reset
     std::error_code ec;
     std::size_t n = co_await c.write(data, 10s, ec);
     CHECK(ec == std::errc::connection_reset || ec == std::errc::broken_pipe);
