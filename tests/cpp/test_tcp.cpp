@@ -1,6 +1,8 @@
 // cothread TCP: echo over IPv4, IPv6 and Unix, read_exact, a big write
 // against a slow reader, deadlines, stop tokens (same thread, other thread,
-// during a connect), a peer reset mid-write, and the error_code forms.
+// during a connect), a peer reset mid-write, the error_code forms, and the
+// hot path: data already there is read (and a small write sent) without
+// suspending and without an allocation.
 #include <cothread/endpoint.h>
 #include <cothread/error.h>
 #include <cothread/loop.h>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "check.h"
+#include "heap_count.h"
 
 using namespace std::chrono_literals;
 using cothread::endpoint;
@@ -405,6 +408,33 @@ static void test_ec_forms() {
     CHECK_EQ(cothread::sync_wait(lp, ec_forms()), 1);
 }
 
+static task<int> hot_path() {
+    cothread::loop &lp = co_await cothread::this_task::get_loop();
+    auto [c, a] = co_await connected(endpoint::v4("127.0.0.1", 0));
+    co_await a.write(std::string(100, 'h'));
+    co_await cothread::sleep_for(5ms);  // loopback: the bytes are there
+    std::byte buf[100];
+    std::string small = "pong";
+    bool turned = false;
+    lp.post([&turned] { turned = true; });  // runs only if the loop turns
+    long before = heap_allocations.load();
+    std::size_t n = co_await c.read(buf);
+    std::size_t w = co_await c.write(small);
+    long allocs = heap_allocations.load() - before;
+    CHECK_EQ(n, std::size_t(100));
+    CHECK_EQ(w, small.size());
+    CHECK(!turned);
+    if (counting_heap) CHECK_EQ(allocs, 0L);
+    co_await cothread::yield();
+    CHECK(turned);
+    co_return 1;
+}
+
+static void test_hot_path() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, hot_path()), 1);
+}
+
 int main() {
     RUN(test_echo_v4);
     RUN(test_echo_v6);
@@ -418,5 +448,6 @@ int main() {
     RUN(test_stop_connect);
     RUN(test_peer_reset);
     RUN(test_ec_forms);
+    RUN(test_hot_path);
     return 0;
 }

@@ -52,8 +52,10 @@ public:
             // and requests still on the pool: a cancelled name lookup ends
             // at once for its task but finishes on a pool thread. Idle
             // handles do not keep this run going; a handle left active
-            // through native() (a started timer) would.
-            cot_loop_run(m_loop, COT_RUN_DEFAULT);
+            // through native() (a started timer) would. Again while alive:
+            // a cot_loop_stop left from the last run ends a run early.
+            while (cot_loop_run(m_loop, COT_RUN_DEFAULT) > 0) {
+            }
             cot_loop_close(m_loop);  // COT_EBUSY if handles are left open: the loop leaks
         }
     }
