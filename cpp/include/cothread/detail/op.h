@@ -20,9 +20,11 @@
 //
 // The canceller may run on any thread. Off the loop thread it sends the
 // cancel through the loop's inbox as a value (the kind, the socket key or
-// lookup id, the direction), never a pointer to the awaiter: a cancel that
-// arrives after the operation ended is refused by the core (a lookup id, a
-// closed socket) or finds no operation waiting.
+// lookup id, the direction), never a pointer to the awaiter, so a cancel
+// that arrives after the operation ended touches no freed memory: the core
+// refuses a stale lookup id or a closed socket, and a socket direction with
+// nothing waiting is left alone. (If another root started an operation of
+// the same direction on that socket in between, that one is cancelled.)
 #ifndef COTHREAD_DETAIL_OP_H_INCLUDED
 #define COTHREAD_DETAIL_OP_H_INCLUDED
 
