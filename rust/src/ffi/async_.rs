@@ -25,10 +25,9 @@ pub unsafe extern "C" fn cot_async_init(
 ) -> c_int {
     let (Some(cb), false) = (cb, async_.is_null()) else { return crate::Error::Inval.code() };
     let f = handle_callback(r#loop, cb);
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { with_loop(r#loop, |l| Ok(l.async_init(data as usize, f).to_raw())) };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(async_, r) }
+    // SAFETY: `loop` is NULL or live and `async_` non-NULL and writable (the
+    // contract, checked above): what `with_loop` and `write_out` ask.
+    unsafe { write_out(async_, with_loop(r#loop, |l| Ok(l.async_init(data as usize, f).to_raw()))) }
 }
 
 /// Wakes the loop and runs the handle's callback there: once for all the
@@ -40,7 +39,8 @@ pub unsafe extern "C" fn cot_async_init(
 /// `loop` is NULL or a live loop (possibly running on another thread).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_async_send(r#loop: *mut cot_loop, async_: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract; only the thread-safe inbox is used.
+    // SAFETY: `inbox` needs `loop` NULL or live, which the contract gives even
+    // from another thread: it reads only the thread-safe inbox field.
     match unsafe { inbox(r#loop) } {
         Some(inbox) => status(inbox.send(async_)),
         None => crate::Error::Inval.code(),

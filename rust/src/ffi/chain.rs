@@ -168,13 +168,14 @@ mod tests {
             // Take concurrently with the pushes, then close the chain.
             for round in 0..50 {
                 let replacement = if round == 49 { closed() } else { ptr::null() };
-                // SAFETY: as above.
+                // SAFETY: `chain` lives for the whole test, and taking leaves `replacement` as
+                // the new head word, a plain value.
                 let list = unsafe { cot_chain_take(chain.as_ptr(), replacement, closed()) };
                 taken.push(free(list));
                 std::thread::yield_now();
             }
         });
-        // SAFETY: as above.
+        // SAFETY: the threads are joined, so this take of the live `chain` races nothing.
         assert!(unsafe { cot_chain_take(chain.as_ptr(), ptr::null(), closed()) }.is_null(), "closed: nothing pushed");
         let count: usize = taken.iter().map(Vec::len).sum();
         assert_eq!(count + refused.load(Ordering::Relaxed), 4 * PER_THREAD, "nothing lost");

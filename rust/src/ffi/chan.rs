@@ -102,7 +102,8 @@ impl Case<'_> {
     /// # Safety
     /// As for `try_now`; the channel's loop is live.
     unsafe fn try_alone(&self) -> Result<bool> {
-        // SAFETY: forwarded caller contract.
+        // SAFETY: the channel's loop is live and `item` valid for the item size: this
+        // function's contract, which is what `with_loop` and `try_now` need.
         unsafe { with_loop(self.chan.owner, |l| self.try_now(l)) }
     }
 
@@ -145,7 +146,8 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
     loop {
         let (ended, wake) = wait_if(State::Waiting, |l, co| {
             for (i, c) in cases.iter().enumerate() {
-                // SAFETY: forwarded caller contract.
+                // SAFETY: `select`'s contract: each case's item is valid for its channel's item
+                // size, which `try_now` asks; `l` is their loop, lent by `wait_if`.
                 match unsafe { c.try_now(l) } {
                     Ok(true) => return Ok((Some((i, Ok(()))), false)),
                     Ok(false) => {}
@@ -185,7 +187,7 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
 /// # Safety
 /// `chan` is NULL or a live channel.
 unsafe fn one<'a>(chan: *mut cot_chan, send: bool, item: *mut c_void) -> Result<Case<'a>> {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `chan` is NULL or a live channel (the contract): all `check` asks.
     let chan = unsafe { check(chan)? };
     if item.is_null() {
         return Err(Error::Inval);
@@ -216,7 +218,7 @@ pub unsafe extern "C" fn cot_chan_new(
     }
     let made = Chan::new(item_size, capacity)
         .map(|c| Box::into_raw(Box::new(cot_chan { owner: r#loop, chan: RefCell::new(c) })));
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `chan` is non-NULL (checked at the top) and writable by the contract.
     unsafe { write_out(chan, made) }
 }
 
@@ -229,7 +231,8 @@ pub unsafe extern "C" fn cot_chan_new(
 /// `chan` is NULL or a live channel; after success it is not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_chan_free(chan: *mut cot_chan) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `check` needs `chan` NULL or live, this function's contract; only its
+    // `RefCell` is read before the box is freed below.
     let r = unsafe { check(chan) }.and_then(|c| match c.chan.try_borrow() {
         Ok(inner) if !inner.is_waited() => Ok(()),
         _ => Err(Error::Busy),
@@ -251,7 +254,8 @@ pub unsafe extern "C" fn cot_chan_free(chan: *mut cot_chan) -> c_int {
 /// readable for the item size.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_chan_try_send(chan: *mut cot_chan, item: *const c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `chan` is NULL or live with a live loop, and `item` readable for the
+    // item size (the contract): what `one` and `try_alone` need.
     boolean(unsafe { one(chan, true, item.cast_mut()).and_then(|c| c.try_alone()) })
 }
 
@@ -264,7 +268,8 @@ pub unsafe extern "C" fn cot_chan_try_send(chan: *mut cot_chan, item: *const c_v
 /// writable for the item size.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_chan_try_recv(chan: *mut cot_chan, item: *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract makes `chan` NULL or live with its loop live and `item`
+    // writable for the item size, as `one` and `try_alone` ask.
     boolean(unsafe { one(chan, false, item).and_then(|c| c.try_alone()) })
 }
 
@@ -276,7 +281,8 @@ pub unsafe extern "C" fn cot_chan_try_recv(chan: *mut cot_chan, item: *mut c_voi
 /// `chan` is NULL or a live channel whose loop is live.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_chan_close(chan: *mut cot_chan) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `chan` is NULL or live and its loop live (the contract), which `check`
+    // and `with` require.
     boolean(unsafe { check(chan).and_then(|c| c.with(|l, c| c.close(l))) })
 }
 
@@ -286,7 +292,8 @@ pub unsafe extern "C" fn cot_chan_close(chan: *mut cot_chan) -> c_int {
 /// `chan` is NULL or a live channel.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_chan_len(chan: *const cot_chan) -> usize {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `check` on `chan`, NULL or live as the contract says; the length is read
+    // through the `RefCell`.
     unsafe { check(chan) }.ok().and_then(|c| c.chan.try_borrow().ok().map(|c| c.len())).unwrap_or(0)
 }
 
@@ -303,7 +310,8 @@ pub unsafe extern "C" fn cot_chan_len(chan: *const cot_chan) -> usize {
 /// item size.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_chan_send(chan: *mut cot_chan, item: *const c_void, timeout_ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `chan` is NULL or live and `item` readable for the item size: what `one`
+    // and `select` need, by `cot_coro_chan_send`'s contract.
     status(unsafe { one(chan, true, item.cast_mut()).and_then(|c| select(&[c], timeout_ns)).and_then(|(_, r)| r) })
 }
 
@@ -318,7 +326,8 @@ pub unsafe extern "C" fn cot_coro_chan_send(chan: *mut cot_chan, item: *const c_
 /// item size.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_chan_recv(chan: *mut cot_chan, item: *mut c_void, timeout_ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: by `cot_coro_chan_recv`'s contract `chan` is NULL or live and `item`
+    // writable for the item size, as `one` and `select` require.
     status(unsafe { one(chan, false, item).and_then(|c| select(&[c], timeout_ns)).and_then(|(_, r)| r) })
 }
 
@@ -350,11 +359,12 @@ pub unsafe extern "C" fn cot_coro_select(cases: *mut cot_chan_case, n: usize, ti
                 COT_CHAN_RECV => false,
                 _ => return Err(Error::Inval),
             };
-            // SAFETY: forwarded caller contract.
+            // SAFETY: each case's channel is NULL or live (the contract), as `one` needs.
             unsafe { one(c.chan, send, c.item) }
         })
         .collect();
-    // SAFETY: forwarded caller contract.
+    // SAFETY: every case went through `one`, and its item is valid for its item size
+    // (the contract): `select`'s requirement.
     match checked.and_then(|list| unsafe { select(&list, timeout_ns) }) {
         Ok((i, r)) => {
             raw[i].result = status(r);
@@ -379,7 +389,7 @@ mod tests {
             // SAFETY: the test's live channel; `i` is an item of its size.
             assert_eq!(unsafe { cot_coro_chan_send(ch, (&i as *const u32).cast(), COT_CORO_FOREVER) }, 0);
         }
-        // SAFETY: as above.
+        // SAFETY: `ch` is live: the test frees it only after both coroutines end.
         assert_eq!(unsafe { cot_chan_close(ch) }, 1);
         std::ptr::null_mut()
     }
@@ -395,7 +405,7 @@ mod tests {
             assert_eq!(v, n as u32);
             n += 1;
         }
-        // SAFETY: as above.
+        // SAFETY: `ch` outlives this coroutine and `v` is a `u32`, the item size.
         assert_eq!(unsafe { cot_coro_chan_recv(ch, (&mut v as *mut u32).cast(), 0) }, Error::Pipe.code());
         n as *mut c_void
     }
@@ -446,7 +456,8 @@ mod tests {
     fn a_channel_waited_on_is_not_freed() {
         let lp = cot_loop_new();
         let mut ch = std::ptr::null_mut();
-        // SAFETY: as above.
+        // SAFETY: `lp` is a fresh live loop and `ch` is written by `cot_chan_new`
+        // before any other use.
         unsafe {
             assert_eq!(cot_chan_new(lp, 4, 0, &mut ch), 0);
             let c = spawn(lp, wait_recv, ch.cast());

@@ -40,7 +40,8 @@ unsafe extern "C" fn raw_entry(arg: usize, data: usize) -> ! {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_context_make(stack: *mut c_void, size: usize, r#fn: cot_context_fn) -> cot_context {
     let Some(f) = r#fn else { return std::ptr::null_mut() };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `context_on` needs `stack .. stack + size` valid and used by
+    // nothing else while the context may run: this function's contract.
     match unsafe { crate::stack::context_on(stack.cast(), size, raw_entry, f as usize) } {
         Ok(ctx) => ctx.to_raw() as cot_context,
         Err(_) => std::ptr::null_mut(),

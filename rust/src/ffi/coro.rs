@@ -125,7 +125,8 @@ pub(super) fn timeout(ns: u64) -> Option<u64> {
 /// # Safety
 /// `co` is NULL, a live coroutine, or a block given to `cot_coro_init`.
 unsafe fn check<'a>(co: *const cot_coro) -> Result<&'a Coro> {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `Coro::check` accepts NULL, a live coroutine or a block given to
+    // `cot_coro_init`: exactly this function's contract.
     unsafe { Coro::check(co.cast()) }
 }
 
@@ -167,7 +168,8 @@ unsafe fn make(
     boxed: bool,
 ) -> Result<*mut cot_coro> {
     let owner = r#loop as usize;
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live, as `with_loop` needs, and `place` valid for a
+    // `Coro` until freed, as `Coro::init` needs: `make`'s contract.
     unsafe { with_loop(r#loop, |l| Ok(to_c(Coro::init(place, l, stack, f, arg, owner, run_task, boxed)))) }
 }
 
@@ -197,13 +199,14 @@ pub unsafe extern "C" fn cot_coro_new(
         Err(e) => return e.code(),
     };
     let place = Box::into_raw(Box::<MaybeUninit<Coro>>::new_uninit()).cast::<Coro>();
-    // SAFETY: forwarded caller contract; `place` is a fresh box.
+    // SAFETY: `loop` is NULL or live (the contract) and `place` a fresh box
+    // sized for a `Coro`, valid until freed: `make`'s two duties.
     let r = unsafe { make(r#loop, place, stack, f, arg, true) };
     if r.is_err() {
         // SAFETY: not made: the box is still the uninitialised one above.
         drop(unsafe { Box::from_raw(place.cast::<MaybeUninit<Coro>>()) });
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `co` is non-NULL (checked at the top) and writable by the contract.
     unsafe { write_out(co, r) }
 }
 
@@ -249,11 +252,11 @@ pub unsafe extern "C" fn cot_coro_init(
         Ok(s) => s,
         Err(e) => return e.code(),
     };
-    // SAFETY: forwarded caller contract; the block fits a `Coro` (checked at
-    // compile time above).
+    // SAFETY: `block` is non-NULL (checked), fits a `Coro` (checked at compile
+    // time above) and stays valid, unmoved (the contract); `loop` NULL or live.
     let r = unsafe { make(r#loop, block.cast(), stack, f, arg, false) };
     match r {
-        // SAFETY: forwarded caller contract.
+        // SAFETY: `co` is non-NULL (the guard) and, by the contract, writable.
         Ok(p) if !co.is_null() => unsafe { write_out(co, Ok(p)) },
         r => status(r.map(drop)),
     }
@@ -268,7 +271,8 @@ pub unsafe extern "C" fn cot_coro_init(
 /// `co` is NULL or a coroutine not freed (or its block).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_start(co: *mut cot_coro) -> c_int {
-    // SAFETY: forwarded caller contract; a live coroutine's loop is live.
+    // SAFETY: `co` is NULL or not freed (the contract), as `check` needs; a
+    // live coroutine's loop is live, which `with_loop` needs.
     status(unsafe { check(co).and_then(|c| with_loop(c.owner() as *mut cot_loop, |l| coro::start(l, c))) })
 }
 
@@ -282,7 +286,8 @@ pub unsafe extern "C" fn cot_coro_start(co: *mut cot_coro) -> c_int {
 /// `co` is NULL or a coroutine not freed (or its block).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_wake(co: *mut cot_coro) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `check` gets `co` NULL or not freed (the contract); the loop of a live
+    // coroutine is live, so `with_loop` may use it.
     boolean(unsafe { check(co).and_then(|c| with_loop(c.owner() as *mut cot_loop, |l| coro::wake(l, c))) })
 }
 
@@ -299,7 +304,8 @@ pub unsafe extern "C" fn cot_coro_wake(co: *mut cot_coro) -> c_int {
 /// `co` is NULL or a coroutine not freed (or its block).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_resume(co: *mut cot_coro) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `co` is NULL or a coroutine not freed: the contract, which `check`
+    // needs; its loop outlives it, as `with_loop` needs.
     let r = unsafe {
         check(co).and_then(|c| {
             with_loop(c.owner() as *mut cot_loop, |l| coro::resume(l, c))?;
@@ -323,8 +329,8 @@ pub unsafe extern "C" fn cot_coro_resume(co: *mut cot_coro) -> c_int {
 /// not used again.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_free(co: *mut cot_coro) -> c_int {
-    // SAFETY: forwarded caller contract; an unfinished coroutine has a task,
-    // so its loop cannot have been closed.
+    // SAFETY: `co` is NULL or not freed (the contract), as `check` needs; an
+    // unfinished coroutine has a task, so its loop cannot have been closed.
     status(unsafe {
         check(co).and_then(|c| {
             let p = c as *const Coro;
@@ -344,7 +350,7 @@ pub unsafe extern "C" fn cot_coro_free(co: *mut cot_coro) -> c_int {
 /// `co` is NULL or a coroutine not freed (or its block).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_status(co: *const cot_coro) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `check` reads `co`, NULL or not freed by `cot_coro_status`'s contract.
     unsafe { check(co) }.map(|c| state_code(c.state())).unwrap_or_else(|e| e.code())
 }
 
@@ -356,9 +362,9 @@ pub unsafe extern "C" fn cot_coro_status(co: *const cot_coro) -> c_int {
 /// writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_result(co: *const cot_coro, result: *mut *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract makes `co` NULL or not freed, which is what `check` needs.
     let r = unsafe { check(co) }.and_then(|c| c.result().ok_or(Error::Busy));
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `result` is NULL or writable (the contract); `write_out` refuses NULL.
     unsafe { write_out(result, r) }
 }
 
@@ -375,7 +381,8 @@ pub extern "C" fn cot_coro_current() -> *mut cot_coro {
 /// `co` is NULL or a coroutine not freed (or its block).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_loop(co: *const cot_coro) -> *mut cot_loop {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `co` is NULL or not freed (the contract), all `check` needs; the loop
+    // pointer is returned, not used.
     unsafe { check(co) }.map_or(std::ptr::null_mut(), |c| c.owner() as *mut cot_loop)
 }
 
@@ -386,7 +393,7 @@ pub unsafe extern "C" fn cot_coro_loop(co: *const cot_coro) -> *mut cot_loop {
 /// `co` is NULL or a coroutine not freed (or its block).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_arg(co: *const cot_coro) -> *mut c_void {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `check` asks `co` to be NULL or not freed: `cot_coro_arg`'s contract.
     unsafe { check(co) }.map_or(std::ptr::null_mut(), |c| c.arg())
 }
 
@@ -510,7 +517,8 @@ pub unsafe extern "C" fn cot_coro_work(work: cot_work_cb, data: *mut c_void) -> 
 /// `future` is NULL or a live future handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_await(future: *const cot_future, timeout_ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `future` is NULL or a live future handle (the contract): what
+    // `future::future` needs.
     let Ok(f) = (unsafe { super::future::future(future) }) else { return Error::Inval.code() };
     let r = wait_if(State::Waiting, |l, co| coro::arm_future(l, co, f, timeout(timeout_ns)).map(|s| ((), s)));
     status(r.and_then(|(_, w)| w.map_or(Ok(()), coro::future_result)))
@@ -528,7 +536,8 @@ pub unsafe extern "C" fn cot_coro_await(future: *const cot_future, timeout_ns: u
 /// or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_join(other: *mut cot_coro, timeout_ns: u64, result: *mut *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `other` is NULL or not freed (the contract), as `check` needs; it stays
+    // so while this coroutine waits on it.
     let r = unsafe { check(other) }.and_then(|o| {
         loop {
             let to = timeout(timeout_ns);
@@ -544,7 +553,7 @@ pub unsafe extern "C" fn cot_coro_join(other: *mut cot_coro, timeout_ns: u64, re
     });
     match r {
         Ok(o) if !result.is_null() => {
-            // SAFETY: forwarded caller contract.
+            // SAFETY: `result` is non-NULL (the match guard) and writable by the contract.
             unsafe { write_out(result, o.result().ok_or(Error::Busy)) }
         }
         r => status(r.map(drop)),

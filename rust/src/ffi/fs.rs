@@ -85,12 +85,12 @@ pub(super) unsafe fn submit(
         // SAFETY: `me` wraps `lp` and outlives its requests.
         unsafe { lend(me, lp, || done(me, r.to_raw(), v)) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (`submit`'s contract), `with_loop`'s need.
     let r = unsafe { with_loop(r#loop, |l| Ok(l.work_submit(work, after).to_raw())) };
     if req.is_null() {
         return status(r.map(drop));
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `req` is non-NULL (checked above) and writable by the contract.
     unsafe { write_out(req, r) }
 }
 
@@ -133,14 +133,15 @@ pub unsafe extern "C" fn cot_fs_open(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `path` is NULL or a C string (the contract): what `path_arg` needs.
     let (Ok(path), Some(cb)) = (unsafe { path_arg(path) }, cb) else { return Error::Inval.code() };
     let run = move || {
         // SAFETY: `path` is a valid C string owned by this closure.
         let fd = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC, mode as libc::c_uint) };
         if fd < 0 { last_error() } else { fd as i64 }
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `submit` wants `loop` NULL or live and `req` NULL or writable, as
+    // `cot_fs_open`'s contract says; `cb` may be called from the loop.
     unsafe { submit(r#loop, run, fs_done(cb, data), req) }
 }
 
@@ -176,7 +177,8 @@ unsafe fn transfer(r#loop: *mut cot_loop, t: Transfer, cb: cot_fs_cb, data: *mut
             if n < 0 { last_error() } else { n as i64 }
         })
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: this function's contract is `cot_fs_read`'s or `cot_fs_write`'s, which
+    // covers `submit`'s (`loop` and `req`).
     unsafe { submit(r#loop, run, fs_done(cb, data), req) }
 }
 
@@ -198,7 +200,8 @@ pub unsafe extern "C" fn cot_fs_read(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `transfer` asks for `cot_fs_read`'s contract, which this is: `buf` stays
+    // writable for `len` bytes until `cb` ran.
     unsafe { transfer(r#loop, Transfer { fd, buf, len, offset, write: false }, cb, data, req) }
 }
 
@@ -220,7 +223,8 @@ pub unsafe extern "C" fn cot_fs_write(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    // SAFETY: forwarded caller contract; the buffer is only read.
+    // SAFETY: `transfer` asks for `cot_fs_write`'s contract, which this is:
+    // `buf` is readable for `len` bytes, and a write only reads it.
     unsafe { transfer(r#loop, Transfer { fd, buf: buf as *mut c_void, len, offset, write: true }, cb, data, req) }
 }
 
@@ -241,7 +245,8 @@ pub unsafe extern "C" fn cot_fs_close(
         // SAFETY: closing a descriptor the caller handed over.
         if unsafe { libc::close(fd) } < 0 { last_error() } else { 0 }
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: closing needs no memory of the caller: `submit` only wants `loop` NULL
+    // or live and `req` NULL or writable (the contract).
     unsafe { submit(r#loop, run, fs_done(cb, data), req) }
 }
 
@@ -260,7 +265,7 @@ pub unsafe extern "C" fn cot_fs_stat(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `path_arg` reads `path`, NULL or a C string by `cot_fs_stat`'s contract.
     let (Ok(path), Some(cb), false) = (unsafe { path_arg(path) }, cb, st.is_null()) else {
         return Error::Inval.code();
     };
@@ -271,7 +276,8 @@ pub unsafe extern "C" fn cot_fs_stat(
             if unsafe { libc::stat(path.as_ptr(), s) } < 0 { last_error() } else { 0 }
         })
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the `stat` job writes `st`, valid until `cb` ran (the contract); `submit`
+    // needs `loop` NULL or live and `req` NULL or writable, given too.
     unsafe { submit(r#loop, run, fs_done(cb, data), req) }
 }
 
@@ -309,14 +315,16 @@ pub unsafe extern "C" fn cot_getaddrinfo(
     req: *mut cot_req,
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `lookup_job` reads `node`, `service` and `hints`, each NULL or valid by
+    // this function's contract.
     let Ok((run, result)) = (unsafe { lookup_job(node, service, hints) }) else { return Error::Inval.code() };
     let done = move |lp: *mut cot_loop, r: cot_req, v: i64| {
         let (code, res) = if v < 0 { (v as c_int, std::ptr::null_mut()) } else { result.with(|v| *v) };
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cot_getaddrinfo`'s contract lets the loop call `cb` with the list.
         unsafe { cb(lp, r, code, res, data) }
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live and `req` NULL or writable, as `submit` needs:
+    // `cot_getaddrinfo`'s contract.
     unsafe { submit(r#loop, run, done, req) }
 }
 

@@ -41,7 +41,8 @@ impl cot_promise {
     /// # Safety
     /// `p` is NULL or a live promise handle, which outlives the reference.
     pub unsafe fn get<'a>(p: *const cot_promise) -> Option<&'a Promise> {
-        // SAFETY: forwarded caller contract.
+        // SAFETY: `promise` needs `p` NULL or live, for as long as the reference is
+        // used: this function's contract.
         unsafe { promise(p) }.ok()
     }
 }
@@ -58,7 +59,8 @@ impl cot_future {
     /// # Safety
     /// `f` is NULL or a live future handle, which outlives the reference.
     pub unsafe fn get<'a>(f: *const cot_future) -> Option<&'a Future> {
-        // SAFETY: forwarded caller contract.
+        // SAFETY: `future` needs `f` NULL or live while the reference is used, which is
+        // this function's contract.
         unsafe { future(f) }.ok()
     }
 }
@@ -169,7 +171,8 @@ pub unsafe extern "C" fn cot_promise_new(promise: *mut *mut cot_promise, future:
 /// `p` is NULL or a live promise handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_promise_clone(p: *const cot_promise) -> *mut cot_promise {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `p` is NULL or a live promise handle (the contract): what `promise`
+    // needs to clone it.
     match unsafe { promise(p) } {
         Ok(p) => Box::into_raw(Box::new(cot_promise { promise: p.clone() })),
         Err(_) => std::ptr::null_mut(),
@@ -201,7 +204,8 @@ pub unsafe extern "C" fn cot_promise_free(p: *mut cot_promise) {
 /// called, on any thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_promise_set(p: *const cot_promise, value: *mut c_void, dtor: cot_value_dtor) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `promise` gets `p`, NULL or live by the contract; `value` and `dtor` are
+    // only stored, for any thread, as the contract allows.
     let Ok(p) = (unsafe { promise(p) }) else { return Error::Inval.code() };
     // Made only if taken: a refused value stays the caller's, undestroyed.
     status(p.set_with(|| Box::new(CValue { ptr: value, dtor })))
@@ -221,7 +225,8 @@ pub unsafe extern "C" fn cot_promise_fail(
     code: c_int,
     message: *const std::ffi::c_char,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract makes `p` NULL or live, as `promise` needs; `message` is
+    // read below, once known non-NULL.
     let Ok(p) = (unsafe { promise(p) }) else { return Error::Inval.code() };
     if code >= 0 {
         return Error::Inval.code();
@@ -237,7 +242,7 @@ pub unsafe extern "C" fn cot_promise_fail(
 /// `p` is NULL or a live promise handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_promise_settled(p: *const cot_promise) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `promise` on `p`, NULL or live by `cot_promise_settled`'s contract.
     unsafe { promise(p) }.map_or_else(Error::code, |p| c_int::from(p.is_settled()))
 }
 
@@ -247,7 +252,8 @@ pub unsafe extern "C" fn cot_promise_settled(p: *const cot_promise) -> c_int {
 /// `p` is NULL or a live promise handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_promise_future(p: *const cot_promise) -> *mut cot_future {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `p` is NULL or live (the contract), `promise`'s requirement; the new
+    // handle owns its own reference.
     unsafe { promise(p) }.map_or(std::ptr::null_mut(), |p| new_future(p.future()))
 }
 
@@ -257,7 +263,7 @@ pub unsafe extern "C" fn cot_promise_future(p: *const cot_promise) -> *mut cot_f
 /// `f` is NULL or a live future handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_future_clone(f: *const cot_future) -> *mut cot_future {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `future` on `f`, NULL or live by `cot_future_clone`'s contract.
     unsafe { future(f) }.map_or(std::ptr::null_mut(), |f| new_future(f.clone()))
 }
 
@@ -281,7 +287,8 @@ pub unsafe extern "C" fn cot_future_free(f: *mut cot_future) {
 /// `f` is NULL or a live future handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_future_state(f: *const cot_future) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `f` is NULL or a live future handle, as `future` needs: the contract of
+    // `cot_future_state`.
     unsafe { future(f) }.map_or_else(Error::code, |f| f.state() as c_int)
 }
 
@@ -301,7 +308,8 @@ pub unsafe extern "C" fn cot_future_result(
     value: *mut *mut c_void,
     message: *mut *const std::ffi::c_char,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `future` needs `f` NULL or live: the contract. `value` and `message` are
+    // written below, each after its NULL check.
     let Ok(f) = (unsafe { future(f) }) else { return Error::Inval.code() };
     let (code, v, m) = match f.outcome() {
         None => return Error::Busy.code(),
@@ -330,7 +338,8 @@ pub unsafe extern "C" fn cot_future_result(
 /// `f` is NULL or a live future handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_future_wait(f: *const cot_future, timeout_ns: i64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `f` is NULL or live (the contract), `future`'s need; the wait blocks this
+    // thread only, holding no loop.
     let Ok(f) = (unsafe { future(f) }) else { return Error::Inval.code() };
     status(f.wait(u64::try_from(timeout_ns).ok()))
 }
@@ -362,7 +371,8 @@ pub unsafe extern "C" fn cot_future_on_ready(
     data: *mut c_void,
     id: *mut u64,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `future` on `f`, NULL or live as the contract says; `cb(future, data)`
+    // may run on any thread, the contract allows it.
     let (Ok(fut), Some(cb)) = (unsafe { future(f) }, cb) else { return Error::Inval.code() };
     let call = CCall { cb, data };
     let lent = cot_future { future: fut.clone() };
@@ -385,7 +395,8 @@ pub unsafe extern "C" fn cot_future_on_ready(
 /// `f` is NULL or a live handle of the future the waiter was registered on.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_future_cancel(f: *const cot_future, id: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `f` is NULL or a live handle of the waiter's future (the contract), which
+    // `future` needs.
     let Ok(f) = (unsafe { future(f) }) else { return Error::Inval.code() };
     match id {
         0 => Error::Inval.code(),
@@ -413,7 +424,8 @@ pub unsafe extern "C" fn cot_loop_future_wait(
     data: *mut c_void,
     req: *mut cot_req,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `f` is NULL or live, as `future` needs: `cot_loop_future_wait`'s
+    // contract.
     let (Ok(fut), Some(cb)) = (unsafe { future(f) }, cb) else { return Error::Inval.code() };
     let me = r#loop;
     let lent = cot_future { future: fut.clone() };
@@ -423,7 +435,8 @@ pub unsafe extern "C" fn cot_loop_future_wait(
         // called from the loop (the caller's contract).
         unsafe { lend(me, lp, || cb(me, r.to_raw(), &lent, code, data)) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract), `with_loop`'s need; `after` calls
+    // `cb`, which the contract lets the loop call.
     let r = unsafe { with_loop(r#loop, |l| Ok(l.future_wait(fut, after).to_raw())) };
     // SAFETY: NULL or writable (caller's contract).
     if req.is_null() { status(r.map(drop)) } else { unsafe { write_out(req, r) } }
@@ -439,7 +452,8 @@ pub unsafe extern "C" fn cot_loop_future_wait(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_req_cancel(r#loop: *mut cot_loop, req: cot_req) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: cancelling a request touches only `loop`, NULL or live by
+    // `cot_req_cancel`'s contract, as `with_loop` needs.
     status(unsafe { with_loop(r#loop, |l| l.request_cancel(to_req(req)?)) })
 }
 
@@ -452,8 +466,10 @@ pub unsafe extern "C" fn cot_req_cancel(r#loop: *mut cot_loop, req: cot_req) -> 
 /// `loop` is NULL or a live loop; `f` is NULL or a live future handle.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_task_future(r#loop: *mut cot_loop, task: cot_handle, f: *const cot_future) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `cot_loop_task_future`'s contract makes `f` NULL or live: `future`'s
+    // need.
     let Ok(fut) = (unsafe { future(f) }) else { return Error::Inval.code() };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` needs `loop` NULL or live, which the same contract gives;
+    // `fut` is an owned reference.
     status(unsafe { with_loop(r#loop, |l| l.task_future(to_handle(task)?, fut)) })
 }

@@ -202,8 +202,9 @@ pub unsafe extern "C" fn cot_loop_close(r#loop: *mut cot_loop) -> c_int {
     if r#loop.is_null() {
         return 0;
     }
-    // SAFETY: forwarded caller contract; outside any callback, no reference
-    // into the loop is alive once `with_loop` returned.
+    // SAFETY: `loop` is non-NULL (checked) and live (the contract). Outside
+    // any callback (`current` NULL), no reference into the loop is alive once
+    // `with_loop` returned, so the box may be dropped.
     unsafe {
         let r = with_loop(r#loop, |l| l.free_quietly_closed().and_then(|()| l.check_close()));
         if r.is_ok() && (*r#loop).current.get().is_null() {
@@ -231,7 +232,8 @@ pub unsafe extern "C" fn cot_loop_run(r#loop: *mut cot_loop, mode: c_int) -> c_i
         COT_RUN_NOWAIT => RunMode::NoWait,
         _ => return Error::Inval.code(),
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract). Not lent to a callback and not
+    // busy, so no other reference to the inner loop exists while it runs.
     unsafe {
         let Some(s) = r#loop.as_ref() else { return Error::Inval.code() };
         if !s.current.get().is_null() || s.busy.get() {
@@ -249,7 +251,8 @@ pub unsafe extern "C" fn cot_loop_run(r#loop: *mut cot_loop, mode: c_int) -> c_i
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_stop(r#loop: *mut cot_loop) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` needs `loop` NULL or live, this function's contract; a stop
+    // only sets a flag.
     status(unsafe {
         with_loop(r#loop, |l| {
             l.stop();
@@ -265,7 +268,8 @@ pub unsafe extern "C" fn cot_loop_stop(r#loop: *mut cot_loop) -> c_int {
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_alive(r#loop: *mut cot_loop) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live by the contract, which is all `with_loop` asks
+    // for a read.
     boolean(unsafe { with_loop(r#loop, |l| Ok(l.alive())) })
 }
 
@@ -278,7 +282,8 @@ pub unsafe extern "C" fn cot_loop_alive(r#loop: *mut cot_loop) -> c_int {
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_now(r#loop: *mut cot_loop) -> u64 {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: reading the clock needs only the loop, NULL or live (the contract), as
+    // `with_loop` requires.
     unsafe { with_loop(r#loop, |l| Ok(l.now_fresh())) }.unwrap_or(0)
 }
 
@@ -288,7 +293,8 @@ pub unsafe extern "C" fn cot_loop_now(r#loop: *mut cot_loop) -> u64 {
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_update_time(r#loop: *mut cot_loop) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` gets `loop` NULL or live from the contract; the update
+    // writes the loop's cached time.
     status(unsafe {
         with_loop(r#loop, |l| {
             l.update_time();
@@ -305,7 +311,8 @@ pub unsafe extern "C" fn cot_loop_update_time(r#loop: *mut cot_loop) -> c_int {
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_backend_fd(r#loop: *mut cot_loop) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract gives `loop` NULL or live, `with_loop`'s need; the
+    // descriptor is returned by value.
     match unsafe { with_loop(r#loop, |l| Ok(l.backend_fd())) } {
         Ok(fd) => fd,
         Err(e) => e.code(),
@@ -320,7 +327,8 @@ pub unsafe extern "C" fn cot_loop_backend_fd(r#loop: *mut cot_loop) -> c_int {
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_backend_timeout(r#loop: *mut cot_loop) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract) for `with_loop`; the timeout is
+    // computed from its timers alone.
     unsafe { with_loop(r#loop, |l| Ok(l.backend_timeout())) }.unwrap_or(0)
 }
 
@@ -346,7 +354,8 @@ pub type cot_close_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, handl
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_close(r#loop: *mut cot_loop, handle: cot_handle, cb: cot_close_cb) -> c_int {
     let me = r#loop;
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (for `with_loop`); `close_callback` relies on
+    // `cb` being callable from the loop: both this contract's.
     status(unsafe {
         with_loop(r#loop, |l| {
             let h = to_handle(handle)?;
@@ -370,10 +379,9 @@ fn close_callback(me: *mut cot_loop, f: HandleFn, data: *mut c_void) -> crate::r
 /// `loop` is NULL or a live loop; `data` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_handle_data(r#loop: *mut cot_loop, handle: cot_handle, data: *mut *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { with_loop(r#loop, |l| Ok(l.data(to_handle(handle)?)? as *mut c_void)) };
-    // SAFETY: forwarded caller contract.
-    unsafe { super::guard::write_out(data, r) }
+    // SAFETY: the contract makes `loop` NULL or live and `data` NULL or
+    // writable: what `with_loop` and `write_out` need.
+    unsafe { super::guard::write_out(data, with_loop(r#loop, |l| Ok(l.data(to_handle(handle)?)? as *mut c_void))) }
 }
 
 /// Replaces the handle's user pointer. Returns 0 or `COT_EINVAL`.
@@ -382,7 +390,8 @@ pub unsafe extern "C" fn cot_handle_data(r#loop: *mut cot_loop, handle: cot_hand
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_handle_set_data(r#loop: *mut cot_loop, handle: cot_handle, data: *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `data` is stored as a number, never read through; `loop` is NULL or
+    // live by the contract, as `with_loop` needs.
     status(unsafe { with_loop(r#loop, |l| l.set_data(to_handle(handle)?, data as usize)) })
 }
 
@@ -393,7 +402,8 @@ pub unsafe extern "C" fn cot_handle_set_data(r#loop: *mut cot_loop, handle: cot_
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_handle_is_active(r#loop: *mut cot_loop, handle: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` asks `loop` to be NULL or live: the contract. The handle
+    // is a key the loop checks.
     boolean(unsafe { with_loop(r#loop, |l| l.is_active(to_handle(handle)?)) })
 }
 

@@ -70,12 +70,13 @@ pub unsafe extern "C" fn cot_loop_task_init(
     let (Some(cb), false) = (cb, task.is_null()) else { return Error::Inval.code() };
     let f = lent_callback(r#loop, move |me, h, wake: Wake, data| {
         let (wake, events) = wake_code(wake);
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cot_loop_task_init`'s contract lets the loop call `cb` on each wake.
         unsafe { cb(me, h, wake, events, data) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live by the contract, which is what `with_loop` needs;
+    // `f` wraps `cb`, callable from the loop (the contract too).
     let r = unsafe { with_loop(r#loop, |l| Ok(l.task_init(data as usize, f).to_raw())) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `task` is NULL or writable (the contract); `write_out` checks NULL.
     unsafe { write_out(task, r) }
 }
 
@@ -88,7 +89,8 @@ pub unsafe extern "C" fn cot_loop_task_init(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_task_schedule(r#loop: *mut cot_loop, task: cot_handle, when: c_int) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: queueing a loop task needs only `loop` NULL or live (the contract), as
+    // `with_loop` asks.
     boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, ready_when(when)?)) })
 }
 
@@ -103,7 +105,8 @@ pub unsafe extern "C" fn cot_loop_task_wait(r#loop: *mut cot_loop, task: cot_han
     if signal.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `signal` is only a key, never read through; `loop` is NULL or live by
+    // the contract, as `with_loop` needs.
     boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, When::Wait(signal as usize))) })
 }
 
@@ -115,7 +118,8 @@ pub unsafe extern "C" fn cot_loop_task_wait(r#loop: *mut cot_loop, task: cot_han
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_task_delay(r#loop: *mut cot_loop, task: cot_handle, ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` needs `loop` NULL or live: the contract. The delay arms a
+    // timer of the loop, no C code runs here.
     boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, When::Delay(ns))) })
 }
 
@@ -126,7 +130,8 @@ pub unsafe extern "C" fn cot_loop_task_delay(r#loop: *mut cot_loop, task: cot_ha
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_task_unschedule(r#loop: *mut cot_loop, task: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: taking a task out of its queue touches only the loop, NULL or live by
+    // this function's contract.
     boolean(unsafe { with_loop(r#loop, |l| l.task_unschedule(to_handle(task)?)) })
 }
 
@@ -141,7 +146,8 @@ pub unsafe extern "C" fn cot_loop_notify(r#loop: *mut cot_loop, signal: *const c
     if signal.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract) for `with_loop`; notifying only
+    // moves queued tasks, their callbacks run later from the loop.
     boolean(unsafe { with_loop(r#loop, |l| l.task_notify(signal as usize, ready_when(when)?)) })
 }
 
@@ -154,7 +160,8 @@ pub unsafe extern "C" fn cot_loop_notify(r#loop: *mut cot_loop, signal: *const c
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_loop_task_sleep(r#loop: *mut cot_loop, task: cot_handle, ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` on `loop`, NULL or live as the contract says; the sleep's
+    // callback is the task's, registered at its init.
     status(unsafe { with_loop(r#loop, |l| l.task_sleep(to_handle(task)?, ns)) })
 }
 
@@ -177,7 +184,8 @@ pub unsafe extern "C" fn cot_loop_task_work(
     let Some(work) = work else { return Error::Inval.code() };
     // SAFETY: the caller allowed `work(data)` on a pool thread.
     let run = unsafe { pool_work(work, data) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (for `with_loop`); `run` calls `work(data)` on
+    // a pool thread, which the contract allows.
     status(unsafe { with_loop(r#loop, |l| l.task_work(to_handle(task)?, run)) })
 }
 
@@ -200,6 +208,7 @@ pub unsafe extern "C" fn cot_loop_task_poll(
     events: c_int,
 ) -> c_int {
     let Ok(events) = u32::try_from(events) else { return Error::Inval.code() };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: both handles are keys checked by the loop; `loop` itself is NULL or live
+    // by the contract, `with_loop`'s need.
     status(unsafe { with_loop(r#loop, |l| l.task_poll(to_handle(task)?, to_handle(poll)?, events)) })
 }

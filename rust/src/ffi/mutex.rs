@@ -78,7 +78,8 @@ unsafe fn view<'a>(m: *const cot_mutex) -> Option<Mutex<'a>> {
 /// object starting with `void *next`, in no other chain or mutex.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_mutex_lock(m: *mut cot_mutex, node: *mut c_void) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: `view` needs `m` NULL or a live mutex and `Node::from_raw` a NULL or
+    // pointer-aligned node: both this function's contract.
     let (Some(mx), Some(node)) = (unsafe { view(m) }, unsafe { Node::from_raw(node) }) else { return false };
     match mx.lock(node) {
         Ok(unused) => {
@@ -96,7 +97,7 @@ pub unsafe extern "C" fn cot_mutex_lock(m: *mut cot_mutex, node: *mut c_void) ->
 /// `m` is NULL or a live `cot_mutex`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_mutex_try_lock(m: *mut cot_mutex) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: `m` is NULL or a live `cot_mutex` (the contract), as `view` needs.
     unsafe { view(m) }.is_some_and(|mx| mx.try_lock())
 }
 
@@ -113,7 +114,8 @@ pub unsafe extern "C" fn cot_mutex_try_lock(m: *mut cot_mutex) -> bool {
 /// `m` is NULL or a live `cot_mutex`, locked by the caller (or unlocked).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_mutex_unlock(m: *mut cot_mutex) -> *mut c_void {
-    // SAFETY: the caller's contract.
+    // SAFETY: `view` on `m`, NULL or live and locked by the caller or unlocked, as
+    // `cot_mutex_unlock`'s contract says.
     unsafe { view(m) }.and_then(|mx| mx.unlock()).map_or(ptr::null_mut(), Node::into_raw)
 }
 
@@ -124,7 +126,7 @@ pub unsafe extern "C" fn cot_mutex_unlock(m: *mut cot_mutex) -> *mut c_void {
 /// `m` is NULL or a live `cot_mutex`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_mutex_is_locked(m: *const cot_mutex) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: a snapshot read through `view`: `m` is NULL or live by the contract.
     unsafe { view(m) }.is_some_and(|mx| mx.is_locked())
 }
 

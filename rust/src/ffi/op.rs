@@ -87,7 +87,7 @@ unsafe fn event<M: Words>(
     actions: *mut c_uint,
     f: impl FnOnce(&mut M) -> Result<Actions>,
 ) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: `words` is NULL or an op's or object's words, valid (`event`'s contract).
     let Some(words) = (unsafe { words.as_mut() }) else { return Error::Inval.code() };
     let (Some(mut m), false) = (M::decode(*words), actions.is_null()) else { return Error::Inval.code() };
     match f(&mut m) {
@@ -118,7 +118,7 @@ fn object_words(obj: *mut cot_object) -> *mut [u64; 2] {
 /// `op` is NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_init(op: *mut cot_op) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: `op` is NULL or valid, as `cot_op_init`'s contract says.
     match unsafe { op.as_mut() } {
         Some(op) => {
             op.private_ = Slot::new().to_words();
@@ -137,7 +137,7 @@ pub unsafe extern "C" fn cot_op_init(op: *mut cot_op) -> c_int {
 /// `op` is NULL or valid for reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_state(op: *const cot_op) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: a read of `op`, NULL or valid by this function's contract.
     match unsafe { op.as_ref() }.and_then(|op| Slot::from_words(op.private_)) {
         Some(s) => s.state() as c_int,
         None => Error::Inval.code(),
@@ -154,7 +154,8 @@ pub unsafe extern "C" fn cot_op_state(op: *const cot_op) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_await(op: *mut cot_op, kind: c_uint, actions: *mut c_uint) -> c_int {
     let kind = if kind == COT_OP_REQUEST { Kind::Request } else { Kind::Handle(HandleType(kind)) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `op` is NULL or valid and `actions` NULL or writable (this function's
+    // contract): `event` needs exactly that of the op's words.
     unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.await_op(kind)?)) }
 }
 
@@ -165,7 +166,8 @@ pub unsafe extern "C" fn cot_op_await(op: *mut cot_op, kind: c_uint, actions: *m
 /// `op` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_callback(op: *mut cot_op, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `event` reads the op's words and writes `actions`: `op` is NULL or valid
+    // and `actions` NULL or writable, as the contract says.
     unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.callback()?)) }
 }
 
@@ -175,7 +177,8 @@ pub unsafe extern "C" fn cot_op_callback(op: *mut cot_op, actions: *mut c_uint) 
 /// `op` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_close_callback(op: *mut cot_op, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract gives `op` NULL or valid and `actions` NULL or writable,
+    // what `event` requires for a close callback's step.
     unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.close_callback()?)) }
 }
 
@@ -189,7 +192,8 @@ pub unsafe extern "C" fn cot_op_close_callback(op: *mut cot_op, actions: *mut c_
 /// `op` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_outside_resume(op: *mut cot_op, keep: c_int, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `event` needs `op` NULL or valid and `actions` NULL or writable; the
+    // contract of `cot_op_outside_resume` gives both.
     unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.outside_resume(keep != 0)?)) }
 }
 
@@ -200,7 +204,8 @@ pub unsafe extern "C" fn cot_op_outside_resume(op: *mut cot_op, keep: c_int, act
 /// `op` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_task_left(op: *mut cot_op, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `op` NULL or valid, `actions` NULL or writable: this contract, `event`'s
+    // need when the task leaves the slot.
     unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.task_left()?)) }
 }
 
@@ -212,7 +217,8 @@ pub unsafe extern "C" fn cot_op_task_left(op: *mut cot_op, actions: *mut c_uint)
 /// `op` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_op_start_failed(op: *mut cot_op, open: c_int, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: as `event` asks, `op` is NULL or valid and `actions` NULL or writable
+    // (the contract) for a failed start.
     unsafe { event::<Slot>(op_words(op), actions, |s| Ok(s.start_failed(open != 0)?)) }
 }
 
@@ -223,7 +229,7 @@ pub unsafe extern "C" fn cot_op_start_failed(op: *mut cot_op, open: c_int, actio
 /// `obj` is NULL or valid for writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_init(obj: *mut cot_object) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: `obj` is NULL or valid, as `cot_object_init`'s contract says.
     match unsafe { obj.as_mut() } {
         Some(obj) => {
             obj.private_ = Object::new().to_words();
@@ -240,7 +246,7 @@ pub unsafe extern "C" fn cot_object_init(obj: *mut cot_object) -> c_int {
 /// `obj` is NULL or valid for reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_state(obj: *const cot_object) -> c_int {
-    // SAFETY: NULL or valid (caller's contract).
+    // SAFETY: a read of `obj`, NULL or valid by this function's contract.
     match unsafe { obj.as_ref() }.and_then(|o| Object::from_words(o.private_)) {
         Some(o) => o.state() as c_int,
         None => Error::Inval.code(),
@@ -255,7 +261,8 @@ pub unsafe extern "C" fn cot_object_state(obj: *const cot_object) -> c_int {
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_await(obj: *mut cot_object, task: u64, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `obj` is NULL or valid and `actions` NULL or writable (this function's
+    // contract): what `event` needs of the object's words.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.await_op(task)?)) }
 }
 
@@ -266,7 +273,8 @@ pub unsafe extern "C" fn cot_object_await(obj: *mut cot_object, task: u64, actio
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_callback(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `event` steps the object's words and writes `actions`: `obj` is NULL or
+    // valid and `actions` NULL or writable, the contract says.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.callback()?)) }
 }
 
@@ -277,7 +285,8 @@ pub unsafe extern "C" fn cot_object_callback(obj: *mut cot_object, actions: *mut
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_close(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: closing steps `obj`, NULL or valid by the contract, and writes
+    // `actions`, NULL or writable: `event`'s requirement.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.close()?)) }
 }
 
@@ -287,7 +296,8 @@ pub unsafe extern "C" fn cot_object_close(obj: *mut cot_object, actions: *mut c_
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_close_callback(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract gives `obj` NULL or valid and `actions` NULL or writable,
+    // what `event` needs for a close callback.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.close_callback()?)) }
 }
 
@@ -298,7 +308,8 @@ pub unsafe extern "C" fn cot_object_close_callback(obj: *mut cot_object, actions
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_outside_resume(obj: *mut cot_object, task: u64, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `event` needs `obj` NULL or valid and `actions` NULL or writable; the
+    // contract of `cot_object_outside_resume` gives both.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.outside_resume(task)?)) }
 }
 
@@ -309,7 +320,8 @@ pub unsafe extern "C" fn cot_object_outside_resume(obj: *mut cot_object, task: u
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_task_left(obj: *mut cot_object, task: u64, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `obj` NULL or valid, `actions` NULL or writable: this contract, which is
+    // `event`'s need when `task` goes on.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.task_left(task)?)) }
 }
 
@@ -320,7 +332,8 @@ pub unsafe extern "C" fn cot_object_task_left(obj: *mut cot_object, task: u64, a
 /// `obj` is NULL or valid; `actions` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_object_start_failed(obj: *mut cot_object, actions: *mut c_uint) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: as `event` asks, `obj` is NULL or valid and `actions` NULL or writable
+    // (the contract) for a failed start of the object.
     unsafe { event::<Object>(object_words(obj), actions, |o| Ok(o.start_failed()?)) }
 }
 

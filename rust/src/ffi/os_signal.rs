@@ -35,9 +35,10 @@ pub unsafe extern "C" fn cot_signal_init(r#loop: *mut cot_loop, data: *mut c_voi
     if handle.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract), as `with_loop` needs.
     let r = unsafe { with_loop(r#loop, |l| Ok(l.signal_init(data as usize).to_raw())) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `handle` is NULL or writable by the contract; `write_out` refuses
+    // NULL.
     unsafe { write_out(handle, r) }
 }
 
@@ -58,10 +59,11 @@ pub unsafe extern "C" fn cot_signal_start(
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
     let f = lent_callback(r#loop, move |me, h, signo: i32, data| {
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cb` came from `cot_signal_start`, whose contract lets the loop call it.
         unsafe { cb(me, h, signo, data) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` needs `loop` NULL or live, and `f` wraps `cb`, which the
+    // contract lets the loop call: both given.
     status(unsafe { with_loop(r#loop, |l| l.signal_start(to_handle(handle)?, signum, f)) })
 }
 
@@ -71,7 +73,8 @@ pub unsafe extern "C" fn cot_signal_start(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_signal_stop(r#loop: *mut cot_loop, handle: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: stopping a signal watch needs only the loop, NULL or live by the
+    // contract: what `with_loop` asks.
     status(unsafe { with_loop(r#loop, |l| l.signal_stop(to_handle(handle)?)) })
 }
 
@@ -92,9 +95,10 @@ pub unsafe extern "C" fn cot_child_init(
     if handle.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the child's loop is NULL or live (this function's contract), all that
+    // `with_loop` requires.
     let r = unsafe { with_loop(r#loop, |l| l.child_init(pid, data as usize).map(|h| h.to_raw())) };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `write_out` gets `handle`, NULL or writable as the contract says.
     unsafe { write_out(handle, r) }
 }
 
@@ -112,10 +116,11 @@ pub unsafe extern "C" fn cot_child_start(r#loop: *mut cot_loop, handle: cot_hand
             Ok(e) => (e.status, e.signal),
             Err(e) => (e.code(), 0),
         };
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cot_child_start`'s contract lets the loop call `cb` once the child ends.
         unsafe { cb(me, h, code, signal, data) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `f` wraps `cb`, callable from the loop by the contract; `loop` is NULL
+    // or live, as `with_loop` asks.
     status(unsafe { with_loop(r#loop, |l| l.child_start(to_handle(handle)?, f)) })
 }
 
@@ -125,6 +130,7 @@ pub unsafe extern "C" fn cot_child_start(r#loop: *mut cot_loop, handle: cot_hand
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_child_stop(r#loop: *mut cot_loop, handle: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` asks `loop` to be NULL or live (the contract); the stop
+    // drops the child's watch, no C code runs.
     status(unsafe { with_loop(r#loop, |l| l.child_stop(to_handle(handle)?)) })
 }

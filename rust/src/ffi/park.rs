@@ -75,7 +75,7 @@ mod tests {
             let w = &w;
             s.spawn(move || {
                 while w.load(Ordering::Acquire) == 0 {
-                    // SAFETY: as above.
+                    // SAFETY: `w` outlives the scoped thread, and is a word as `cot_park` needs.
                     assert_eq!(unsafe { cot_park(w.as_ptr(), 0, -1) }, 0);
                 }
             });

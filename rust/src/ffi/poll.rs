@@ -35,10 +35,9 @@ pub unsafe extern "C" fn cot_poll_init(
     if poll.is_null() {
         return crate::Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { with_loop(r#loop, |l| l.poll_init(fd, data as usize).map(|h| h.to_raw())) };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(poll, r) }
+    // SAFETY: `loop` is NULL or live and `poll` NULL or writable, as the
+    // contract says: all `with_loop` and `write_out` require.
+    unsafe { write_out(poll, with_loop(r#loop, |l| l.poll_init(fd, data as usize).map(|h| h.to_raw()))) }
 }
 
 /// Starts watching for `events` (`COT_READABLE | COT_WRITABLE |
@@ -60,10 +59,12 @@ pub unsafe extern "C" fn cot_poll_start(
     let Some(cb) = cb else { return crate::Error::Inval.code() };
     let Ok(events) = u32::try_from(events) else { return crate::Error::Inval.code() };
     let f = lent_callback(r#loop, move |me, h, ready: u32, data| {
-        // SAFETY: `cb` may be called from the loop (the caller's contract).
+        // SAFETY: `cb` was given to `cot_poll_start`, whose contract lets the loop call
+        // it with the ready events.
         unsafe { cb(me, h, ready as c_int, data) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live for `with_loop`; `f` wraps `cb`, which
+    // the contract lets the loop call.
     status(unsafe { with_loop(r#loop, |l| l.poll_start(to_handle(poll)?, events, f)) })
 }
 
@@ -73,6 +74,7 @@ pub unsafe extern "C" fn cot_poll_start(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_poll_stop(r#loop: *mut cot_loop, poll: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` gets `loop` NULL or live from the contract; the
+    // stop only deregisters the descriptor.
     status(unsafe { with_loop(r#loop, |l| l.poll_stop(to_handle(poll)?)) })
 }

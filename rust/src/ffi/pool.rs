@@ -52,7 +52,7 @@ fn call_c_copy(f: usize, words: &mut Words, status: Result<()>) {
 /// `p` is NULL or a live pool.
 unsafe fn submit(p: *mut cot_pool, f: cot_pool_fn, call: fn(usize, &mut Words, Result<()>), words: Words) -> c_int {
     let Some(f) = f else { return Error::Inval.code() };
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is NULL or a live pool (`submit`'s contract), which `pool` needs.
     let pool = match unsafe { pool(p) } {
         Ok(pool) => pool,
         Err(e) => return e.code(),
@@ -98,7 +98,8 @@ pub unsafe extern "C" fn cot_pool_submit(p: *mut cot_pool, r#fn: cot_pool_fn, da
     // per job.
     let mut words: Words = [0; JOB_WORDS];
     words[0] = data as usize;
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is NULL or live and `fn(data, status)` may run on a pool thread:
+    // `cot_pool_submit`'s contract, which is `submit`'s.
     unsafe { submit(p, r#fn, call_c_job, words) }
 }
 
@@ -132,7 +133,8 @@ pub unsafe extern "C" fn cot_pool_submit_copy(
         // local cannot overlap the caller's memory.
         unsafe { std::ptr::copy_nonoverlapping(data.cast::<u8>(), words.as_mut_ptr().cast::<u8>(), size) };
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `submit` needs `p` NULL or live; the copy of `data`, readable for `size`
+    // bytes (the contract), is made above.
     unsafe { submit(p, r#fn, call_c_copy, words) }
 }
 
@@ -142,7 +144,7 @@ pub unsafe extern "C" fn cot_pool_submit_copy(
 /// `p` is NULL or a live pool.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_pool_any_enqueued(p: *const cot_pool) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: `pool` on `p`, NULL or live by `cot_pool_any_enqueued`'s contract.
     unsafe { pool(p) }.is_ok_and(Pool::any_enqueued)
 }
 
@@ -152,7 +154,8 @@ pub unsafe extern "C" fn cot_pool_any_enqueued(p: *const cot_pool) -> bool {
 /// `p` is NULL or a live pool.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_pool_is_current(p: *const cot_pool) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: `p` is NULL or a live pool (the contract): what `pool` needs to ask
+    // about the calling thread.
     unsafe { pool(p) }.is_ok_and(Pool::is_current)
 }
 
@@ -162,7 +165,8 @@ pub unsafe extern "C" fn cot_pool_is_current(p: *const cot_pool) -> bool {
 /// `p` is NULL or a live pool.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_pool_size(p: *const cot_pool) -> c_uint {
-    // SAFETY: the caller's contract.
+    // SAFETY: the contract makes `p` NULL or live, which `pool` asks before its size
+    // is read.
     unsafe { pool(p) }.map_or(0, |p| p.size().min(c_uint::MAX as usize) as c_uint)
 }
 
@@ -180,7 +184,8 @@ pub unsafe extern "C" fn cot_pool_size(p: *const cot_pool) -> c_uint {
 /// `p` is NULL or a live pool.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_pool_stop(p: *mut cot_pool) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: `pool` needs `p` NULL or live, this function's contract; stopping
+    // keeps the handle, which the caller still frees.
     match unsafe { pool(p) } {
         Ok(pool) => {
             pool.stop();

@@ -77,7 +77,8 @@ pub extern "C" fn cot_resume_queue_current() -> *mut cot_resume_queue {
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_enter(q: *mut cot_resume_queue) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: `q` is NULL or the calling thread's queue (the contract), as `queue`
+    // needs.
     unsafe { queue(q) }.is_some_and(ResumeQueue::enter)
 }
 
@@ -87,7 +88,7 @@ pub unsafe extern "C" fn cot_resume_queue_enter(q: *mut cot_resume_queue) -> boo
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_leave(q: *mut cot_resume_queue) {
-    // SAFETY: the caller's contract.
+    // SAFETY: `queue` on `q`, NULL or this thread's own queue by the contract.
     if let Some(q) = unsafe { queue(q) } {
         q.leave()
     }
@@ -99,7 +100,8 @@ pub unsafe extern "C" fn cot_resume_queue_leave(q: *mut cot_resume_queue) {
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_active(q: *mut cot_resume_queue) -> bool {
-    // SAFETY: the caller's contract.
+    // SAFETY: the contract makes `q` NULL or the calling thread's queue: `queue`'s
+    // requirement for a read of its mode.
     unsafe { queue(q) }.is_some_and(ResumeQueue::active)
 }
 
@@ -111,7 +113,8 @@ pub unsafe extern "C" fn cot_resume_queue_active(q: *mut cot_resume_queue) -> bo
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_push(q: *mut cot_resume_queue, item: *mut c_void) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: `queue` needs `q` NULL or the calling thread's: the contract of
+    // `cot_resume_queue_push`.
     match unsafe { queue(q) } {
         Some(q) if !item.is_null() => {
             q.push(item);
@@ -127,7 +130,8 @@ pub unsafe extern "C" fn cot_resume_queue_push(q: *mut cot_resume_queue, item: *
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_pop(q: *mut cot_resume_queue) -> *mut c_void {
-    // SAFETY: the caller's contract.
+    // SAFETY: `q` is NULL or this thread's queue (the contract), which `queue` asks
+    // before the head is taken.
     unsafe { queue(q) }.and_then(ResumeQueue::pop).unwrap_or(std::ptr::null_mut())
 }
 
@@ -140,7 +144,8 @@ pub unsafe extern "C" fn cot_resume_queue_pop(q: *mut cot_resume_queue) -> *mut 
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_yield(q: *mut cot_resume_queue, item: *mut c_void) -> *mut c_void {
-    // SAFETY: the caller's contract.
+    // SAFETY: `cot_resume_queue_yield`'s contract: `q` is NULL or the calling thread's
+    // queue, as `queue` needs.
     unsafe { queue(q) }.and_then(|q| q.yield_now(item)).unwrap_or(std::ptr::null_mut())
 }
 
@@ -160,7 +165,8 @@ pub unsafe extern "C" fn cot_resume_queue_run(
     item: *mut c_void,
     run: Option<unsafe extern "C" fn(item: *mut c_void)>,
 ) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: `q` is NULL or the calling thread's queue, `queue`'s need; `run` may be
+    // called with any queued item, the contract says.
     let (Some(q), Some(run)) = (unsafe { queue(q) }, run) else { return Error::Inval.code() };
     if item.is_null() {
         return Error::Inval.code();
@@ -175,7 +181,8 @@ pub unsafe extern "C" fn cot_resume_queue_run(
 /// `q` is NULL or the calling thread's queue.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_resume_queue_len(q: *mut cot_resume_queue) -> usize {
-    // SAFETY: the caller's contract.
+    // SAFETY: `queue` reads `q`'s length: NULL or the calling thread's queue by
+    // `cot_resume_queue_len`'s contract.
     unsafe { queue(q) }.map_or(0, ResumeQueue::len)
 }
 

@@ -67,7 +67,8 @@ pub unsafe extern "C" fn cot_sched_free(sched: *mut cot_sched) -> c_int {
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_schedule(sched: *mut cot_sched, task: cot_task, when: c_int) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live (the contract), which `with_sched` needs; the
+    // task and its queue are checked keys.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, ready_when(when)?)) })
 }
 
@@ -79,7 +80,8 @@ pub unsafe extern "C" fn cot_sched_schedule(sched: *mut cot_sched, task: cot_tas
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_postpone(sched: *mut cot_sched, task: cot_task, time: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: postponing only queues a key in the scheduler behind `sched`, NULL or
+    // live by the contract: `with_sched`'s need.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Postpone(time))) })
 }
 
@@ -90,7 +92,8 @@ pub unsafe extern "C" fn cot_sched_postpone(sched: *mut cot_sched, task: cot_tas
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_delay(sched: *mut cot_sched, task: cot_task, ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` needs `sched` NULL or live; the contract says so. A delay
+    // may read the clock, which runs under the busy flag.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Delay(ns))) })
 }
 
@@ -101,7 +104,8 @@ pub unsafe extern "C" fn cot_sched_delay(sched: *mut cot_sched, task: cot_task, 
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_unschedule(sched: *mut cot_sched, task: cot_task) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract makes `sched` NULL or live, all `with_sched` asks to take
+    // a task out of its queue.
     boolean(unsafe { with_sched(sched, |s| s.unschedule(to_task(task)?)) })
 }
 
@@ -112,7 +116,8 @@ pub unsafe extern "C" fn cot_sched_unschedule(sched: *mut cot_sched, task: cot_t
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_is_scheduled(sched: *mut cot_sched, task: cot_task) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: a read-only question to the scheduler behind `sched`, NULL or live as
+    // this function's contract says.
     boolean(unsafe { with_sched(sched, |s| s.is_scheduled(to_task(task)?)) })
 }
 
@@ -123,7 +128,8 @@ pub unsafe extern "C" fn cot_sched_is_scheduled(sched: *mut cot_sched, task: cot
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_ready_head(sched: *mut cot_sched) -> cot_task {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` on `sched`, NULL or live by the contract; the head is
+    // returned as a plain key.
     task_raw(unsafe { with_sched(sched, |s| Ok(s.ready_head())) })
 }
 
@@ -135,7 +141,8 @@ pub unsafe extern "C" fn cot_sched_ready_head(sched: *mut cot_sched) -> cot_task
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_take_due(sched: *mut cot_sched) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live (this function's contract); taking due tasks may
+    // call the clock, which `with_sched`'s busy flag guards.
     boolean(unsafe { with_sched(sched, |s| Ok(s.take_due())) })
 }
 
@@ -150,7 +157,8 @@ pub unsafe extern "C" fn cot_sched_next_wake(sched: *mut cot_sched, time: *mut u
     if time.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` gets `sched` NULL or live from the contract; `time` is
+    // written below, only once known non-NULL.
     match unsafe { with_sched(sched, |s| Ok(s.next_wake())) } {
         Ok(Some(t)) => {
             // SAFETY: `time` is non-null and writable by the caller's contract.
@@ -169,7 +177,8 @@ pub unsafe extern "C" fn cot_sched_next_wake(sched: *mut cot_sched, time: *mut u
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_now(sched: *mut cot_sched) -> u64 {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `cot_sched_now` may call the clock hook, under `with_sched`'s busy flag;
+    // `sched` is NULL or live (the contract).
     unsafe { with_sched(sched, |s| Ok(s.now())) }.unwrap_or(0)
 }
 
@@ -188,7 +197,8 @@ pub unsafe extern "C" fn cot_sched_set_clock(sched: *mut cot_sched, clock: cot_c
         Some(f) => Clock::Custom(Box::new(move || unsafe { f(data) })),
         None => Clock::Monotonic,
     };
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live (for `with_sched`); the contract lets `clock`
+    // be called with `data` until it is replaced.
     status(unsafe {
         with_sched(sched, |s| {
             s.set_clock(clock);

@@ -30,7 +30,8 @@ fn key(signal: *const c_void) -> Result<usize> {
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_wait(sched: *mut cot_sched, task: cot_task, signal: *const c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live (this function's contract), as `with_sched`
+    // needs; `signal` is a key, never read through.
     boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Wait(key(signal)?))) })
 }
 
@@ -44,7 +45,8 @@ pub unsafe extern "C" fn cot_sched_wait(sched: *mut cot_sched, task: cot_task, s
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_notify(sched: *mut cot_sched, signal: *const c_void, when: c_int) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: notifying moves waiters between the queues of `sched`, NULL or live
+    // by the contract: what `with_sched` asks.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, ready_when(when)?)) })
 }
 
@@ -59,7 +61,8 @@ pub unsafe extern "C" fn cot_sched_notify_wait(
     signal: *const c_void,
     target: *const c_void,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` gets `sched` NULL or live from the contract; `signal` and
+    // `target` are both plain keys.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Wait(key(target)?))) })
 }
 
@@ -70,7 +73,8 @@ pub unsafe extern "C" fn cot_sched_notify_wait(
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_notify_postpone(sched: *mut cot_sched, signal: *const c_void, time: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract makes `sched` NULL or live, `with_sched`'s need; the
+    // waiters are postponed as keys.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Postpone(time))) })
 }
 
@@ -80,7 +84,8 @@ pub unsafe extern "C" fn cot_sched_notify_postpone(sched: *mut cot_sched, signal
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_notify_delay(sched: *mut cot_sched, signal: *const c_void, ns: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live by the contract; a delay may call the clock,
+    // which `with_sched`'s busy flag guards.
     boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Delay(ns))) })
 }
 
@@ -90,7 +95,8 @@ pub unsafe extern "C" fn cot_sched_notify_delay(sched: *mut cot_sched, signal: *
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_waiting(sched: *mut cot_sched, signal: *const c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: a read of the waiters of a key on `sched`, NULL or live (the contract),
+    // through `with_sched`.
     boolean(unsafe { with_sched(sched, |s| s.waiting(key(signal)?)) })
 }
 
@@ -101,7 +107,8 @@ pub unsafe extern "C" fn cot_sched_waiting(sched: *mut cot_sched, signal: *const
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_signal_head(sched: *mut cot_sched, signal: *const c_void) -> cot_task {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` needs `sched` NULL or live, given by this function's
+    // contract; the head comes back as a key.
     task_raw(unsafe { with_sched(sched, |s| s.signal_head(key(signal)?)) })
 }
 
@@ -121,7 +128,8 @@ pub unsafe extern "C" fn cot_sched_set_signal_hook(
         // SAFETY: the caller guarantees `f(data, ...)` may be called.
         Box::new(move |k, active| unsafe { f(data, k as *const c_void, active as c_int) })
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live (for `with_sched`); the contract lets `hook` be
+    // called with `data` during later calls, until replaced.
     status(unsafe {
         with_sched(sched, |s| {
             s.set_signal_hook(hook);
@@ -146,6 +154,10 @@ unsafe fn read_parts<'a>(parts: *const *const c_void, n: usize) -> Result<&'a [u
     Ok(unsafe { std::slice::from_raw_parts(parts.cast::<usize>(), n) })
 }
 
+/// Makes a combined signal of `parts` and stores it in `*out`.
+///
+/// # Safety
+/// As `cot_sched_onall`.
 unsafe fn combine(
     sched: *mut cot_sched,
     mode: Mode,
@@ -156,13 +168,13 @@ unsafe fn combine(
     if out.is_null() {
         return Error::Inval.code(); // before anything is made
     }
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { read_parts(parts, n) }
-        // SAFETY: forwarded caller contract.
-        .and_then(|parts| unsafe { with_sched(sched, |s| s.combine(mode, parts)) })
-        .map(|k| k as *const c_void);
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(out, r) }
+    // SAFETY: by `cot_sched_onall`'s contract `parts` is NULL or readable for
+    // `n` pointers (what `read_parts` needs), `sched` NULL or live (what
+    // `with_sched` needs) and `out`, non-NULL here, writable.
+    unsafe {
+        let r = read_parts(parts, n).and_then(|parts| with_sched(sched, |s| s.combine(mode, parts)));
+        write_out(out, r.map(|k| k as *const c_void))
+    }
 }
 
 /// Makes a combined signal that fires once **all** of the `n` signals in
@@ -182,7 +194,7 @@ pub unsafe extern "C" fn cot_sched_onall(
     n: usize,
     signal: *mut *const c_void,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `cot_sched_onall`'s contract is `combine`'s, word for word.
     unsafe { combine(sched, Mode::All, parts, n, signal) }
 }
 
@@ -198,7 +210,7 @@ pub unsafe extern "C" fn cot_sched_onany(
     n: usize,
     signal: *mut *const c_void,
 ) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: the contract is `cot_sched_onall`'s, which is `combine`'s.
     unsafe { combine(sched, Mode::Any, parts, n, signal) }
 }
 
@@ -210,7 +222,8 @@ pub unsafe extern "C" fn cot_sched_onany(
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_reset(sched: *mut cot_sched, signal: *const c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` asks `sched` to be NULL or live: the contract. A reset
+    // only clears counts of the combined signal.
     boolean(unsafe { with_sched(sched, |s| s.reset(signal as usize)) })
 }
 
@@ -222,6 +235,7 @@ pub unsafe extern "C" fn cot_sched_reset(sched: *mut cot_sched, signal: *const c
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_sched_combined_free(sched: *mut cot_sched, signal: *const c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: freeing a combined signal needs only its scheduler, NULL or live by the
+    // contract, as `with_sched` asks.
     status(unsafe { with_sched(sched, |s| s.free_combined(signal as usize)) })
 }

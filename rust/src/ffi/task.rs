@@ -32,10 +32,9 @@ pub unsafe extern "C" fn cot_task_new(sched: *mut cot_sched, data: *mut c_void, 
     if task.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { with_sched(sched, |s| Ok(s.task_new(data as usize).to_raw())) };
-    // SAFETY: `task` is non-null and writable by the caller's contract.
-    unsafe { write_out(task, r) }
+    // SAFETY: `sched` is NULL or live (for `with_sched`) and `task` NULL or
+    // writable (for `write_out`): this function's contract.
+    unsafe { write_out(task, with_sched(sched, |s| Ok(s.task_new(data as usize).to_raw()))) }
 }
 
 /// Takes the task out of its queue and frees it; the handle becomes invalid
@@ -45,7 +44,8 @@ pub unsafe extern "C" fn cot_task_new(sched: *mut cot_sched, data: *mut c_void, 
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_task_free(sched: *mut cot_sched, task: cot_task) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` needs `sched` NULL or live, as the contract says;
+    // the task is a key, checked by the scheduler.
     status(unsafe { with_sched(sched, |s| s.task_free(to_task(task)?)) })
 }
 
@@ -55,10 +55,9 @@ pub unsafe extern "C" fn cot_task_free(sched: *mut cot_sched, task: cot_task) ->
 /// `sched` is NULL or a live scheduler; `data` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_task_data(sched: *mut cot_sched, task: cot_task, data: *mut *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { with_sched(sched, |s| Ok(s.data(to_task(task)?)? as *mut c_void)) };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(data, r) }
+    // SAFETY: the contract gives `sched` NULL or live and `data` NULL or
+    // writable, which `with_sched` and `write_out` need.
+    unsafe { write_out(data, with_sched(sched, |s| Ok(s.data(to_task(task)?)? as *mut c_void))) }
 }
 
 /// Replaces the task's user pointer. Returns 0 or `COT_EINVAL`.
@@ -67,7 +66,8 @@ pub unsafe extern "C" fn cot_task_data(sched: *mut cot_sched, task: cot_task, da
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_task_set_data(sched: *mut cot_sched, task: cot_task, data: *mut c_void) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `sched` is NULL or live (the contract); `data` is only stored,
+    // never read through.
     status(unsafe { with_sched(sched, |s| s.set_data(to_task(task)?, data as usize)) })
 }
 
@@ -81,6 +81,7 @@ pub unsafe extern "C" fn cot_task_set_data(sched: *mut cot_sched, task: cot_task
 /// `sched` is NULL or a live scheduler.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_task_next(sched: *mut cot_sched, task: cot_task) -> cot_task {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_sched` relies on `sched` being NULL or live, which is
+    // this function's contract.
     task_raw(unsafe { with_sched(sched, |s| s.next(to_task(task)?)) })
 }

@@ -19,10 +19,9 @@ pub unsafe extern "C" fn cot_timer_init(r#loop: *mut cot_loop, data: *mut c_void
     if timer.is_null() {
         return crate::Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
-    let r = unsafe { with_loop(r#loop, |l| Ok(l.timer_init(data as usize).to_raw())) };
-    // SAFETY: forwarded caller contract.
-    unsafe { write_out(timer, r) }
+    // SAFETY: the contract makes `loop` NULL or live (for `with_loop`) and
+    // `timer` NULL or writable (for `write_out`, which refuses NULL).
+    unsafe { write_out(timer, with_loop(r#loop, |l| Ok(l.timer_init(data as usize).to_raw()))) }
 }
 
 /// Starts a timer, or restarts it if active: `cb` runs `timeout` ns after the
@@ -46,7 +45,8 @@ pub unsafe extern "C" fn cot_timer_start(
     // The C function is the callback's identity: a restart with the same one
     // (from the callback, typically) reuses the wrapper instead of a new box.
     let tag = cb as usize;
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (`with_loop`'s need); `handle_callback`
+    // relies on `cb` being callable from the loop: both this contract's.
     status(unsafe {
         with_loop(r#loop, |l| l.timer_start_with(to_handle(timer)?, timeout, repeat, tag, || handle_callback(me, cb)))
     })
@@ -58,7 +58,8 @@ pub unsafe extern "C" fn cot_timer_start(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timer_stop(r#loop: *mut cot_loop, timer: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: stopping needs only the loop, NULL or live by the contract,
+    // which is what `with_loop` asks.
     status(unsafe { with_loop(r#loop, |l| l.timer_stop(to_handle(timer)?)) })
 }
 
@@ -69,7 +70,8 @@ pub unsafe extern "C" fn cot_timer_stop(r#loop: *mut cot_loop, timer: cot_handle
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timer_again(r#loop: *mut cot_loop, timer: cot_handle) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `with_loop` asks `loop` to be NULL or live: this function's
+    // contract. The restart registers no new callback.
     status(unsafe { with_loop(r#loop, |l| l.timer_again(to_handle(timer)?)) })
 }
 
@@ -79,6 +81,7 @@ pub unsafe extern "C" fn cot_timer_again(r#loop: *mut cot_loop, timer: cot_handl
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timer_set_repeat(r#loop: *mut cot_loop, timer: cot_handle, repeat: u64) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` NULL or live is the contract; `with_loop` needs no
+    // more to store a number in the timer.
     status(unsafe { with_loop(r#loop, |l| l.timer_set_repeat(to_handle(timer)?, repeat)) })
 }

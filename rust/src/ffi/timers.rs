@@ -48,7 +48,8 @@ pub extern "C" fn cot_timers_new() -> *mut cot_timers {
 /// `t` is NULL or live; on success nobody uses it any more.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timers_free(t: *mut cot_timers) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: `timers` needs `t` NULL or live (the contract); on success nobody uses
+    // it after, so the box may be freed below.
     match unsafe { timers(t) } {
         Err(e) => e.code(),
         Ok(inner) if !inner.is_idle() => Error::Busy.code(),
@@ -81,7 +82,7 @@ pub unsafe extern "C" fn cot_timers_add(
     if data.is_null() {
         return Error::Inval.code();
     }
-    // SAFETY: the caller's contract.
+    // SAFETY: `t` is NULL or live by `cot_timers_add`'s contract, as `timers` asks.
     match unsafe { timers(t) } {
         Ok(inner) => {
             inner.add(deadline_ns, ident as usize, data as usize);
@@ -100,7 +101,8 @@ pub unsafe extern "C" fn cot_timers_add(
 /// `t` is NULL or live.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timers_cancel(t: *mut cot_timers, ident: *const c_void) -> *mut c_void {
-    // SAFETY: the caller's contract.
+    // SAFETY: `timers` on `t`, NULL or live as the contract of `cot_timers_cancel`
+    // says.
     let found = unsafe { timers(t) }.ok().and_then(|inner| inner.cancel(ident as usize));
     found.map_or(ptr::null_mut(), |d| d as *mut c_void)
 }
@@ -117,7 +119,8 @@ pub unsafe extern "C" fn cot_timers_cancel(t: *mut cot_timers, ident: *const c_v
 /// `t` is NULL or live, and not freed while threads wait.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timers_wait(t: *mut cot_timers, until_ns: u64) -> *mut c_void {
-    // SAFETY: the caller's contract.
+    // SAFETY: `t` is NULL or live and not freed while threads wait in it (the
+    // contract): what `timers` needs for a blocking wait.
     let got = unsafe { timers(t) }.ok().and_then(|inner| inner.wait(until_ns));
     got.map_or(ptr::null_mut(), |d| d as *mut c_void)
 }
@@ -130,7 +133,8 @@ pub unsafe extern "C" fn cot_timers_wait(t: *mut cot_timers, until_ns: u64) -> *
 /// `t` is NULL or live.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timers_interrupt(t: *mut cot_timers) -> c_int {
-    // SAFETY: the caller's contract.
+    // SAFETY: the contract makes `t` NULL or live, `timers`'s need; interrupting is
+    // safe from any thread.
     match unsafe { timers(t) } {
         Ok(inner) => {
             inner.interrupt();
@@ -147,7 +151,8 @@ pub unsafe extern "C" fn cot_timers_interrupt(t: *mut cot_timers) -> c_int {
 /// `t` is NULL or live.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timers_next(t: *mut cot_timers) -> u64 {
-    // SAFETY: the caller's contract.
+    // SAFETY: `timers` on `t`, NULL or live by the contract, for a read of the next
+    // deadline.
     unsafe { timers(t) }.ok().and_then(Timers::next).unwrap_or(u64::MAX)
 }
 
@@ -157,7 +162,7 @@ pub unsafe extern "C" fn cot_timers_next(t: *mut cot_timers) -> u64 {
 /// `t` is NULL or live.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_timers_len(t: *mut cot_timers) -> usize {
-    // SAFETY: the caller's contract.
+    // SAFETY: `t` is NULL or live (`cot_timers_len`'s contract), as `timers` needs.
     unsafe { timers(t) }.map_or(0, Timers::len)
 }
 

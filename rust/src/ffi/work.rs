@@ -56,7 +56,8 @@ pub unsafe extern "C" fn cot_loop_set_pool_size(r#loop: *mut cot_loop, threads: 
     if threads == 0 {
         return Error::Inval.code();
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract), as `with_loop` needs;
+    // the new pool is owned by the loop from here.
     status(unsafe { with_loop(r#loop, |l| l.set_pool(Pool::new(threads as usize))) })
 }
 
@@ -80,7 +81,8 @@ pub unsafe extern "C" fn cot_loop_set_pool(r#loop: *mut cot_loop, pool: *mut cot
     // count is touched.
     let Some(pool) = (unsafe { pool.as_ref() }) else { return Error::Inval.code() };
     let shared = pool.pool.clone();
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live by the contract; `shared` is an owned
+    // reference, so nothing of `pool` is borrowed into the loop.
     status(unsafe { with_loop(r#loop, |l| l.set_pool(shared)) })
 }
 
@@ -115,12 +117,13 @@ pub unsafe extern "C" fn cot_work_submit(
         // called from the loop (the submitter's contract).
         unsafe { lend(me, lp, || after(me, r.to_raw(), code, data)) }
     });
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `loop` is NULL or live (the contract): what `with_loop` needs.
     let r = unsafe { with_loop(r#loop, |l| Ok(l.work_submit(run, done).to_raw())) };
     if req.is_null() {
         return status(r.map(drop));
     }
-    // SAFETY: forwarded caller contract.
+    // SAFETY: `req` is non-NULL (checked just above) and, by the contract,
+    // writable.
     unsafe { write_out(req, r) }
 }
 
@@ -133,6 +136,7 @@ pub unsafe extern "C" fn cot_work_submit(
 /// `loop` is NULL or a live loop.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_work_cancel(r#loop: *mut cot_loop, req: cot_req) -> c_int {
-    // SAFETY: forwarded caller contract.
+    // SAFETY: cancelling touches only the loop, NULL or live by the
+    // contract: `with_loop`'s whole requirement.
     status(unsafe { with_loop(r#loop, |l| l.request_cancel(to_req(req)?)) })
 }

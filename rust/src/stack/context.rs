@@ -25,7 +25,8 @@ impl Context {
     /// `top - Context::FRAME .. top` is writable, and the memory below it is
     /// a stack nothing else uses, valid while the context may run.
     pub unsafe fn new(top: usize, entry: Entry, data: usize) -> Context {
-        // SAFETY: forwarded caller contract.
+        // SAFETY: `arch::init` writes the first frame below `top` and later
+        // runs on the memory below it: writable and unshared (the contract).
         Context(unsafe { arch::init(top, entry, data) })
     }
 
@@ -59,7 +60,8 @@ pub type Entry = arch::Entry;
 /// resumed since it was saved (or made), whose stack is valid.
 #[inline(always)]
 pub unsafe fn switch(save: *mut Context, to: Context, arg: usize) -> usize {
-    // SAFETY: `Context` is a transparent `usize`; forwarded caller contract.
+    // SAFETY: `Context` is a transparent `usize`, so `save` is writable as one;
+    // `to` is suspended with a valid stack (the contract), as `arch::switch` needs.
     unsafe { arch::switch(save.cast(), to.0, arg) }
 }
 
@@ -179,7 +181,7 @@ mod tests {
         let stack = Stack::new(64 * 1024).unwrap();
         let a = std::hint::black_box([1.5f64, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5]);
         let b = std::hint::black_box([11u64, 12, 13, 14, 15, 16, 17]);
-        // SAFETY: as above.
+        // SAFETY: `stack` outlives every switch below, and `echo` never returns.
         unsafe {
             OTHER.with(|c| c.set(Context::new(stack.top(), echo, 0xda7a)));
             let mut acc = 0usize;

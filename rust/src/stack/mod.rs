@@ -49,8 +49,8 @@ pub use memory::{DEFAULT_SIZE, MIN_SIZE, Stack, page_size};
 /// # Safety
 /// The memory is valid, used by nothing else while the context may run.
 pub unsafe fn context_on(ptr: *mut u8, len: usize, entry: Entry, data: usize) -> crate::error::Result<Context> {
-    // SAFETY: forwarded caller contract; the stack only describes the memory,
-    // and forgetting it leaves the memory to the caller.
+    // SAFETY: the memory is valid and unshared (the contract), as `lent` needs;
+    // the stack only describes it, and forgetting it leaves it to the caller.
     let stack = unsafe { Stack::lent(ptr, len)? };
     let top = stack.top();
     std::mem::forget(stack);

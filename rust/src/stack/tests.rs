@@ -105,7 +105,7 @@ fn yields_alternate_and_results_are_kept() {
     l.run(RunMode::Default).unwrap();
     assert_eq!(take_log(), ["10", "20", "11", "21", "12", "22"]);
     assert_eq!(state(a), State::Finished);
-    // SAFETY: live.
+    // SAFETY: `a` and `b` are freed only at the end of this test.
     unsafe {
         assert_eq!((*a).result(), Some(10 as *mut c_void));
         assert_eq!((*b).result(), Some(20 as *mut c_void));
@@ -169,9 +169,9 @@ fn signal_waits_end_by_notify_timeout_or_wake() {
     // Woken from outside.
     let c = spawn(&mut l, waiter, 10_000_000_000, 0);
     l.run(RunMode::NoWait).unwrap();
-    // SAFETY: live.
+    // SAFETY: `c` is live until the loop below frees it.
     assert!(coro::wake(&mut l, unsafe { &*c }).unwrap());
-    // SAFETY: live.
+    // SAFETY: `c` is still live: it is freed at the end of the test.
     assert!(!coro::wake(&mut l, unsafe { &*c }).unwrap(), "woken already");
     l.run(RunMode::Default).unwrap();
     assert_eq!(take_log(), ["wait Err(Canceled)"]);
@@ -179,7 +179,7 @@ fn signal_waits_end_by_notify_timeout_or_wake() {
     let d = spawn(&mut l, waiter, 0, 0);
     l.run(RunMode::NoWait).unwrap();
     l.task_notify(sig(), crate::sched::When::Later).unwrap();
-    // SAFETY: live.
+    // SAFETY: `d` is live until the loop below frees it.
     coro::wake(&mut l, unsafe { &*d }).unwrap();
     l.run(RunMode::Default).unwrap();
     assert_eq!(take_log(), ["wait Ok(())"]);
@@ -194,10 +194,10 @@ unsafe extern "C" fn any_waiter(arg: *mut c_void) -> *mut c_void {
     let sources: Vec<Source<'_>> = keys.iter().map(|&k| Source::Signal(k)).collect();
     let timeout = Some(arg as u64);
     let co = coro::running().unwrap();
-    // SAFETY: as in `wait`.
+    // SAFETY: `LOOP` holds the running loop, which outlives this coroutine, as in `wait`.
     let fired = coro::arm_any(unsafe { &mut *LOOP.with(Cell::get) }, co, &sources, timeout).unwrap();
     assert_eq!(fired, None);
-    // SAFETY: as in `wait`.
+    // SAFETY: `co` is the running coroutine, armed just above, as in `wait`.
     let w = unsafe { coro::suspend(co, State::Waiting) };
     coro::any_done(&sources);
     log(format!("any {:?}", coro::any_result(&sources, w)));
@@ -226,10 +226,10 @@ unsafe extern "C" fn joiner(arg: *mut c_void) -> *mut c_void {
     // SAFETY: the test passes a live coroutine.
     let other = unsafe { &*(arg as *const Coro) };
     let co = coro::running().unwrap();
-    // SAFETY: as in `wait`.
+    // SAFETY: `LOOP` points to the live loop running this joiner (see `wait`).
     let armed = coro::arm_join(unsafe { &mut *LOOP.with(Cell::get) }, co, other, None).unwrap();
     assert!(armed);
-    // SAFETY: as in `wait`.
+    // SAFETY: `co` is the running coroutine and the join is armed (see `wait`).
     let w = unsafe { coro::suspend(co, State::Waiting) };
     coro::join_done(other);
     log(format!("joined {:?} {:?}", coro::wait_result(w), other.result()));
@@ -269,7 +269,7 @@ fn freeing_a_suspended_coroutine_leaves_its_wait() {
 unsafe extern "C" fn resumer(arg: *mut c_void) -> *mut c_void {
     // SAFETY: the test passes a live coroutine.
     let other = unsafe { &*(arg as *const Coro) };
-    // SAFETY: as in `wait`.
+    // SAFETY: `LOOP` points to the live loop that runs this resumer (see `wait`).
     let l = unsafe { &mut *LOOP.with(Cell::get) };
     log("resumer runs the other");
     coro::resume(l, other).unwrap();

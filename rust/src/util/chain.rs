@@ -278,7 +278,7 @@ mod tests {
     fn a_failed_push_leaves_the_node_as_it_was() {
         let mut n = N { next: 5 as *mut c_void, id: 0 };
         let mut word: *mut c_void = ptr::null_mut();
-        // SAFETY: as above.
+        // SAFETY: `word` lives on this frame for the whole test, aligned as a `usize`.
         let s = unsafe { Stack::from_ptr(&mut word, [ptr::null(), ptr::null()]) }.unwrap();
         // SAFETY: a live `N`.
         let node = unsafe { Node::from_raw((&mut n as *mut N).cast()) }.unwrap();

@@ -1,6 +1,6 @@
-// detail::strand: one running root (a spawned task, a sync_wait, later each
-// when_* child). It holds the root's loop, its stop source (the token every
-// operation of the root uses), the coroutine that waits on the strand's loop
+// detail::strand: one running root (a spawned task, a sync_wait, a when_*
+// child: detail/when.h). It holds the root's loop, its stop source (the
+// token every operation of the root uses), the coroutine that waits on the strand's loop
 // task, and that loop task (made on first use: only sleeps and yields use it).
 // Everything here is used on the loop thread, except stop requests.
 // A root's life: construct (with the caller's token, if any: it stops this
@@ -41,11 +41,17 @@ struct strand : inbox_node {  // the node starts the root from another thread
 
     /// The root starts on the loop thread: registers, then resumes `root`.
     void start(std::coroutine_handle<> root) noexcept {
+        attach();
+        cocls::coro_queue::resume(root);
+    }
+
+    /// Registers the root as live (loop thread). start() does it; a when_*
+    /// child does it, then runs its task inline.
+    void attach() noexcept {
         next_live = owner->m_strands;
         if (next_live) next_live->prev_live = this;
         owner->m_strands = this;
         if (owner->m_closing) stop.request_stop();
-        cocls::coro_queue::resume(root);
     }
 
     /// The root ended (loop thread): unregisters and closes the loop task.

@@ -27,6 +27,18 @@ public:
         t.m_active = false;
     }
 
+    /// Runs `h` and the hand-offs it makes, before returning, even inside a
+    /// running hand-off: when_* starts its children this way, one after
+    /// another, each until it first suspends.
+    static void run_now(std::coroutine_handle<> h) noexcept {
+        trampoline &t = here();
+        std::coroutine_handle<> next = std::exchange(t.m_next, {});
+        bool active = std::exchange(t.m_active, false);
+        run(h);
+        t.m_next = next;
+        t.m_active = active;
+    }
+
 private:
     static trampoline &here() noexcept {
         constinit static thread_local trampoline t;
