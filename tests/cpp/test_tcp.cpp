@@ -10,6 +10,7 @@
 #include <cothread/task.h>
 #include <cothread/tcp.h>
 #include <cothread/timer.h>
+#include <cothread/when_any.h>
 
 #include <signal.h>
 #include <sys/socket.h>
@@ -435,6 +436,29 @@ static void test_hot_path() {
     CHECK_EQ(cothread::sync_wait(lp, hot_path()), 1);
 }
 
+// A read raced against a sleep: the loser's read is cancelled (the socket
+// reads again at once, not busy); with data there, the read wins at start.
+static task<int> read_or_sleep() {
+    auto [c, a] = co_await connected(endpoint::v4("127.0.0.1", 0));
+    std::byte buf[16];
+    auto r = co_await cothread::when_any(c.read(buf), cothread::sleep_for(20ms));
+    CHECK_EQ(r.index(), std::size_t(1));
+    co_await a.write(std::string("abc"));
+    std::size_t n = co_await c.read(buf, 5s);
+    CHECK_EQ(n, std::size_t(3));
+    co_await a.write(std::string("de"));
+    co_await cothread::sleep_for(5ms);
+    auto r2 = co_await cothread::when_any(c.read(buf), cothread::sleep_for(1h));
+    CHECK_EQ(r2.index(), std::size_t(0));
+    CHECK_EQ(std::get<0>(r2), std::size_t(2));
+    co_return 1;
+}
+
+static void test_read_or_sleep() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, read_or_sleep()), 1);
+}
+
 int main() {
     RUN(test_echo_v4);
     RUN(test_echo_v6);
@@ -449,5 +473,6 @@ int main() {
     RUN(test_peer_reset);
     RUN(test_ec_forms);
     RUN(test_hot_path);
+    RUN(test_read_or_sleep);
     return 0;
 }
