@@ -1,10 +1,11 @@
 // A C++20 program using cothread::cpp: the C header is usable from C++, and
 // the installed <cocls/*.h> headers run coroutines on the installed core, and
-// the installed <cothread/*.h> run a task on a loop.
+// the installed <cothread/*.h> run a task on a loop, with a TCP listener.
 #include <cocls/async.h>
 #include <cocls/future.h>
 #include <cothread.h>
 #include <cothread/sync_wait.h>
+#include <cothread/tcp.h>
 #include <cothread/timer.h>
 
 #include <chrono>
@@ -45,6 +46,11 @@ int main() {
     cothread::loop lp;
     if (cothread::sync_wait(lp, after_a_nap(41)) != 42) {
         std::fprintf(stderr, "sync_wait(after_a_nap(41)) != 42\n");
+        return 1;
+    }
+    cothread::tcp_listener l = cothread::tcp_listener::bind(lp, cothread::endpoint::v4("127.0.0.1", 0));
+    if (l.local_endpoint().port() == 0) {
+        std::fprintf(stderr, "tcp_listener::bind gave no port\n");
         return 1;
     }
     std::printf("cothread %s\n", cot_version_string());

@@ -35,6 +35,12 @@ static constexpr bool counting_heap = true;
     throw std::bad_alloc();
 }
 [[gnu::noinline]] void *operator new[](std::size_t n) { return ::operator new(n); }
+// The nothrow forms too: else ASan pairs its own new with the free below.
+[[gnu::noinline]] void *operator new(std::size_t n, const std::nothrow_t &) noexcept {
+    heap_allocations.fetch_add(1, std::memory_order_relaxed);
+    return std::malloc(n ? n : 1);
+}
+[[gnu::noinline]] void *operator new[](std::size_t n, const std::nothrow_t &t) noexcept { return ::operator new(n, t); }
 [[gnu::noinline]] void operator delete(void *p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete[](void *p) noexcept { std::free(p); }
 [[gnu::noinline]] void operator delete(void *p, std::size_t) noexcept { std::free(p); }

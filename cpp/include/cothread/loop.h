@@ -48,8 +48,14 @@ public:
         while (m_senders.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         drain();  // late cancels: their handles are refused now
         if (m_owned) {
-            // Close callbacks still due (of handles closed through native()).
-            for (int i = 0; i < 4 && cot_loop_alive(m_loop) > 0; i++) cot_loop_run(m_loop, COT_RUN_NOWAIT);
+            // Close callbacks still due (of handles closed through native()),
+            // and requests still on the pool: a cancelled name lookup ends
+            // at once for its task but finishes on a pool thread. Idle
+            // handles do not keep this run going; a handle left active
+            // through native() (a started timer) would. Again while alive:
+            // a cot_loop_stop left from the last run ends a run early.
+            while (cot_loop_run(m_loop, COT_RUN_DEFAULT) > 0) {
+            }
             cot_loop_close(m_loop);  // COT_EBUSY if handles are left open: the loop leaks
         }
     }

@@ -1,0 +1,171 @@
+// detail::op: the one adapter between a task and a C socket or lookup call.
+// Every awaitable of tcp.h, udp.h and resolve.h derives from it (CRTP) and
+// supplies three steps:
+//   std::int64_t try_now() noexcept   the non-blocking call: a result (>= 0),
+//                                     an error, or COT_EAGAIN to wait;
+//   int start(std::uint64_t ns) noexcept   starts the C operation with the
+//                                     callback `data` = this; 0 or the
+//                                     error it returned (no callback then);
+//                                     sets m_key if it makes the object;
+//   T done(), T failed()              the value on success / on error (the
+//                                     error_code form returns failed()).
+// The await, on the loop thread: the object's loop must be the task's
+// (moved-from: EBADF; another loop: EINVAL); a stop already requested ends it
+// with ECANCELED; a bad deadline with EINVAL; then try_now(), and if that
+// completes the task goes on without suspending (no allocation, no loop
+// turn). Else start(); a synchronous failure is the result. Only a started
+// operation suspends, with a std::stop_callback that cancels it. The C
+// callback calls finish(): it stores the result, drops the stop callback
+// and resumes the task.
+//
+// The canceller may run on any thread. Off the loop thread it sends the
+// cancel through the loop's inbox as a value (the kind, the socket key or
+// lookup id, the direction), never a pointer to the awaiter, so a cancel
+// that arrives after the operation ended touches no freed memory: the core
+// refuses a stale lookup id or a closed socket, and a socket direction with
+// nothing waiting is left alone. (If another root started an operation of
+// the same direction on that socket in between, that one is cancelled.)
+#ifndef COTHREAD_DETAIL_OP_H_INCLUDED
+#define COTHREAD_DETAIL_OP_H_INCLUDED
+
+#include <cothread.h>
+
+#include <coroutine>
+#include <cstdint>
+#include <new>
+#include <optional>
+#include <stop_token>
+#include <system_error>
+
+#include <cocls/coro_queue.h>
+#include "../deadline.h"
+#include "../error.h"
+#include "loop_core.h"
+#include "strand.h"
+
+namespace cothread::detail {
+
+/// What a cancel names.
+enum class op_kind : unsigned char { tcp, udp, resolve };
+
+/// Cancels on the loop thread. The core checks the key: stale ones are refused.
+inline void cancel_now(cot_loop *lp, op_kind kind, std::uint64_t key, int events) noexcept {
+    switch (kind) {
+    case op_kind::tcp: cot_tcp_cancel(lp, key, events); break;
+    case op_kind::udp: cot_udp_cancel(lp, key, events); break;
+    case op_kind::resolve: cot_resolve_cancel(lp, key); break;
+    }
+}
+
+/// A cancel sent from another thread: values only.
+struct cancel_node : inbox_node {
+    cot_loop *lp;
+    op_kind kind;
+    int events;
+    std::uint64_t key;
+    cancel_node(cot_loop *l, op_kind k, std::uint64_t id, int ev) noexcept : lp(l), kind(k), events(ev), key(id) {
+        run = &go;
+    }
+    static void go(inbox_node *n) noexcept {
+        auto *self = static_cast<cancel_node *>(n);
+        cancel_now(self->lp, self->kind, self->key, self->events);
+        delete self;
+    }
+};
+
+/// The stop callback of a pending operation (any thread, inside request_stop).
+struct op_canceller {
+    loop_core *owner;
+    op_kind kind;
+    int events;
+    std::uint64_t key;
+    void operator()() noexcept {
+        if (owner->is_current()) {
+            cancel_now(owner->native(), kind, key, events);
+            return;
+        }
+        // Out of memory: the operation ends at its deadline instead.
+        if (auto *n = new (std::nothrow) cancel_node(owner->native(), kind, key, events)) owner->push(n);
+    }
+};
+
+template <typename D, typename T>
+class op {
+public:
+    using cothread_awaitable = void;
+    // Moved only before it is awaited (g++ moves the operand of co_await
+    // into the frame): nothing is registered yet.
+    op(op &&o) noexcept
+        : m_lp(o.m_lp), m_key(o.m_key), m_dl(o.m_dl), m_ec(o.m_ec), m_kind(o.m_kind), m_events(o.m_events) {}
+    op &operator=(op &&) = delete;
+
+    bool await_ready() const noexcept { return false; }
+
+    template <typename P>
+    bool await_suspend(std::coroutine_handle<P> h) noexcept {
+        strand *s = h.promise().get_strand();
+        D &d = static_cast<D &>(*this);
+        std::uint64_t ns = 0;
+        if (!m_lp) return ended(COT_EBADF);
+        if (m_lp != s->native()) return ended(COT_EINVAL);
+        std::stop_token tok = s->token();
+        if (tok.stop_requested()) return ended(COT_ECANCELED);
+        if (!m_dl.is_never()) cot_loop_update_time(m_lp);  // a deadline counts from the co_await
+        if (int e = m_dl.timeout_ns(m_lp, ns)) return ended(e);
+        if (std::int64_t r = d.try_now(); r != COT_EAGAIN) return ended(r);
+        if (int e = d.start(ns)) return ended(e);
+        m_h = h;
+        if (tok.stop_possible()) m_stop.emplace(std::move(tok), op_canceller{s->owner, m_kind, m_events, m_key});
+        return true;
+    }
+
+    T await_resume() {
+        D &d = static_cast<D &>(*this);
+        if (m_res < 0) {
+            T v = d.failed();  // first: it frees what the operation made
+            if (!m_ec) throw_error(static_cast<int>(m_res));
+            *m_ec = make_error(static_cast<int>(m_res));
+            return v;
+        }
+        if (m_ec) m_ec->clear();
+        return d.done();
+    }
+
+protected:
+    op(cot_loop *lp, op_kind kind, int events, deadline dl, std::error_code *ec) noexcept
+        : m_lp(lp), m_dl(dl), m_ec(ec), m_kind(kind), m_events(events) {}
+    ~op() = default;
+
+    /// The C callback's end (loop thread): once per started operation.
+    void finish(std::int64_t r) noexcept {
+        m_res = r;
+        m_stop.reset();  // waits for a canceller running on another thread
+        cocls::coro_queue::resume(m_h);
+    }
+
+    /// A cot_socket_cb for the operations whose result is a count or 0.
+    static void on_socket(cot_loop *, std::uint64_t, std::int64_t r, void *data) {
+        static_cast<D *>(data)->finish(r);
+    }
+
+    cot_loop *m_lp;             // the object's loop; null: moved-from
+    std::uint64_t m_key = 0;    // the socket or lookup a cancel names
+    std::int64_t m_res = 0;     // the result: >= 0, or a COT_E* code
+
+private:
+    bool ended(std::int64_t r) noexcept {
+        m_res = r;
+        return false;
+    }
+
+    deadline m_dl;
+    std::error_code *m_ec;      // null: throw
+    op_kind m_kind;
+    int m_events;
+    std::coroutine_handle<> m_h;
+    std::optional<std::stop_callback<op_canceller>> m_stop;
+};
+
+}  // namespace cothread::detail
+
+#endif

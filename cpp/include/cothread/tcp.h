@@ -1,0 +1,330 @@
+// tcp_socket and tcp_listener: TCP (IPv4, IPv6) and Unix stream sockets of a
+// cothread::loop, awaited by its tasks. Each operation tries the
+// non-blocking call first and suspends only if it would block
+// (detail/op.h). Errors throw std::system_error in cothread::category();
+// each awaitable operation has a form with a trailing std::error_code& that
+// throws nothing. One read and one write may wait at once (full duplex); a
+// second reader or writer gets std::errc::device_or_resource_busy. A
+// moved-from or closed socket gives std::errc::bad_file_descriptor.
+// Sockets are move-only and close when destroyed: destroy them on the loop's
+// thread, before the loop.
+#ifndef COTHREAD_TCP_H_INCLUDED
+#define COTHREAD_TCP_H_INCLUDED
+
+#include <cothread.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include "deadline.h"
+#include "detail/op.h"
+#include "endpoint.h"
+#include "error.h"
+#include "loop.h"
+#include "task.h"
+
+namespace cothread {
+
+class tcp_socket;
+
+namespace detail {
+
+inline void check(int r) {
+    if (r < 0) throw_error(r);
+}
+
+// The address getsockname / getpeername give.
+template <typename F>
+endpoint name_of(cot_loop *lp, std::uint64_t key, F get) {
+    if (!lp) throw_error(COT_EBADF);
+    sockaddr_storage ss;
+    std::uint32_t len = sizeof ss;
+    check(get(lp, key, reinterpret_cast<sockaddr *>(&ss), &len));
+    return endpoint(reinterpret_cast<sockaddr *>(&ss), len);
+}
+
+class tcp_read_op : public op<tcp_read_op, std::size_t> {
+public:
+    tcp_read_op(cot_loop *lp, cot_tcp s, std::span<std::byte> b, deadline dl, std::error_code *ec) noexcept
+        : op(lp, op_kind::tcp, COT_READABLE, dl, ec), m_buf(b) {
+        m_key = s;
+    }
+    std::int64_t try_now() noexcept { return cot_tcp_try_read(m_lp, m_key, m_buf.data(), m_buf.size()); }
+    int start(std::uint64_t ns) noexcept {
+        return cot_tcp_read(m_lp, m_key, m_buf.data(), m_buf.size(), ns, &on_socket, this);
+    }
+    std::size_t done() noexcept { return static_cast<std::size_t>(m_res); }
+    std::size_t failed() noexcept { return 0; }
+
+private:
+    std::span<std::byte> m_buf;
+};
+
+// Writes all: what the try sends now, then the rest through cot_tcp_write
+// (which copies it). On error the count is what the try sent.
+class tcp_write_op : public op<tcp_write_op, std::size_t> {
+public:
+    tcp_write_op(cot_loop *lp, cot_tcp s, std::span<const std::byte> b, deadline dl, std::error_code *ec) noexcept
+        : op(lp, op_kind::tcp, COT_WRITABLE, dl, ec), m_buf(b) {
+        m_key = s;
+    }
+    std::int64_t try_now() noexcept {
+        std::int64_t r = cot_tcp_try_write(m_lp, m_key, m_buf.data(), m_buf.size());
+        if (r < 0) return r;
+        m_sent = static_cast<std::size_t>(r);
+        return m_sent == m_buf.size() ? r : COT_EAGAIN;
+    }
+    int start(std::uint64_t ns) noexcept {
+        return cot_tcp_write(m_lp, m_key, m_buf.data() + m_sent, m_buf.size() - m_sent, ns, &on_socket, this);
+    }
+    std::size_t done() noexcept { return m_buf.size(); }
+    std::size_t failed() noexcept { return m_sent; }
+
+private:
+    std::span<const std::byte> m_buf;
+    std::size_t m_sent = 0;
+};
+
+class tcp_connect_op;
+class tcp_accept_op;
+
+}  // namespace detail
+
+class tcp_socket {
+public:
+    /// No socket (operations give bad_file_descriptor).
+    tcp_socket() noexcept = default;
+    /// Adopts `key`, a cot_tcp of `lp` (connected).
+    tcp_socket(cot_loop *lp, cot_tcp key) noexcept : m_lp(key ? lp : nullptr), m_key(key) {}
+    tcp_socket(tcp_socket &&o) noexcept : m_lp(std::exchange(o.m_lp, nullptr)), m_key(std::exchange(o.m_key, 0)) {}
+    tcp_socket &operator=(tcp_socket &&o) noexcept {
+        if (this != &o) {
+            close();
+            m_lp = std::exchange(o.m_lp, nullptr);
+            m_key = std::exchange(o.m_key, 0);
+        }
+        return *this;
+    }
+    ~tcp_socket() { close(); }
+
+    /// `co_await tcp_socket::connect(lp, ep)`: a connected socket.
+    static detail::tcp_connect_op connect(loop &lp, const endpoint &ep, deadline dl = deadline::never());
+    static detail::tcp_connect_op connect(loop &lp, const endpoint &ep, std::error_code &ec);
+    static detail::tcp_connect_op connect(loop &lp, const endpoint &ep, deadline dl, std::error_code &ec);
+
+    /// What comes, at most buf.size() bytes; 0 at the end of the stream.
+    detail::tcp_read_op read(std::span<std::byte> buf, deadline dl = deadline::never()) noexcept {
+        return {m_lp, m_key, buf, dl, nullptr};
+    }
+    detail::tcp_read_op read(std::span<std::byte> buf, std::error_code &ec) noexcept {
+        return {m_lp, m_key, buf, deadline::never(), &ec};
+    }
+    detail::tcp_read_op read(std::span<std::byte> buf, deadline dl, std::error_code &ec) noexcept {
+        return {m_lp, m_key, buf, dl, &ec};
+    }
+    detail::tcp_read_op read(std::span<char> buf, deadline dl = deadline::never()) noexcept {
+        return read(std::as_writable_bytes(buf), dl);
+    }
+
+    /// Fills `buf` (reads until full, all before `dl`); returns buf.size().
+    /// The end of the stream first is std::errc::broken_pipe; the
+    /// error_code form returns the count read before the error.
+    task<std::size_t> read_exact(std::span<std::byte> buf, deadline dl = deadline::never()) {
+        return read_exact_impl(buf, dl, nullptr);
+    }
+    task<std::size_t> read_exact(std::span<std::byte> buf, deadline dl, std::error_code &ec) {
+        return read_exact_impl(buf, dl, &ec);
+    }
+
+    /// Writes all of `buf`; returns buf.size(). The error_code form returns
+    /// the count surely sent before the error.
+    detail::tcp_write_op write(std::span<const std::byte> buf, deadline dl = deadline::never()) noexcept {
+        return {m_lp, m_key, buf, dl, nullptr};
+    }
+    detail::tcp_write_op write(std::span<const std::byte> buf, std::error_code &ec) noexcept {
+        return {m_lp, m_key, buf, deadline::never(), &ec};
+    }
+    detail::tcp_write_op write(std::span<const std::byte> buf, deadline dl, std::error_code &ec) noexcept {
+        return {m_lp, m_key, buf, dl, &ec};
+    }
+    detail::tcp_write_op write(std::string_view s, deadline dl = deadline::never()) noexcept {
+        return write(std::as_bytes(std::span(s)), dl);
+    }
+
+    /// Ends the writing side now (the peer reads the end of the stream).
+    void shutdown_write() { detail::check(cot_tcp_shutdown(loop_or_throw(), m_key)); }
+    void set_nodelay(bool on) { detail::check(cot_tcp_nodelay(loop_or_throw(), m_key, on ? 1 : 0)); }
+    endpoint local_endpoint() const { return detail::name_of(m_lp, m_key, &cot_tcp_getsockname); }
+    endpoint peer_endpoint() const { return detail::name_of(m_lp, m_key, &cot_tcp_getpeername); }
+
+    /// Closes now; operations waiting on it end with an error at the loop's
+    /// next turn. Closing twice is fine.
+    void close() noexcept {
+        if (m_key) cot_tcp_close(m_lp, m_key);
+        m_lp = nullptr;
+        m_key = 0;
+    }
+
+    explicit operator bool() const noexcept { return m_key != 0; }
+    cot_tcp native() const noexcept { return m_key; }
+    cot_loop *native_loop() const noexcept { return m_lp; }
+
+private:
+    cot_loop *loop_or_throw() const {
+        if (!m_lp) throw_error(COT_EBADF);
+        return m_lp;
+    }
+
+    task<std::size_t> read_exact_impl(std::span<std::byte> buf, deadline dl, std::error_code *ec) {
+        // One deadline for all the reads: a duration becomes a time point now.
+        if (m_lp && !dl.is_never()) {
+            std::uint64_t ns = 0;
+            cot_loop_update_time(m_lp);
+            if (dl.timeout_ns(m_lp, ns) == 0)
+                dl = deadline(deadline::clock::time_point(std::chrono::nanoseconds(cot_loop_now(m_lp) + ns)));
+        }
+        std::size_t got = 0;
+        std::error_code e;
+        do {  // once for an empty buffer: the read refuses it
+            std::size_t n = co_await read(buf.subspan(got), dl, e);
+            if (!e && n == 0) e = make_error(COT_EPIPE);
+            if (e) {
+                if (!ec) throw std::system_error(e);
+                *ec = e;
+                co_return got;
+            }
+            got += n;
+        } while (got < buf.size());
+        if (ec) ec->clear();
+        co_return got;
+    }
+
+    cot_loop *m_lp = nullptr;
+    cot_tcp m_key = 0;
+};
+
+namespace detail {
+
+// Makes the socket at start; the awaiter owns it until await_resume.
+class tcp_connect_op : public op<tcp_connect_op, tcp_socket> {
+public:
+    tcp_connect_op(cot_loop *lp, const endpoint &ep, deadline dl, std::error_code *ec) noexcept
+        : op(lp, op_kind::tcp, COT_WRITABLE, dl, ec), m_ep(ep) {}
+    tcp_connect_op(tcp_connect_op &&) = default;  // before the await: no socket yet
+    ~tcp_connect_op() {
+        if (m_key) cot_tcp_close(m_lp, m_key);
+    }
+    std::int64_t try_now() noexcept { return COT_EAGAIN; }
+    int start(std::uint64_t ns) noexcept {
+        if (int e = cot_tcp_init(m_lp, m_ep.family(), &m_key)) return e;
+        int e = cot_tcp_connect(m_lp, m_key, m_ep.data(), m_ep.size(), ns, &on_socket, this);
+        if (e) close();
+        return e;
+    }
+    tcp_socket done() noexcept { return tcp_socket(m_lp, std::exchange(m_key, 0)); }
+    tcp_socket failed() noexcept {
+        close();
+        return {};
+    }
+
+private:
+    void close() noexcept {
+        if (m_key) cot_tcp_close(m_lp, std::exchange(m_key, 0));
+    }
+    endpoint m_ep;
+};
+
+class tcp_accept_op : public op<tcp_accept_op, tcp_socket> {
+public:
+    tcp_accept_op(cot_loop *lp, cot_tcp s, deadline dl, std::error_code *ec) noexcept
+        : op(lp, op_kind::tcp, COT_READABLE, dl, ec) {
+        m_key = s;
+    }
+    std::int64_t try_now() noexcept { return cot_tcp_try_accept(m_lp, m_key, &m_client); }
+    int start(std::uint64_t ns) noexcept { return cot_tcp_accept(m_lp, m_key, ns, &on_accept, this); }
+    tcp_socket done() noexcept { return tcp_socket(m_lp, m_client); }
+    tcp_socket failed() noexcept { return {}; }
+
+private:
+    static void on_accept(cot_loop *, cot_tcp, int status, cot_tcp client, void *data) {
+        auto *self = static_cast<tcp_accept_op *>(data);
+        self->m_client = client;
+        self->finish(status);
+    }
+    cot_tcp m_client = 0;
+};
+
+}  // namespace detail
+
+inline detail::tcp_connect_op tcp_socket::connect(loop &lp, const endpoint &ep, deadline dl) {
+    return {lp.native(), ep, dl, nullptr};
+}
+inline detail::tcp_connect_op tcp_socket::connect(loop &lp, const endpoint &ep, std::error_code &ec) {
+    return {lp.native(), ep, deadline::never(), &ec};
+}
+inline detail::tcp_connect_op tcp_socket::connect(loop &lp, const endpoint &ep, deadline dl, std::error_code &ec) {
+    return {lp.native(), ep, dl, &ec};
+}
+
+class tcp_listener {
+public:
+    tcp_listener() noexcept = default;
+    tcp_listener(tcp_listener &&o) noexcept : m_lp(std::exchange(o.m_lp, nullptr)), m_key(std::exchange(o.m_key, 0)) {}
+    tcp_listener &operator=(tcp_listener &&o) noexcept {
+        if (this != &o) {
+            close();
+            m_lp = std::exchange(o.m_lp, nullptr);
+            m_key = std::exchange(o.m_key, 0);
+        }
+        return *this;
+    }
+    ~tcp_listener() { close(); }
+
+    /// Binds `ep` (SO_REUSEADDR for IP; port 0 picks one) and listens.
+    /// Throws on failure (address_in_use, ...).
+    static tcp_listener bind(loop &lp, const endpoint &ep, int backlog = 511) {
+        tcp_listener l;
+        l.m_lp = lp.native();
+        detail::check(cot_tcp_init(l.m_lp, ep.family(), &l.m_key));
+        if (ep.family() == AF_INET || ep.family() == AF_INET6) {
+            int one = 1;
+            detail::check(cot_tcp_setopt(l.m_lp, l.m_key, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
+        }
+        detail::check(cot_tcp_bind(l.m_lp, l.m_key, ep.data(), ep.size()));
+        detail::check(cot_tcp_listen(l.m_lp, l.m_key, backlog));
+        return l;
+    }
+
+    /// `co_await l.accept()`: the next connection.
+    detail::tcp_accept_op accept(deadline dl = deadline::never()) noexcept { return {m_lp, m_key, dl, nullptr}; }
+    detail::tcp_accept_op accept(std::error_code &ec) noexcept { return {m_lp, m_key, deadline::never(), &ec}; }
+    detail::tcp_accept_op accept(deadline dl, std::error_code &ec) noexcept { return {m_lp, m_key, dl, &ec}; }
+
+    endpoint local_endpoint() const { return detail::name_of(m_lp, m_key, &cot_tcp_getsockname); }
+
+    /// Closes now; a waiting accept ends with an error at the next turn.
+    void close() noexcept {
+        if (m_key) cot_tcp_close(m_lp, m_key);
+        m_lp = nullptr;
+        m_key = 0;
+    }
+
+    explicit operator bool() const noexcept { return m_key != 0; }
+    cot_tcp native() const noexcept { return m_key; }
+    cot_loop *native_loop() const noexcept { return m_lp; }
+
+private:
+    cot_loop *m_lp = nullptr;
+    cot_tcp m_key = 0;
+};
+
+}  // namespace cothread
+
+#endif
