@@ -14,37 +14,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "socket_check.h"
 
-#define MS 1000000ull
 #define BIG (16u << 20) /* more than a socket's buffers hold */
-
-/* Runs the loop until `*flag` is set (at most a few thousand turns). */
-static void run_until(cot_loop *loop, const int *flag) {
-    for (int i = 0; i < 5000 && !*flag; i++) CHECK(cot_loop_run(loop, COT_RUN_ONCE) >= 0);
-    CHECK(*flag);
-}
-
-/* Closes the loop once the sockets' handles are finished. */
-static void finish(cot_loop *loop) {
-    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
-    CHECK_EQ(cot_loop_close(loop), 0);
-}
-
-/* Where a callback leaves its result. */
-struct got {
-    int done;
-    int64_t result;
-};
-
-static void on_io(cot_loop *loop, uint64_t sock, int64_t result, void *data) {
-    struct got *g = data;
-    (void)loop;
-    (void)sock;
-    CHECK(!g->done); /* a completion runs once */
-    g->done = 1;
-    g->result = result;
-}
 
 /* ---- echo: a server that writes back what it reads, one client ---- */
 

@@ -13,37 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "check.h"
-
-#define MS 1000000ull
+#include "socket_check.h"
 
 static void pause_us(long us) {
     struct timespec t = {0, us * 1000};
     nanosleep(&t, NULL);
-}
-
-static void run_until(cot_loop *loop, const int *flag) {
-    for (int i = 0; i < 5000 && !*flag; i++) CHECK(cot_loop_run(loop, COT_RUN_ONCE) >= 0);
-    CHECK(*flag);
-}
-
-static void finish(cot_loop *loop) {
-    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
-    CHECK_EQ(cot_loop_close(loop), 0);
-}
-
-struct got {
-    int done;
-    int64_t result;
-};
-
-static void on_io(cot_loop *loop, uint64_t sock, int64_t result, void *data) {
-    struct got *g = data;
-    (void)loop;
-    (void)sock;
-    CHECK(!g->done);
-    g->done = 1;
-    g->result = result;
 }
 
 static void on_recv(cot_loop *loop, cot_udp udp, int64_t n, const struct sockaddr *from, uint32_t fromlen,

@@ -8,34 +8,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "check.h"
+#include "socket_check.h"
 
-#define MS 1000000ull
-
-static void run_until(cot_loop *loop, const int *flag) {
-    for (int i = 0; i < 5000 && !*flag; i++) CHECK(cot_loop_run(loop, COT_RUN_ONCE) >= 0);
-    CHECK(*flag);
-}
-
-static void finish(cot_loop *loop) {
-    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
-    CHECK_EQ(cot_loop_close(loop), 0);
-}
-
-/* A send's result. */
-struct got {
-    int done;
-    int64_t result;
-};
-
-static void on_sent(cot_loop *loop, uint64_t sock, int64_t result, void *data) {
-    struct got *g = data;
-    (void)loop;
-    (void)sock;
-    CHECK(!g->done);
-    g->done = 1;
-    g->result = result;
-}
 
 /* A receive's result and sender. */
 struct recv {
@@ -77,7 +51,7 @@ static void round_trip(int family, const struct sockaddr *any, uint32_t len) {
     memset(&ra, 0, sizeof ra);
     struct got s1 = {0, 1}, s2 = {0, 1};
     CHECK_EQ(cot_udp_recv(loop, b, rb.buf, sizeof rb.buf, 5000 * MS, on_recv, &rb), 0);
-    CHECK_EQ(cot_udp_send(loop, a, "ping", 4, (struct sockaddr *)&to, tolen, 5000 * MS, on_sent, &s1), 0);
+    CHECK_EQ(cot_udp_send(loop, a, "ping", 4, (struct sockaddr *)&to, tolen, 5000 * MS, on_io, &s1), 0);
     run_until(loop, &rb.done);
     run_until(loop, &s1.done);
     CHECK_EQ(s1.result, 4);
@@ -86,7 +60,7 @@ static void round_trip(int family, const struct sockaddr *any, uint32_t len) {
     CHECK_EQ(rb.from.ss_family, family);
 
     CHECK_EQ(cot_udp_recv(loop, a, ra.buf, 2, 5000 * MS, on_recv, &ra), 0);
-    CHECK_EQ(cot_udp_send(loop, b, "pong!", 5, (struct sockaddr *)&rb.from, rb.fromlen, COT_FOREVER, on_sent, &s2),
+    CHECK_EQ(cot_udp_send(loop, b, "pong!", 5, (struct sockaddr *)&rb.from, rb.fromlen, COT_FOREVER, on_io, &s2),
              0);
     run_until(loop, &ra.done);
     CHECK_EQ(ra.n, 2); /* truncated to the buffer, the rest dropped */
@@ -126,7 +100,7 @@ static void test_connected(void) {
     CHECK_EQ(cot_udp_getsockname(loop, b, (struct sockaddr *)&to, &tolen), 0);
 
     struct got s = {0, 1};
-    CHECK_EQ(cot_udp_send(loop, a, "x", 1, NULL, 0, COT_FOREVER, on_sent, &s), 0);
+    CHECK_EQ(cot_udp_send(loop, a, "x", 1, NULL, 0, COT_FOREVER, on_io, &s), 0);
     run_until(loop, &s.done);
     CHECK(s.result < 0); /* not connected: no peer to send to */
 
@@ -135,7 +109,7 @@ static void test_connected(void) {
     memset(&r, 0, sizeof r);
     CHECK_EQ(cot_udp_recv(loop, b, r.buf, sizeof r.buf, 5000 * MS, on_recv, &r), 0);
     s.done = 0;
-    CHECK_EQ(cot_udp_send(loop, a, NULL, 0, NULL, 0, COT_FOREVER, on_sent, &s), 0);
+    CHECK_EQ(cot_udp_send(loop, a, NULL, 0, NULL, 0, COT_FOREVER, on_io, &s), 0);
     run_until(loop, &r.done);
     run_until(loop, &s.done);
     CHECK_EQ(s.result, 0);
@@ -185,9 +159,9 @@ static void test_waits_and_bad_input(void) {
     CHECK_EQ(cot_udp_recv(loop, u, r.buf, 0, COT_FOREVER, on_recv, &r), COT_EINVAL);
     CHECK_EQ(cot_udp_recv(loop, u, NULL, 4, COT_FOREVER, on_recv, &r), COT_EINVAL);
     CHECK_EQ(cot_udp_recv(loop, u, r.buf, 4, (uint64_t)-1 - 1, on_recv, &r), COT_EINVAL);
-    CHECK_EQ(cot_udp_send(loop, u, NULL, 4, NULL, 0, COT_FOREVER, on_sent, &s), COT_EINVAL);
-    CHECK_EQ(cot_udp_send(loop, u, "x", 1, (struct sockaddr *)&v4, 1, COT_FOREVER, on_sent, &s), COT_EINVAL);
-    CHECK_EQ(cot_udp_send(loop, u, "x", 1, NULL, 0, (uint64_t)-3, on_sent, &s), COT_EINVAL);
+    CHECK_EQ(cot_udp_send(loop, u, NULL, 4, NULL, 0, COT_FOREVER, on_io, &s), COT_EINVAL);
+    CHECK_EQ(cot_udp_send(loop, u, "x", 1, (struct sockaddr *)&v4, 1, COT_FOREVER, on_io, &s), COT_EINVAL);
+    CHECK_EQ(cot_udp_send(loop, u, "x", 1, NULL, 0, (uint64_t)-3, on_io, &s), COT_EINVAL);
 
     /* Closing with a receive waiting cancels it; the key is dead after. */
     memset(&r, 0, sizeof r);
@@ -197,7 +171,7 @@ static void test_waits_and_bad_input(void) {
     run_until(loop, &r.done);
     CHECK_EQ(r.n, COT_ECANCELED);
     CHECK_EQ(cot_udp_recv(loop, u, r.buf, sizeof r.buf, COT_FOREVER, on_recv, &r), COT_EBADF);
-    CHECK_EQ(cot_udp_send(loop, u, "x", 1, NULL, 0, COT_FOREVER, on_sent, &s), COT_EBADF);
+    CHECK_EQ(cot_udp_send(loop, u, "x", 1, NULL, 0, COT_FOREVER, on_io, &s), COT_EBADF);
     CHECK_EQ(cot_udp_close(loop, u), COT_EBADF);
     CHECK(!s.done);
     finish(loop);
