@@ -334,15 +334,9 @@ pub unsafe extern "C" fn cot_coro_sendto(
     tolen: u32,
     timeout_ns: u64,
 ) -> i64 {
-    if buf.is_null() && len > 0 {
-        return Error::Inval.code() as i64;
-    }
-    let data: &[u8] = match len {
-        0 => &[],
-        // SAFETY: for `len` > 0, `buf` is non-NULL (checked above) and readable
-        // for `len` bytes (the contract); `data` is copied before any park.
-        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
-    };
+    // SAFETY: `buf` is NULL or readable for `len` bytes (the contract);
+    // `data` is copied before any park.
+    let Ok(data) = (unsafe { socket::datagram_arg(buf, len) }) else { return Error::Inval.code() as i64 };
     let tried = now(udp, true, timeout_ns, |s| {
         // SAFETY: NULL or readable for `tolen` bytes (the caller's contract).
         let to = if to.is_null() { None } else { Some(unsafe { socket::addr_arg(to, tolen) }?) };

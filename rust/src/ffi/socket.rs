@@ -132,6 +132,21 @@ pub(crate) unsafe fn addr_arg(addr: *const libc::sockaddr, len: u32) -> Result<A
     unsafe { Addr::from_raw(addr.cast(), len as usize) }.ok_or(Error::Inval)
 }
 
+/// The datagram C passes: `len` bytes at `buf`, which may be NULL only for
+/// an empty one (`Error::Inval` otherwise).
+///
+/// # Safety
+/// `buf` is NULL or readable for `len` bytes while the slice is used.
+pub(crate) unsafe fn datagram_arg<'a>(buf: *const c_void, len: usize) -> Result<&'a [u8]> {
+    match (len, buf.is_null()) {
+        (0, _) => Ok(&[]),
+        (_, true) => Err(Error::Inval),
+        // SAFETY: non-NULL (matched above) and, by the contract, readable for
+        // `len` bytes for as long as the caller uses the slice.
+        _ => Ok(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }),
+    }
+}
+
 /// The error of a try that failed: a socket closed under it is `COT_EBADF`.
 fn try_error(f: Fail) -> Error {
     match f {

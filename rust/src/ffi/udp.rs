@@ -155,14 +155,12 @@ pub unsafe extern "C" fn cot_udp_send(
     cb: cot_socket_cb,
     data: *mut c_void,
 ) -> c_int {
-    let (Some(cb), false) = (cb, buf.is_null() && len > 0) else { return Error::Inval.code() };
-    let bytes = match len {
-        0 => Vec::new(),
-        // SAFETY: `len` > 0 here, so `buf` is non-NULL (refused above
-        // otherwise) and readable for `len` bytes by the contract; the bytes
-        // are copied at once.
-        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec(),
+    // SAFETY: `buf` is NULL or readable for `len` bytes (the contract); the
+    // bytes are copied at once.
+    let (Some(cb), Ok(bytes)) = (cb, unsafe { socket::datagram_arg(buf, len) }) else {
+        return Error::Inval.code();
     };
+    let bytes = bytes.to_vec();
     let done = socket::complete(r#loop, cb, udp, data);
     // SAFETY: `bytes` is a copy; `with_socket` gets `loop` NULL or live and
     // `addr_arg` a non-NULL `addr` readable for `addrlen` bytes, from the
@@ -232,15 +230,9 @@ pub unsafe extern "C" fn cot_udp_try_send(
     to: *const libc::sockaddr,
     tolen: u32,
 ) -> i64 {
-    if buf.is_null() && len > 0 {
-        return Error::Inval.code() as i64;
-    }
-    let data: &[u8] = match len {
-        0 => &[],
-        // SAFETY: a non-empty `buf` was checked non-NULL above; the contract
-        // makes it readable for `len` bytes while this call sends it.
-        _ => unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) },
-    };
+    // SAFETY: `buf` is NULL or readable for `len` bytes while this call
+    // sends it (the contract).
+    let Ok(data) = (unsafe { socket::datagram_arg(buf, len) }) else { return Error::Inval.code() as i64 };
     // SAFETY: `with_socket` gets `loop` NULL or live; `addr_arg` reads a non-
     // NULL `to`, readable for `tolen` bytes: the contract.
     count(unsafe {
