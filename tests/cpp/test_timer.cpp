@@ -199,6 +199,34 @@ static void test_stop_before() {
     CHECK(r.canceled);
 }
 
+// A stop wakes only its own sleeper: a sibling that sleeps as long ends at
+// its time, not canceled (a sleep and a stop both wake a task as "resumed";
+// only the stop token tells them apart).
+static task<void> timed(std::chrono::milliseconds d, int *canceled, steady::duration *took) {
+    auto t0 = steady::now();
+    try {
+        co_await cothread::sleep_for(d);
+    } catch (const std::system_error &e) {
+        if (e.code() == std::errc::operation_canceled) ++*canceled;
+    }
+    *took = steady::now() - t0;
+}
+
+static void test_stop_one_of_two() {
+    cothread::loop lp;
+    std::stop_source a, b;
+    int canceled_a = 0, canceled_b = 0;
+    steady::duration took_a{}, took_b{};
+    lp.spawn_detached(timed(500ms, &canceled_a, &took_a), a.get_token());
+    lp.spawn_detached(timed(500ms, &canceled_b, &took_b), b.get_token());
+    lp.spawn_detached(stopper(&a));
+    lp.run();
+    CHECK_EQ(canceled_a, 1);
+    CHECK(took_a < 400ms);
+    CHECK_EQ(canceled_b, 0);
+    CHECK(took_b >= 500ms);
+}
+
 // Many sleepers stopped from another thread at once (a race of cancels
 // against ends of sleeps).
 static std::atomic<int> ended{0};
@@ -235,6 +263,7 @@ int main() {
     RUN(test_stop_same_thread);
     RUN(test_stop_other_thread);
     RUN(test_stop_before);
+    RUN(test_stop_one_of_two);
     RUN(test_stop_many_other_thread);
     std::printf("ok\n");
     return 0;

@@ -1,6 +1,9 @@
 // sleep_for, sleep_until, yield: awaitables of a task that park its strand's
-// loop task (cot_loop_task_sleep / cot_loop_task_schedule). No frame and no
-// allocation per sleep; the core keeps sleeps in a heap of grouped deadlines.
+// loop task (cot_loop_task_delay / cot_loop_task_schedule). No frame and no
+// allocation per sleep; a sleep is a plain postpone in the scheduler's heap of
+// grouped deadlines, no timer handle. The task then wakes with
+// COT_WAKE_RESUMED whether it slept or was stopped: a stop is told by the
+// stop token, which is set before its canceller runs.
 // A sleep counts from the co_await (one clock read per sleep). A negative
 // duration throws std::errc::invalid_argument (unlike std::this_thread);
 // a past time point ends at the next turn. When the task's stop token fires,
@@ -27,9 +30,11 @@ namespace detail {
 class sleep_awaiter {
 public:
     using cothread_awaitable = void;
-    explicit sleep_awaiter(deadline dl) noexcept : m_dl(dl) {}
+    // `absolute`: a time point, converted with a fresh loop time (a duration
+    // needs none: the core reads the clock when it postpones).
+    sleep_awaiter(deadline dl, bool absolute) noexcept : m_dl(dl), m_absolute(absolute) {}
     // Moved only before it is awaited (nothing registered yet).
-    sleep_awaiter(sleep_awaiter &&o) noexcept : m_dl(o.m_dl) {}
+    sleep_awaiter(sleep_awaiter &&o) noexcept : m_dl(o.m_dl), m_absolute(o.m_absolute) {}
 
     bool await_ready() const noexcept { return false; }
     template <typename P>
@@ -37,7 +42,7 @@ public:
         m_strand = h.promise().get_strand();
         strand &s = *m_strand;
         std::uint64_t ns;
-        cot_loop_update_time(s.native());  // count from now, not from the turn's start
+        if (m_absolute) cot_loop_update_time(s.native());  // from now, not from the turn's start
         if ((m_err = m_dl.timeout_ns(s.native(), ns)) != 0) return false;
         std::stop_token tok = s.token();
         if (tok.stop_requested()) {
@@ -49,7 +54,10 @@ public:
             return false;
         }
         if (ns > k_max_ns) ns = k_max_ns;  // never, in practice
-        if ((m_err = cot_loop_task_sleep(s.native(), s.task, ns)) != 0) return false;
+        if (cot_loop_task_delay(s.native(), s.task, ns) != 1) {  // in a queue already: a bug
+            m_err = COT_EINVAL;
+            return false;
+        }
         s.waiter = h;
         s.task_waiting = true;
         if (tok.stop_possible()) m_stop.emplace(tok, canceller{s.owner, s.task});
@@ -58,7 +66,8 @@ public:
     void await_resume() {
         m_stop.reset();
         if (m_err) throw_error(m_err);
-        if (m_strand->wake != COT_WAKE_SLEPT) throw_error(COT_ECANCELED);
+        // The only early wake is a stop's canceller (wake_task).
+        if (m_strand->stop.stop_requested()) throw_error(COT_ECANCELED);
     }
 
 private:
@@ -69,6 +78,7 @@ private:
         void operator()() noexcept { wake_task(*lp, task); }
     };
     deadline m_dl;
+    bool m_absolute;
     int m_err = 0;
     strand *m_strand = nullptr;
     std::optional<std::stop_callback<canceller>> m_stop;
@@ -94,13 +104,13 @@ public:
 /// `co_await sleep_for(d)`: suspends the task for `d` (see above).
 template <typename Rep, typename Period>
 detail::sleep_awaiter sleep_for(std::chrono::duration<Rep, Period> d) noexcept {
-    return detail::sleep_awaiter(deadline(d));
+    return detail::sleep_awaiter(deadline(d), false);
 }
 
 /// `co_await sleep_until(tp)`: suspends the task until `tp`.
 template <typename Duration>
 detail::sleep_awaiter sleep_until(std::chrono::time_point<std::chrono::steady_clock, Duration> tp) noexcept {
-    return detail::sleep_awaiter(deadline(tp));
+    return detail::sleep_awaiter(deadline(tp), true);
 }
 
 /// `co_await yield()`: lets the loop's other ready work run (one turn), then

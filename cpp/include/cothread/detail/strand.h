@@ -94,6 +94,13 @@ private:
     }
 };
 
+/// Moves a strand's loop task to the ready head, out of the queue it is in
+/// (a sleep's postpone). A handle already closed is refused: nothing happens.
+inline void reschedule_task(cot_loop *lp, cot_handle task) noexcept {
+    cot_loop_task_unschedule(lp, task);
+    cot_loop_task_schedule(lp, task, COT_NEXT);
+}
+
 /// Wakes a strand's loop task from any thread (a sleep's canceller). It
 /// carries the task's handle, never a pointer: once the strand is gone, the
 /// handle is refused and the node does nothing.
@@ -103,7 +110,7 @@ struct wake_node : inbox_node {
     wake_node(cot_loop *l, cot_handle t) noexcept : lp(l), task(t) { run = &go; }
     static void go(inbox_node *n) noexcept {
         auto *self = static_cast<wake_node *>(n);
-        cot_loop_task_schedule(self->lp, self->task, COT_NEXT);
+        reschedule_task(self->lp, self->task);
         delete self;
     }
 };
@@ -112,7 +119,7 @@ struct wake_node : inbox_node {
 /// the inbox. For a stop_callback: it may run on any thread.
 inline void wake_task(loop_core &lp, cot_handle task) noexcept {
     if (lp.is_current()) {
-        cot_loop_task_schedule(lp.native(), task, COT_NEXT);
+        reschedule_task(lp.native(), task);
         return;
     }
     auto *n = new (std::nothrow) wake_node(lp.native(), task);
