@@ -68,9 +68,10 @@ fn model(p: Pattern, s: &[u8]) -> (Got, usize) {
         Pattern::Count(0) => (Got::Match(Vec::new()), 0),
         Pattern::Count(n) if s.len() >= n => (Got::Match(s[..n].to_vec()), n),
         Pattern::Count(_) => (Got::Fail(s.to_vec()), s.len()),
-        // What it takes depends on where the chunks end, not on the stream
-        // alone; `parse` makes none (the C face's read, tested in net).
-        Pattern::Upto(_) => unreachable!("parse makes no Upto"),
+        // What they take depends on where the chunks end (Upto) or is
+        // nothing (Ready, a wait for readiness), not the stream alone;
+        // `parse` makes neither (the C face's reads, tested in net).
+        Pattern::Upto(_) | Pattern::Ready => unreachable!("parse makes no Upto or Ready"),
     }
 }
 
