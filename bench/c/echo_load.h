@@ -73,8 +73,9 @@ static struct sockaddr_in loopback_addr(int port) {
     return a;
 }
 
-/* A listening socket on 127.0.0.1, an ephemeral port; returns the fd. */
-static int listen_loopback(int *port) {
+/* A listening socket on 127.0.0.1, an ephemeral port; returns the fd.
+ * (inline: not every includer uses it.) */
+static inline int listen_loopback(int *port) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     CHECK(fd);
     struct sockaddr_in a = loopback_addr(0);

@@ -108,14 +108,16 @@ public:
         std::uint64_t ns = 0;
         if (!m_lp) return ended(COT_EBADF);
         if (m_lp != s->native()) return ended(COT_EINVAL);
-        std::stop_token tok = s->token();
-        if (tok.stop_requested()) return ended(COT_ECANCELED);
+        // The source, not a token: copying a token costs two atomic
+        // read-modify-writes, on every operation, even one that completes now.
+        const std::stop_source &src = s->stop;
+        if (src.stop_requested()) return ended(COT_ECANCELED);
         if (!m_dl.is_never()) cot_loop_update_time(m_lp);  // a deadline counts from the co_await
         if (int e = m_dl.timeout_ns(m_lp, ns)) return ended(e);
         if (std::int64_t r = d.try_now(); r != COT_EAGAIN) return ended(r);
         if (int e = d.start(ns)) return ended(e);
         m_h = h;
-        if (tok.stop_possible()) m_stop.emplace(std::move(tok), op_canceller{s->owner, m_kind, m_events, m_key});
+        if (src.stop_possible()) m_stop.emplace(src.get_token(), op_canceller{s->owner, m_kind, m_events, m_key});
         return true;
     }
 
