@@ -2481,6 +2481,19 @@ int cot_tcp_writev(struct cot_loop *loop,
 int64_t cot_tcp_try_read(struct cot_loop *loop, cot_tcp tcp, void *buf, size_t len);
 
 /**
+ * Would a read of `tcp` now most likely fail with `COT_EAGAIN`? 1 if the
+ * last receive found the socket empty or came back short and since then
+ * no readiness was seen and nothing is buffered: wait for readiness
+ * (`cot_tcp_read`) instead of trying. 0 if not; `COT_EBADF`, `COT_EINVAL`
+ * (NULL `loop`, a UDP key). A hint: `cot_tcp_try_read` still reads the
+ * socket, so polling it sees new data.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_drained(struct cot_loop *loop, cot_tcp tcp);
+
+/**
  * Sends what fits of the `len` bytes of `buf` now, never waiting, never
  * calling back: the count (may be short), `COT_EAGAIN` if none could go,
  * or an error: `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a write or connect

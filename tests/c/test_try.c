@@ -1,7 +1,7 @@
 /* The "try now" socket calls: cot_tcp_try_read, _try_write, _try_accept,
  * cot_udp_try_recv, _try_send. Each answers inside the call, never calls
  * back, says COT_EAGAIN when it would wait, and COT_EBUSY while an
- * operation of its direction waits. */
+ * operation of its direction waits. And the hint cot_tcp_drained. */
 #define _POSIX_C_SOURCE 200809L
 #include <cothread.h>
 #include <arpa/inet.h>
@@ -71,6 +71,53 @@ static void test_read(void) {
     CHECK_EQ(cot_tcp_try_read(loop, b, buf, sizeof buf), 0);
     CHECK_EQ(cot_tcp_close(loop, a), 0);
     CHECK_EQ(cot_tcp_close(loop, b), 0);
+    finish(loop);
+}
+
+/* cot_tcp_drained: 1 once a receive found the socket empty or came back
+ * short, 0 after a full one; a hint only, the try still reads. */
+static void test_drained(void) {
+    cot_loop *loop = cot_loop_new();
+    cot_tcp a, b;
+    pair(loop, &a, &b);
+    char buf[16];
+    CHECK_EQ(cot_tcp_drained(loop, b), 0); /* nothing read yet */
+    CHECK_EQ(cot_tcp_try_read(loop, b, buf, sizeof buf), COT_EAGAIN);
+    CHECK_EQ(cot_tcp_drained(loop, b), 1);
+    CHECK_EQ(cot_tcp_drained(loop, a), 0); /* per socket */
+
+    /* Drained, yet a try sees what came since; a full read clears it. */
+    CHECK_EQ(cot_tcp_try_write(loop, a, "hello", 5), 5);
+    CHECK_EQ(cot_tcp_try_read(loop, b, buf, 2), 2);
+    CHECK_EQ(cot_tcp_drained(loop, b), 0);
+    CHECK_EQ(cot_tcp_try_read(loop, b, buf, sizeof buf), 3); /* short */
+    CHECK(memcmp(buf, "llo", 3) == 0);
+    CHECK_EQ(cot_tcp_drained(loop, b), 1);
+
+    /* A read waits for readiness and takes what came; it fills buf: not
+     * drained. */
+    struct got r = {0, 1};
+    char rbuf[3];
+    CHECK_EQ(cot_tcp_read(loop, b, rbuf, sizeof rbuf, COT_FOREVER, on_io, &r), 0);
+    CHECK_EQ(cot_tcp_try_write(loop, a, "xyzw", 4), 4);
+    run_until(loop, &r.done);
+    CHECK_EQ(r.result, 3);
+    CHECK(memcmp(rbuf, "xyz", 3) == 0);
+    CHECK_EQ(cot_tcp_drained(loop, b), 0);
+    CHECK_EQ(cot_tcp_try_read(loop, b, buf, sizeof buf), 1);
+    CHECK_EQ(cot_tcp_drained(loop, b), 1);
+
+    /* Bad keys. */
+    cot_udp u;
+    CHECK_EQ(cot_udp_init(loop, AF_INET, &u), 0);
+    CHECK_EQ(cot_tcp_drained(loop, u), COT_EINVAL); /* a UDP key */
+    CHECK_EQ(cot_udp_close(loop, u), 0);
+    CHECK_EQ(cot_tcp_drained(NULL, b), COT_EINVAL);
+    CHECK_EQ(cot_tcp_drained(loop, 0), COT_EBADF);
+    CHECK_EQ(cot_tcp_drained(loop, 987654321), COT_EBADF);
+    CHECK_EQ(cot_tcp_close(loop, b), 0);
+    CHECK_EQ(cot_tcp_drained(loop, b), COT_EBADF);
+    CHECK_EQ(cot_tcp_close(loop, a), 0);
     finish(loop);
 }
 
@@ -254,6 +301,7 @@ static void test_bad_input(void) {
 
 int main(void) {
     test_read();
+    test_drained();
     test_write_fills();
     test_peer_reset();
     test_udp();

@@ -2,7 +2,8 @@
 // against a slow reader, deadlines, stop tokens (same thread, other thread,
 // during a connect), a peer reset mid-write, the error_code forms, and the
 // hot path: data already there is read (and a small write sent) without
-// suspending and without an allocation.
+// suspending and without an allocation; after a short read, a read waits
+// for readiness instead.
 #include <cothread/endpoint.h>
 #include <cothread/error.h>
 #include <cothread/loop.h>
@@ -459,6 +460,41 @@ static void test_read_or_sleep() {
     CHECK_EQ(cothread::sync_wait(lp, read_or_sleep()), 1);
 }
 
+// A read after a short one (the socket drained) skips the doomed try and
+// waits for readiness: bytes that came meanwhile still come, at once, and
+// a full read ends the skip.
+static task<int> read_after_short() {
+    cothread::loop &lp = co_await cothread::this_task::get_loop();
+    auto [c, a] = co_await connected(endpoint::v4("127.0.0.1", 0));
+    std::byte buf[4];
+    co_await a.write(std::string("ab"));
+    CHECK_EQ(co_await c.read(buf, 5s), std::size_t(2));  // short
+    CHECK_EQ(cot_tcp_drained(c.native_loop(), c.native()), 1);
+    co_await a.write(std::string("cdefgh"));
+    co_await cothread::sleep_for(5ms);  // loopback: the bytes are there
+    bool turned = false;
+    lp.post([&turned] { turned = true; });
+    auto t0 = steady::now();
+    CHECK_EQ(co_await c.read(buf, 5s), std::size_t(4));
+    CHECK(steady::now() - t0 < 1s);
+    CHECK(turned);  // it waited for readiness rather than trying
+    CHECK(std::string(reinterpret_cast<char *>(buf), 4) == "cdef");
+    CHECK_EQ(cot_tcp_drained(c.native_loop(), c.native()), 0);  // full
+    turned = false;
+    lp.post([&turned] { turned = true; });
+    CHECK_EQ(co_await c.read(buf, 5s), std::size_t(2));  // tried at once
+    CHECK(!turned);
+    CHECK(std::string(reinterpret_cast<char *>(buf), 2) == "gh");
+    co_await cothread::sleep_for(1ms);  // the post runs before `turned` goes
+    CHECK(turned);
+    co_return 1;
+}
+
+static void test_read_after_short() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, read_after_short()), 1);
+}
+
 int main() {
     RUN(test_echo_v4);
     RUN(test_echo_v6);
@@ -474,5 +510,6 @@ int main() {
     RUN(test_ec_forms);
     RUN(test_hot_path);
     RUN(test_read_or_sleep);
+    RUN(test_read_after_short);
     return 0;
 }

@@ -56,7 +56,12 @@ public:
         : op(lp, op_kind::tcp, COT_READABLE, dl, ec), m_buf(b) {
         m_key = s;
     }
-    std::int64_t try_now() noexcept { return cot_tcp_try_read(m_lp, m_key, m_buf.data(), m_buf.size()); }
+    // A socket the last receive left empty is not tried: that recv would
+    // most likely fail; the read waits for readiness instead.
+    std::int64_t try_now() noexcept {
+        if (cot_tcp_drained(m_lp, m_key) == 1) return COT_EAGAIN;
+        return cot_tcp_try_read(m_lp, m_key, m_buf.data(), m_buf.size());
+    }
     int start(std::uint64_t ns) noexcept {
         return cot_tcp_read(m_lp, m_key, m_buf.data(), m_buf.size(), ns, &on_socket, this);
     }

@@ -157,7 +157,7 @@ pub unsafe extern "C" fn cot_coro_read(tcp: cot_tcp, buf: *mut c_void, len: usiz
     // would most likely fail (libuv too reads only on readiness).
     let mut first = true;
     loop {
-        let tried = now(tcp, false, timeout_ns, |s| match first && s.drained() && s.buffered() == 0 {
+        let tried = now(tcp, false, timeout_ns, |s| match first && s.drained() {
             true => Err(Error::Again),
             false => socket::try_read(s, out),
         });

@@ -462,6 +462,24 @@ pub unsafe extern "C" fn cot_tcp_try_read(r#loop: *mut cot_loop, tcp: cot_tcp, b
     count(unsafe { with_socket(r#loop, tcp, false, |_, s| socket::try_read(s, out)) })
 }
 
+/// Would a read of `tcp` now most likely fail with `COT_EAGAIN`? 1 if the
+/// last receive found the socket empty or came back short and since then
+/// no readiness was seen and nothing is buffered: wait for readiness
+/// (`cot_tcp_read`) instead of trying. 0 if not; `COT_EBADF`, `COT_EINVAL`
+/// (NULL `loop`, a UDP key). A hint: `cot_tcp_try_read` still reads the
+/// socket, so polling it sees new data.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_drained(r#loop: *mut cot_loop, tcp: cot_tcp) -> c_int {
+    // SAFETY: `with_socket` asks `loop` NULL or live, the whole contract.
+    match unsafe { with_socket(r#loop, tcp, false, |_, s| Ok(s.drained())) } {
+        Ok(d) => c_int::from(d),
+        Err(e) => e.code(),
+    }
+}
+
 /// Sends what fits of the `len` bytes of `buf` now, never waiting, never
 /// calling back: the count (may be short), `COT_EAGAIN` if none could go,
 /// or an error: `COT_EINVAL`, `COT_EBADF`, `COT_EBUSY` (a write or connect

@@ -94,11 +94,14 @@ impl Socket {
         self.0.borrow().io.buf.unread().len()
     }
 
-    /// Did the last read find the socket (most likely) empty? Then reading
-    /// again before readiness is seen costs a system call for nothing; a
-    /// face that may wait can start `read` at once instead of `try_read`.
+    /// Would a read now most likely find nothing? True when the last `recv`
+    /// found the socket empty or came back short, no readiness was seen
+    /// since, and nothing is buffered. Reading again would cost a system
+    /// call for nothing; a face that may wait can start `read` at once (it
+    /// waits for readiness) instead of `try_read`.
     pub fn drained(&self) -> bool {
-        self.0.borrow().io.drained
+        let s = self.0.borrow();
+        s.io.drained && s.io.buf.unread().is_empty()
     }
 
     /// Takes every unread byte, as LuaSocket hands out the partial result of
