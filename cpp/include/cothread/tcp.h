@@ -3,7 +3,8 @@
 // non-blocking call first and suspends only if it would block
 // (detail/op.h). Errors throw std::system_error in cothread::category();
 // each awaitable operation has a form with a trailing std::error_code& that
-// throws nothing. One read and one write may wait at once (full duplex); a
+// throws nothing; `.stop_on(tok)` gives one operation a stop token of its
+// own (detail/op.h). One read and one write may wait at once (full duplex); a
 // second reader or writer gets std::errc::device_or_resource_busy. A
 // moved-from or closed socket gives std::errc::bad_file_descriptor.
 // Sockets are move-only and close when destroyed: destroy them on the loop's
@@ -25,6 +26,7 @@
 
 #include "deadline.h"
 #include "detail/op.h"
+#include "detail/socket_handle.h"
 #include "endpoint.h"
 #include "error.h"
 #include "loop.h"
@@ -38,16 +40,6 @@ namespace detail {
 
 inline void check(int r) {
     if (r < 0) throw_error(r);
-}
-
-// The address getsockname / getpeername give.
-template <typename F>
-endpoint name_of(cot_loop *lp, std::uint64_t key, F get) {
-    if (!lp) throw_error(COT_EBADF);
-    sockaddr_storage ss;
-    std::uint32_t len = sizeof ss;
-    check(get(lp, key, reinterpret_cast<sockaddr *>(&ss), &len));
-    return endpoint(reinterpret_cast<sockaddr *>(&ss), len);
 }
 
 class tcp_read_op : public op<tcp_read_op, std::size_t> {
@@ -102,22 +94,14 @@ class tcp_accept_op;
 
 }  // namespace detail
 
-class tcp_socket {
+// close(), operator bool, native(), native_loop(), local_endpoint() and the
+// moves come from detail::socket_handle.
+class tcp_socket : public detail::socket_handle<&cot_tcp_close, &cot_tcp_getsockname> {
 public:
     /// No socket (operations give bad_file_descriptor).
     tcp_socket() noexcept = default;
     /// Adopts `key`, a cot_tcp of `lp` (connected).
-    tcp_socket(cot_loop *lp, cot_tcp key) noexcept : m_lp(key ? lp : nullptr), m_key(key) {}
-    tcp_socket(tcp_socket &&o) noexcept : m_lp(std::exchange(o.m_lp, nullptr)), m_key(std::exchange(o.m_key, 0)) {}
-    tcp_socket &operator=(tcp_socket &&o) noexcept {
-        if (this != &o) {
-            close();
-            m_lp = std::exchange(o.m_lp, nullptr);
-            m_key = std::exchange(o.m_key, 0);
-        }
-        return *this;
-    }
-    ~tcp_socket() { close(); }
+    tcp_socket(cot_loop *lp, cot_tcp key) noexcept : socket_handle(lp, key) {}
 
     /// `co_await tcp_socket::connect(lp, ep)`: a connected socket.
     static detail::tcp_connect_op connect(loop &lp, const endpoint &ep, deadline dl = deadline::never());
@@ -166,27 +150,9 @@ public:
     /// Ends the writing side now (the peer reads the end of the stream).
     void shutdown_write() { detail::check(cot_tcp_shutdown(loop_or_throw(), m_key)); }
     void set_nodelay(bool on) { detail::check(cot_tcp_nodelay(loop_or_throw(), m_key, on ? 1 : 0)); }
-    endpoint local_endpoint() const { return detail::name_of(m_lp, m_key, &cot_tcp_getsockname); }
     endpoint peer_endpoint() const { return detail::name_of(m_lp, m_key, &cot_tcp_getpeername); }
 
-    /// Closes now; operations waiting on it end with an error at the loop's
-    /// next turn. Closing twice is fine.
-    void close() noexcept {
-        if (m_key) cot_tcp_close(m_lp, m_key);
-        m_lp = nullptr;
-        m_key = 0;
-    }
-
-    explicit operator bool() const noexcept { return m_key != 0; }
-    cot_tcp native() const noexcept { return m_key; }
-    cot_loop *native_loop() const noexcept { return m_lp; }
-
 private:
-    cot_loop *loop_or_throw() const {
-        if (!m_lp) throw_error(COT_EBADF);
-        return m_lp;
-    }
-
     task<std::size_t> read_exact_impl(std::span<std::byte> buf, deadline dl, std::error_code *ec) {
         // One deadline for all the reads: a duration becomes a time point now.
         if (m_lp && !dl.is_never()) {
@@ -210,9 +176,6 @@ private:
         if (ec) ec->clear();
         co_return got;
     }
-
-    cot_loop *m_lp = nullptr;
-    cot_tcp m_key = 0;
 };
 
 namespace detail {
@@ -278,19 +241,9 @@ inline detail::tcp_connect_op tcp_socket::connect(loop &lp, const endpoint &ep, 
     return {lp.native(), ep, dl, &ec};
 }
 
-class tcp_listener {
+class tcp_listener : public detail::socket_handle<&cot_tcp_close, &cot_tcp_getsockname> {
 public:
     tcp_listener() noexcept = default;
-    tcp_listener(tcp_listener &&o) noexcept : m_lp(std::exchange(o.m_lp, nullptr)), m_key(std::exchange(o.m_key, 0)) {}
-    tcp_listener &operator=(tcp_listener &&o) noexcept {
-        if (this != &o) {
-            close();
-            m_lp = std::exchange(o.m_lp, nullptr);
-            m_key = std::exchange(o.m_key, 0);
-        }
-        return *this;
-    }
-    ~tcp_listener() { close(); }
 
     /// Binds `ep` (SO_REUSEADDR for IP; port 0 picks one) and listens.
     /// Throws on failure (address_in_use, ...).
@@ -311,23 +264,6 @@ public:
     detail::tcp_accept_op accept(deadline dl = deadline::never()) noexcept { return {m_lp, m_key, dl, nullptr}; }
     detail::tcp_accept_op accept(std::error_code &ec) noexcept { return {m_lp, m_key, deadline::never(), &ec}; }
     detail::tcp_accept_op accept(deadline dl, std::error_code &ec) noexcept { return {m_lp, m_key, dl, &ec}; }
-
-    endpoint local_endpoint() const { return detail::name_of(m_lp, m_key, &cot_tcp_getsockname); }
-
-    /// Closes now; a waiting accept ends with an error at the next turn.
-    void close() noexcept {
-        if (m_key) cot_tcp_close(m_lp, m_key);
-        m_lp = nullptr;
-        m_key = 0;
-    }
-
-    explicit operator bool() const noexcept { return m_key != 0; }
-    cot_tcp native() const noexcept { return m_key; }
-    cot_loop *native_loop() const noexcept { return m_lp; }
-
-private:
-    cot_loop *m_lp = nullptr;
-    cot_tcp m_key = 0;
 };
 
 }  // namespace cothread

@@ -19,6 +19,7 @@
 
 #include "deadline.h"
 #include "detail/op.h"
+#include "detail/socket_handle.h"
 #include "endpoint.h"
 #include "error.h"
 #include "loop.h"
@@ -103,19 +104,11 @@ private:
 
 }  // namespace detail
 
-class udp_socket {
+// close(), operator bool, native(), native_loop(), local_endpoint() and the
+// moves come from detail::socket_handle.
+class udp_socket : public detail::socket_handle<&cot_udp_close, &cot_udp_getsockname> {
 public:
     udp_socket() noexcept = default;
-    udp_socket(udp_socket &&o) noexcept : m_lp(std::exchange(o.m_lp, nullptr)), m_key(std::exchange(o.m_key, 0)) {}
-    udp_socket &operator=(udp_socket &&o) noexcept {
-        if (this != &o) {
-            close();
-            m_lp = std::exchange(o.m_lp, nullptr);
-            m_key = std::exchange(o.m_key, 0);
-        }
-        return *this;
-    }
-    ~udp_socket() { close(); }
 
     /// An unbound socket of `family` (AF_INET, AF_INET6): the first send
     /// binds it to a free port.
@@ -168,33 +161,6 @@ public:
     detail::udp_send_op send(std::span<const std::byte> buf, deadline dl, std::error_code &ec) noexcept {
         return {m_lp, m_key, buf, nullptr, dl, &ec};
     }
-
-    endpoint local_endpoint() const {
-        sockaddr_storage ss;
-        std::uint32_t len = sizeof ss;
-        int r = cot_udp_getsockname(loop_or_throw(), m_key, reinterpret_cast<sockaddr *>(&ss), &len);
-        if (r < 0) throw_error(r);
-        return endpoint(reinterpret_cast<sockaddr *>(&ss), len);
-    }
-
-    /// Closes now; operations waiting end with an error at the next turn.
-    void close() noexcept {
-        if (m_key) cot_udp_close(m_lp, m_key);
-        m_lp = nullptr;
-        m_key = 0;
-    }
-
-    explicit operator bool() const noexcept { return m_key != 0; }
-    cot_udp native() const noexcept { return m_key; }
-    cot_loop *native_loop() const noexcept { return m_lp; }
-
-private:
-    cot_loop *loop_or_throw() const {
-        if (!m_lp) throw_error(COT_EBADF);
-        return m_lp;
-    }
-    cot_loop *m_lp = nullptr;
-    cot_udp m_key = 0;
 };
 
 }  // namespace cothread

@@ -9,22 +9,25 @@
 //                                     sets m_key if it makes the object;
 //   T done(), T failed()              the value on success / on error (the
 //                                     error_code form returns failed()).
+// Two stop tokens end an operation: the root's, always, and its own, if the
+// caller gave one (`co_await s.read(buf).stop_on(tok)`); either one stops it.
 // The await, on the loop thread: the object's loop must be the task's
-// (moved-from: EBADF; another loop: EINVAL); a stop already requested ends it
-// with ECANCELED; a bad deadline with EINVAL; then try_now(), and if that
-// completes the task goes on without suspending (no allocation, no loop
-// turn). Else start(); a synchronous failure is the result. Only a started
-// operation suspends, with a std::stop_callback that cancels it. The C
-// callback calls finish(): it stores the result, drops the stop callback
-// and resumes the task.
+// (moved-from: EBADF; another loop: EINVAL); a stop already requested on
+// either token ends it with ECANCELED; a bad deadline with EINVAL; then
+// try_now(), and if that completes the task goes on without suspending (no
+// allocation, no loop turn, no stop callback). Else start(); a synchronous
+// failure is the result. Only a started operation suspends, with a
+// std::stop_callback per token that can stop. The C callback calls
+// finish(): it stores the result, drops the stop callbacks and resumes the
+// task.
 //
-// The canceller may run on any thread. Off the loop thread it sends the
-// cancel through the loop's inbox as a value (the kind, the socket key or
-// lookup id, the direction), never a pointer to the awaiter, so a cancel
-// that arrives after the operation ended touches no freed memory: the core
-// refuses a stale lookup id or a closed socket, and a socket direction with
-// nothing waiting is left alone. (If another root started an operation of
-// the same direction on that socket in between, that one is cancelled.)
+// A canceller may run on any thread. Off the loop thread it sends the cancel
+// through the loop's inbox as a value (the kind, the socket key or lookup
+// id, the direction), never a pointer to the awaiter. The node and the
+// operation know of each other while both live (both sides of that link
+// change on the loop thread only): an operation that ends before its cancel
+// node runs disarms the node, so a late cancel never hits the next
+// operation of that direction on the socket.
 #ifndef COTHREAD_DETAIL_OP_H_INCLUDED
 #define COTHREAD_DETAIL_OP_H_INCLUDED
 
@@ -36,6 +39,7 @@
 #include <optional>
 #include <stop_token>
 #include <system_error>
+#include <utility>
 
 #include <cocls/coro_queue.h>
 #include "../deadline.h"
@@ -57,18 +61,24 @@ inline void cancel_now(cot_loop *lp, op_kind kind, std::uint64_t key, int events
     }
 }
 
-/// A cancel sent from another thread: values only.
+/// A cancel sent from another thread: values, and a link back to the
+/// operation's slot while the operation is pending (loop thread only).
 struct cancel_node : inbox_node {
     cot_loop *lp;
     op_kind kind;
     int events;
     std::uint64_t key;
-    cancel_node(cot_loop *l, op_kind k, std::uint64_t id, int ev) noexcept : lp(l), kind(k), events(ev), key(id) {
+    cancel_node **slot;  // the operation's pointer to this node; null: disarmed
+    cancel_node(cot_loop *l, op_kind k, std::uint64_t id, int ev, cancel_node **s) noexcept
+        : lp(l), kind(k), events(ev), key(id), slot(s) {
         run = &go;
     }
     static void go(inbox_node *n) noexcept {
         auto *self = static_cast<cancel_node *>(n);
-        cancel_now(self->lp, self->kind, self->key, self->events);
+        if (self->slot) {  // the operation still waits
+            *self->slot = nullptr;
+            cancel_now(self->lp, self->kind, self->key, self->events);
+        }
         delete self;
     }
 };
@@ -79,13 +89,33 @@ struct op_canceller {
     op_kind kind;
     int events;
     std::uint64_t key;
+    cancel_node **sent;  // where the node goes, for the operation to disarm it
     void operator()() noexcept {
         if (owner->is_current()) {
             cancel_now(owner->native(), kind, key, events);
             return;
         }
         // Out of memory: the operation ends at its deadline instead.
-        if (auto *n = new (std::nothrow) cancel_node(owner->native(), kind, key, events)) owner->push(n);
+        auto *n = new (std::nothrow) cancel_node(owner->native(), kind, key, events, sent);
+        if (!n) return;
+        *sent = n;  // before the push: the loop thread sees it when the node runs
+        owner->push(n);
+    }
+};
+
+/// One token's hold on a pending operation.
+struct stop_link {
+    std::optional<std::stop_callback<op_canceller>> cb;
+    cancel_node *sent = nullptr;  // a node on its way (set off the loop thread)
+
+    void arm(std::stop_token tok, loop_core *owner, op_kind kind, int events, std::uint64_t key) noexcept {
+        cb.emplace(std::move(tok), op_canceller{owner, kind, events, key, &sent});
+    }
+    /// The operation ended (loop thread).
+    void drop() noexcept {
+        cb.reset();  // waits for a canceller running on another thread
+        if (sent) sent->slot = nullptr;  // its node has not run: disarm it
+        sent = nullptr;
     }
 };
 
@@ -96,8 +126,16 @@ public:
     // Moved only before it is awaited (g++ moves the operand of co_await
     // into the frame): nothing is registered yet.
     op(op &&o) noexcept
-        : m_lp(o.m_lp), m_key(o.m_key), m_dl(o.m_dl), m_ec(o.m_ec), m_kind(o.m_kind), m_events(o.m_events) {}
+        : m_lp(o.m_lp), m_key(o.m_key), m_dl(o.m_dl), m_ec(o.m_ec), m_kind(o.m_kind), m_events(o.m_events),
+          m_tok(std::move(o.m_tok)) {}
     op &operator=(op &&) = delete;
+
+    /// `co_await s.read(buf).stop_on(tok)`: `tok` stops this operation too
+    /// (operation_canceled), and only it; the root's token still applies.
+    D &&stop_on(std::stop_token tok) && noexcept {
+        m_tok = std::move(tok);
+        return static_cast<D &&>(*this);
+    }
 
     bool await_ready() const noexcept { return false; }
 
@@ -111,13 +149,14 @@ public:
         // The source, not a token: copying a token costs two atomic
         // read-modify-writes, on every operation, even one that completes now.
         const std::stop_source &src = s->stop;
-        if (src.stop_requested()) return ended(COT_ECANCELED);
+        if (src.stop_requested() || m_tok.stop_requested()) return ended(COT_ECANCELED);
         if (!m_dl.is_never()) cot_loop_update_time(m_lp);  // a deadline counts from the co_await
         if (int e = m_dl.timeout_ns(m_lp, ns)) return ended(e);
         if (std::int64_t r = d.try_now(); r != COT_EAGAIN) return ended(r);
         if (int e = d.start(ns)) return ended(e);
         m_h = h;
-        if (src.stop_possible()) m_stop.emplace(src.get_token(), op_canceller{s->owner, m_kind, m_events, m_key});
+        if (src.stop_possible()) m_root_stop.arm(src.get_token(), s->owner, m_kind, m_events, m_key);
+        if (m_tok.stop_possible()) m_own_stop.arm(std::move(m_tok), s->owner, m_kind, m_events, m_key);
         return true;
     }
 
@@ -141,7 +180,8 @@ protected:
     /// The C callback's end (loop thread): once per started operation.
     void finish(std::int64_t r) noexcept {
         m_res = r;
-        m_stop.reset();  // waits for a canceller running on another thread
+        m_root_stop.drop();
+        m_own_stop.drop();
         cocls::coro_queue::resume(m_h);
     }
 
@@ -164,8 +204,9 @@ private:
     std::error_code *m_ec;      // null: throw
     op_kind m_kind;
     int m_events;
+    std::stop_token m_tok;      // the operation's own, if any
     std::coroutine_handle<> m_h;
-    std::optional<std::stop_callback<op_canceller>> m_stop;
+    stop_link m_root_stop, m_own_stop;
 };
 
 }  // namespace cothread::detail
