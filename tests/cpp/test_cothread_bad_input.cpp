@@ -13,8 +13,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -312,6 +314,42 @@ static void test_endpoints() {
     CHECK_EQ(cothread::sync_wait(lp, bad_family(&lp)), 1);
 }
 
+// The handle every socket class shares (detail/socket_handle.h): a move
+// leaves no socket behind, a move-assign closes the socket it replaces, and
+// closing twice is fine; for udp_socket and tcp_listener as for tcp_socket.
+template <typename S>
+static void check_handle_moves(S first, S second) {
+    cot_loop *lp = first.native_loop();
+    std::uint64_t k1 = first.native(), k2 = second.native();
+    CHECK(first && second && k1 != k2);
+    S moved = std::move(first);
+    CHECK(!first);
+    CHECK_EQ(first.native(), std::uint64_t(0));
+    CHECK(first.native_loop() == nullptr);
+    CHECK_THROWS(first.local_endpoint(), std::system_error);
+    CHECK_EQ(moved.native(), k1);
+    CHECK(moved.local_endpoint().port() != 0);
+    moved = std::move(second);  // closes k1
+    CHECK_EQ(moved.native(), k2);
+    CHECK(!second);
+    sockaddr_storage ss;
+    std::uint32_t len = sizeof ss;
+    auto name = std::is_same_v<S, cothread::udp_socket> ? &cot_udp_getsockname : &cot_tcp_getsockname;
+    CHECK_EQ(name(lp, k2, reinterpret_cast<sockaddr *>(&ss), &len), 0);  // the kind is right
+    CHECK(name(lp, k1, reinterpret_cast<sockaddr *>(&ss), &len) < 0);    // k1 was closed
+    moved.close();
+    moved.close();
+    CHECK(!moved);
+    CHECK_THROWS(moved.local_endpoint(), std::system_error);
+}
+
+static void test_handle_moves() {
+    cothread::loop lp;
+    endpoint any = endpoint::v4("127.0.0.1", 0);
+    check_handle_moves(cothread::udp_socket::bind(lp, any), cothread::udp_socket::bind(lp, any));
+    check_handle_moves(cothread::tcp_listener::bind(lp, any), cothread::tcp_listener::bind(lp, any));
+}
+
 int main() {
     RUN(test_closed_and_moved);
     RUN(test_close_while_reading);
@@ -321,5 +359,6 @@ int main() {
     RUN(test_full_duplex);
     RUN(test_other_loop);
     RUN(test_endpoints);
+    RUN(test_handle_moves);
     return 0;
 }
