@@ -21,20 +21,13 @@
 #include <vector>
 
 #include "check.h"
+#include "tcp_pair.h"
 
 using namespace std::chrono_literals;
 using cothread::endpoint;
 using cothread::task;
 using cothread::tcp_listener;
 using cothread::tcp_socket;
-
-static task<std::pair<tcp_socket, tcp_socket>> connected() {
-    cothread::loop &lp = co_await cothread::this_task::get_loop();
-    tcp_listener l = tcp_listener::bind(lp, endpoint::v4("127.0.0.1", 0));
-    tcp_socket c = co_await tcp_socket::connect(lp, l.local_endpoint(), 5s);
-    tcp_socket a = co_await l.accept(5s);
-    co_return std::pair(std::move(c), std::move(a));
-}
 
 // Closed (by close(), or under us through the C ABI) and moved-from sockets.
 static task<int> closed_and_moved() {

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "check.h"
+#include "tcp_pair.h"
 
 using namespace std::chrono_literals;
 using cothread::endpoint;
@@ -32,16 +33,6 @@ using cothread::task;
 using cothread::tcp_listener;
 using cothread::tcp_socket;
 using cothread::udp_socket;
-
-static std::span<const std::byte> bytes(const std::string &s) { return std::as_bytes(std::span(s)); }
-
-static task<std::pair<tcp_socket, tcp_socket>> connected() {
-    cothread::loop &lp = co_await cothread::this_task::get_loop();
-    tcp_listener l = tcp_listener::bind(lp, endpoint::v4("127.0.0.1", 0));
-    tcp_socket c = co_await tcp_socket::connect(lp, l.local_endpoint(), 5s);
-    tcp_socket a = co_await l.accept(5s);
-    co_return std::pair(std::move(c), std::move(a));
-}
 
 struct reader_result {
     bool canceled = false;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "check.h"
+#include "tcp_pair.h"
 #include "heap_count.h"
 
 using namespace std::chrono_literals;
@@ -37,19 +38,6 @@ using cothread::task;
 using cothread::tcp_listener;
 using cothread::tcp_socket;
 using steady = std::chrono::steady_clock;
-
-static std::span<const std::byte> bytes(const std::string &s) { return std::as_bytes(std::span(s)); }
-
-// A connected pair through a listener on `ep` (port 0: any).
-static task<std::pair<tcp_socket, tcp_socket>> connected(endpoint ep) {
-    cothread::loop &lp = co_await cothread::this_task::get_loop();
-    tcp_listener l = tcp_listener::bind(lp, ep);
-    tcp_socket c = co_await tcp_socket::connect(lp, l.local_endpoint(), 5s);
-    tcp_socket a = co_await l.accept(5s);
-    CHECK(c.peer_endpoint() == a.local_endpoint());
-    CHECK(a.peer_endpoint() == c.local_endpoint());
-    co_return std::pair(std::move(c), std::move(a));
-}
 
 // Echoes what comes until the end of the stream, then closes.
 static task<void> echo(tcp_socket s) {
