@@ -1,22 +1,47 @@
-/* What the socket tests share: running a loop until a callback has run,
- * closing it, and the one callback that keeps a socket operation's result. */
+/* What the socket tests share: the loopback address, a listener on it,
+ * running a loop until a callback has run, closing it, and the one callback
+ * that keeps a socket operation's result. Inline: a test uses what it needs. */
 #ifndef COT_TEST_SOCKET_CHECK_H
 #define COT_TEST_SOCKET_CHECK_H
 
 #include <cothread.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
 
 #include "check.h"
 
 #define MS 1000000ull
 
+/* 127.0.0.1, port 0 (any). */
+static inline struct sockaddr_in loopback(void) {
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    return a;
+}
+
+/* A TCP listener on 127.0.0.1 and a free port; its address in `*a`. */
+static inline cot_tcp listen_loopback(cot_loop *loop, int backlog, struct sockaddr_in *a) {
+    cot_tcp t;
+    uint32_t len = sizeof *a;
+    *a = loopback();
+    CHECK_EQ(cot_tcp_init(loop, AF_INET, &t), 0);
+    CHECK_EQ(cot_tcp_bind(loop, t, (struct sockaddr *)a, sizeof *a), 0);
+    CHECK_EQ(cot_tcp_listen(loop, t, backlog), 0);
+    CHECK_EQ(cot_tcp_getsockname(loop, t, (struct sockaddr *)a, &len), 0);
+    return t;
+}
+
 /* Runs the loop until `*flag` is set (at most a few thousand turns). */
-static void run_until(cot_loop *loop, const int *flag) {
+static inline void run_until(cot_loop *loop, const int *flag) {
     for (int i = 0; i < 5000 && !*flag; i++) CHECK(cot_loop_run(loop, COT_RUN_ONCE) >= 0);
     CHECK(*flag);
 }
 
 /* Closes the loop once the sockets' handles are finished. */
-static void finish(cot_loop *loop) {
+static inline void finish(cot_loop *loop) {
     CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
     CHECK_EQ(cot_loop_close(loop), 0);
 }
@@ -28,7 +53,7 @@ struct got {
 };
 
 /* A cot_socket_cb keeping its result in the `struct got` of `data`. */
-static void on_io(cot_loop *loop, uint64_t sock, int64_t result, void *data) {
+static inline void on_io(cot_loop *loop, uint64_t sock, int64_t result, void *data) {
     struct got *g = data;
     (void)loop;
     (void)sock;

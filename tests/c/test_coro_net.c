@@ -8,26 +8,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "check.h"
+#include "socket_check.h"
 
-#define MS 1000000ull
 #define CLIENTS 3
 
 static cot_loop *loop;
-
-/* A socket bound to 127.0.0.1 on a free port; its address in `*a`. */
-static cot_tcp tcp_listener(struct sockaddr_in *a) {
-    cot_tcp t;
-    uint32_t len = sizeof *a;
-    memset(a, 0, sizeof *a);
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(cot_tcp_init(loop, AF_INET, &t), 0);
-    CHECK_EQ(cot_tcp_bind(loop, t, (struct sockaddr *)a, sizeof *a), 0);
-    CHECK_EQ(cot_tcp_listen(loop, t, 16), 0);
-    CHECK_EQ(cot_tcp_getsockname(loop, t, (struct sockaddr *)a, &len), 0);
-    return t;
-}
 
 static cot_coro *spawn(cot_coro_fn fn, void *arg) {
     cot_coro *co;
@@ -99,7 +84,7 @@ static void *client(void *arg) {
 
 static void test_echo(void) {
     cot_coro *cos[1 + CLIENTS];
-    cot_tcp server = tcp_listener(&echo_addr);
+    cot_tcp server = listen_loopback(loop, 16, &echo_addr);
     cos[0] = spawn(acceptor, (void *)(uintptr_t)server);
     for (int i = 0; i < CLIENTS; i++) cos[1 + i] = spawn(client, (void *)(intptr_t)i);
     run_and_free(cos, 1 + CLIENTS);
@@ -115,9 +100,7 @@ static struct sockaddr_in addr_b;
 static cot_udp udp_bound(struct sockaddr_in *a) {
     cot_udp u;
     uint32_t len = sizeof *a;
-    memset(a, 0, sizeof *a);
-    a->sin_family = AF_INET;
-    a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    *a = loopback();
     CHECK_EQ(cot_udp_init(loop, AF_INET, &u), 0);
     CHECK_EQ(cot_udp_bind(loop, u, (struct sockaddr *)a, sizeof *a), 0);
     CHECK_EQ(cot_udp_getsockname(loop, u, (struct sockaddr *)a, &len), 0);
@@ -167,7 +150,7 @@ static int reader_ended;
 
 static void *connect_pair(void *arg) {
     struct sockaddr_in a;
-    cot_tcp server = tcp_listener(&a);
+    cot_tcp server = listen_loopback(loop, 16, &a);
     (void)arg;
     CHECK_EQ(cot_tcp_init(loop, AF_INET, &pair_a), 0);
     CHECK_EQ(cot_coro_connect(pair_a, (struct sockaddr *)&a, sizeof a, 1000 * MS), 0);

@@ -146,20 +146,13 @@ static void pair(cot_loop *loop, cot_tcp *a, cot_tcp *b) {
  * the kernel made the connection meanwhile. */
 static void test_cancel_during_connect(void) {
     cot_loop *loop = cot_loop_new();
-    cot_tcp srv, c;
+    cot_tcp c;
     struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(cot_tcp_init(loop, AF_INET, &srv), 0);
-    CHECK_EQ(cot_tcp_bind(loop, srv, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(cot_tcp_listen(loop, srv, 1), 0);
-    uint32_t len = sizeof a;
-    CHECK_EQ(cot_tcp_getsockname(loop, srv, (struct sockaddr *)&a, &len), 0);
+    cot_tcp srv = listen_loopback(loop, 1, &a);
 
     struct got g = {0, 1};
     CHECK_EQ(cot_tcp_init(loop, AF_INET, &c), 0);
-    CHECK_EQ(cot_tcp_connect(loop, c, (struct sockaddr *)&a, len, COT_FOREVER, on_io, &g), 0);
+    CHECK_EQ(cot_tcp_connect(loop, c, (struct sockaddr *)&a, sizeof a, COT_FOREVER, on_io, &g), 0);
     CHECK_EQ(cot_tcp_cancel(loop, c, COT_WRITABLE), 1);
     CHECK(!g.done); /* never inside the cancel */
     CHECK_EQ(cot_tcp_cancel(loop, c, COT_WRITABLE), 0); /* cancelled already */
@@ -171,7 +164,7 @@ static void test_cancel_during_connect(void) {
     cot_tcp c2;
     struct got g2 = {0, 1};
     CHECK_EQ(cot_tcp_init(loop, AF_INET, &c2), 0);
-    CHECK_EQ(cot_tcp_connect(loop, c2, (struct sockaddr *)&a, len, COT_FOREVER, on_io, &g2), 0);
+    CHECK_EQ(cot_tcp_connect(loop, c2, (struct sockaddr *)&a, sizeof a, COT_FOREVER, on_io, &g2), 0);
     CHECK_EQ(cot_tcp_close(loop, c2), 0);
     run_until(loop, &g2.done);
     CHECK_EQ(g2.result, COT_ECANCELED);
@@ -496,16 +489,9 @@ static void on_found(cot_loop *loop, cot_req id, int status, struct addrinfo *re
 /* Names resolved with a deadline and a cancel, then a connect to one. */
 static void test_resolve_then_connect(void) {
     cot_loop *loop = cot_loop_new();
-    cot_tcp srv, c;
+    cot_tcp c;
     struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    CHECK_EQ(cot_tcp_init(loop, AF_INET, &srv), 0);
-    CHECK_EQ(cot_tcp_bind(loop, srv, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(cot_tcp_listen(loop, srv, 1), 0);
-    uint32_t len = sizeof a;
-    CHECK_EQ(cot_tcp_getsockname(loop, srv, (struct sockaddr *)&a, &len), 0);
+    cot_tcp srv = listen_loopback(loop, 1, &a);
     char port[8];
     snprintf(port, sizeof port, "%u", (unsigned)ntohs(a.sin_port));
 

@@ -34,14 +34,6 @@ static void pair(cot_loop *loop, cot_tcp *a, cot_tcp *b) {
     CHECK_EQ(cot_tcp_open(loop, fds[1], b), 0);
 }
 
-static struct sockaddr_in loopback(void) {
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    return a;
-}
-
 /* Data there: read at once; empty: COT_EAGAIN; the end: 0. */
 static void test_read(void) {
     cot_loop *loop = cot_loop_new();
@@ -175,18 +167,14 @@ static void test_write_fills(void) {
 static void test_peer_reset(void) {
     CHECK(signal(SIGPIPE, SIG_DFL) != SIG_ERR);
     cot_loop *loop = cot_loop_new();
-    cot_tcp srv, c, conn;
-    struct sockaddr_in a = loopback();
-    CHECK_EQ(cot_tcp_init(loop, AF_INET, &srv), 0);
-    CHECK_EQ(cot_tcp_bind(loop, srv, (struct sockaddr *)&a, sizeof a), 0);
-    CHECK_EQ(cot_tcp_listen(loop, srv, 4), 0);
-    uint32_t len = sizeof a;
-    CHECK_EQ(cot_tcp_getsockname(loop, srv, (struct sockaddr *)&a, &len), 0);
+    cot_tcp c, conn;
+    struct sockaddr_in a;
+    cot_tcp srv = listen_loopback(loop, 4, &a);
     CHECK_EQ(cot_tcp_try_accept(loop, srv, &conn), COT_EAGAIN);
 
     struct got g = {0, 1};
     CHECK_EQ(cot_tcp_init(loop, AF_INET, &c), 0);
-    CHECK_EQ(cot_tcp_connect(loop, c, (struct sockaddr *)&a, len, 5000 * MS, on_io, &g), 0);
+    CHECK_EQ(cot_tcp_connect(loop, c, (struct sockaddr *)&a, sizeof a, 5000 * MS, on_io, &g), 0);
     run_until(loop, &g.done);
     CHECK_EQ(g.result, 0);
     int rc;

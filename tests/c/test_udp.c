@@ -72,10 +72,7 @@ static void round_trip(int family, const struct sockaddr *any, uint32_t len) {
 }
 
 static void test_round_trip(void) {
-    struct sockaddr_in v4;
-    memset(&v4, 0, sizeof v4);
-    v4.sin_family = AF_INET;
-    v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in v4 = loopback();
     round_trip(AF_INET, (struct sockaddr *)&v4, sizeof v4);
     struct sockaddr_in6 v6;
     memset(&v6, 0, sizeof v6);
@@ -87,10 +84,7 @@ static void test_round_trip(void) {
 /* A connected socket sends with a NULL address; an empty datagram is one. */
 static void test_connected(void) {
     cot_loop *loop = cot_loop_new();
-    struct sockaddr_in v4;
-    memset(&v4, 0, sizeof v4);
-    v4.sin_family = AF_INET;
-    v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in v4 = loopback();
     cot_udp a, b;
     CHECK_EQ(cot_udp_init(loop, AF_INET, &a), 0);
     CHECK_EQ(cot_udp_init(loop, AF_INET, &b), 0);
@@ -125,10 +119,7 @@ static void test_connected(void) {
  * second receiver at once is COT_EBUSY; bad input is refused. */
 static void test_waits_and_bad_input(void) {
     cot_loop *loop = cot_loop_new();
-    struct sockaddr_in v4;
-    memset(&v4, 0, sizeof v4);
-    v4.sin_family = AF_INET;
-    v4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct sockaddr_in v4 = loopback();
     cot_udp u;
     CHECK_EQ(cot_udp_init(loop, AF_INET, &u), 0);
     CHECK_EQ(cot_udp_bind(loop, u, (struct sockaddr *)&v4, sizeof v4), 0);
