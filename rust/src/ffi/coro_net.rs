@@ -19,7 +19,7 @@ use std::rc::Rc;
 use super::coro::wait_if;
 use super::guard::write_out;
 use super::loop_::cot_loop;
-use super::socket::{self, deadline, fail_code, sys_error, with_socket};
+use super::socket::{self, deadline, fail_code, with_socket};
 use super::tcp::{cot_tcp, count};
 use super::udp::cot_udp;
 use crate::error::{Error, Result};
@@ -250,14 +250,7 @@ pub unsafe extern "C" fn cot_coro_connect(
     let r = park(tcp, false, Dir::Write, timeout_ns, |l, s, d, done| {
         // SAFETY: NULL or readable for `len` bytes (the caller's contract).
         let a = unsafe { socket::addr_arg(addr, len) }?;
-        if s.waiting(Dir::Write) {
-            return Err(Error::Busy);
-        }
-        s.connect_start(&a).map_err(|f| match f {
-            Fail::Sys(e) => sys_error(e),
-            _ => Error::BadF,
-        })?;
-        s.connect(l, d, done)
+        socket::connect(l, s, &a, d, done)
     });
     code(r, |()| 0) as c_int
 }

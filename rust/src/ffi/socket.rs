@@ -14,7 +14,7 @@ use super::guard::{status, write_out};
 use super::loop_::{CSocket, cot_loop, lend, tables, with_loop};
 use super::poll::{COT_READABLE, COT_WRITABLE};
 use crate::error::{Error, Result};
-use crate::net::{Addr, Dir, Fail, Socket};
+use crate::net::{Addr, Dir, Done, Fail, Socket};
 use crate::reactor::Loop;
 use crate::util::slab::Key;
 
@@ -145,6 +145,17 @@ pub(crate) unsafe fn datagram_arg<'a>(buf: *const c_void, len: usize) -> Result<
         // `len` bytes for as long as the caller uses the slice.
         _ => Ok(unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }),
     }
+}
+
+/// Starts connecting `s` to `a` on `l`, until `d`: the one start of the
+/// callback and the stackful connect. `Error::Busy` while a write or
+/// connect waits; a refusal the system gives at once is the error.
+pub(crate) fn connect(l: &mut Loop, s: &Socket, a: &Addr, d: Option<u64>, done: Done<()>) -> Result<()> {
+    if s.waiting(Dir::Write) {
+        return Err(Error::Busy);
+    }
+    s.connect_start(a).map_err(try_error)?;
+    s.connect(l, d, done)
 }
 
 /// The error of a try that failed: a socket closed under it is `COT_EBADF`.

@@ -168,14 +168,7 @@ pub unsafe extern "C" fn cot_tcp_connect(
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
             let a = socket::addr_arg(addr, len)?;
-            if s.waiting(Dir::Write) {
-                return Err(Error::Busy);
-            }
-            s.connect_start(&a).map_err(|f| match f {
-                Fail::Sys(e) => sys_error(e),
-                _ => Error::BadF,
-            })?;
-            s.connect(l, d, Box::new(move |lp, r| done(lp, r.map_or_else(fail_code, |()| 0))))
+            socket::connect(l, s, &a, d, Box::new(move |lp, r| done(lp, r.map_or_else(fail_code, |()| 0))))
         })
     })
 }
