@@ -13,27 +13,16 @@ local cothread = require "cothread"
 expose("cothread.ssl", function() require "cothread.ssl" end)
 
 local here = (debug.getinfo(1, "S").source:match("^@(.*[/\\])") or "./")
+local support = dofile(here .. "support.lua")
 local tls_support = dofile(here .. "tls_support.lua")
 
-local LUA = os.getenv("COTHREAD_LUA") or "lua5.4"
 -- Under valgrind (CMakeLists.txt sets COT_VALGRIND) a call may wait longer: a
 -- client reading byte by byte keeps the others from running for seconds.
 local LIMIT = os.getenv("COT_VALGRIND") and 60 or 5
-local DIR = os.getenv("COTHREAD_LUA_DIR") or "build/lua"
 
 local certs
 setup(function() certs = tls_support.make() end)
 teardown(function() certs.remove() end)
-
--- Runs a chunk in a child Lua with the module on its path; its output.
-local function child(src)
-  local cmd = string.format("%q -e %q 2>&1", LUA,
-    string.format("package.cpath = %q .. package.cpath\n", DIR .. "/?.so;") .. src)
-  local p = assert(io.popen(cmd))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
 
 -- Mutual TLS, as cosock's scripts configure it: each side checks the other.
 local function server_params()
@@ -75,7 +64,7 @@ end
 
 describe("the ssl field", function()
   it("is cothread.ssl, loaded on first use only", function()
-    local out = child([[
+    local out = support.chunk([[
       local cothread = require "cothread"
       local before = { package.loaded.ssl == nil, rawget(cothread, "ssl") == nil }
       local ssl = cothread.ssl
@@ -96,7 +85,7 @@ describe("the ssl field", function()
   end)
 
   it("raises LuaSec's absence when read, and leaves require 'cothread' working", function()
-    local out = child([[
+    local out = support.chunk([[
       package.preload.ssl = function() error("no LuaSec in this test") end
       local cothread = require "cothread"
       local ok, err = pcall(function() return cothread.ssl end)

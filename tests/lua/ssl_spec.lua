@@ -23,16 +23,6 @@ teardown(function() certs.remove() end)
 local kit = tls_support.kit(function() return certs end, go)
 local listener, serve, client = kit.listener, kit.serve, kit.client
 
--- Runs a chunk in a child Lua with the module on its path; its output.
-local function child(src)
-  local cmd = string.format("%q -e %q 2>&1", LUA,
-    string.format("package.cpath = %q .. package.cpath\n", DIR .. "/?.so;") .. src)
-  local p = assert(io.popen(cmd))
-  local out = p:read("*a")
-  p:close()
-  return out
-end
-
 describe("the module", function()
   it("has LuaSec's names", function()
     for _, name in ipairs { "wrap", "newcontext", "loadcertificate" } do
@@ -46,7 +36,7 @@ describe("the module", function()
   end)
 
   it("fails to load without LuaSec, naming the package to install", function()
-    local out = child([[
+    local out = support.chunk([[
       package.preload.ssl = function() error("no LuaSec in this test") end
       local ok, err = pcall(require, "cothread.ssl")
       io.write(tostring(ok), "|", tostring(err))
@@ -389,9 +379,7 @@ describe("outside cothreads", function()
       assert(t:send(assert(t:receive("*l")):upper() .. "\n"))
       t:close()
     ]], port, key, crt)
-    local cmd = string.format("%q -e %q 2>&1", LUA,
-      string.format("package.cpath = %q .. package.cpath\n", DIR .. "/?.so;") .. src)
-    local p = assert(io.popen(cmd))
+    local p = assert(io.popen(support.chunk_command(src)))
     assert.equal("listening", p:read("*l"))
     local c = assert(socket.connect("127.0.0.1", port))
     local t = assert(ssl.wrap(c, certs.client()))

@@ -90,6 +90,24 @@ function support.child(script, limit, ...)
   return out, ok
 end
 
+-- The shell command that runs the chunk `src` in a child of the running
+-- interpreter ($COTHREAD_LUA), the module's directory first on its cpath,
+-- stderr joined to stdout.
+function support.chunk_command(src)
+  local lua = os.getenv("COTHREAD_LUA") or "lua5.4"
+  local dir = os.getenv("COTHREAD_LUA_DIR") or "build/lua"
+  return string.format("%q -e %q 2>&1", lua,
+    string.format("package.cpath = %q .. package.cpath\n", dir .. "/?.so;") .. src)
+end
+
+-- Runs the chunk `src` so (chunk_command); its output.
+function support.chunk(src)
+  local p = assert(io.popen(support.chunk_command(src)))
+  local out = p:read("*a")
+  p:close()
+  return out
+end
+
 -- What the running Lua has that older versions lack (doc/lua.md: the differences):
 -- coroutine.close and to-be-closed variables (5.4); integers and math.maxinteger (5.3).
 support.has = {
