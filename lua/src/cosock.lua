@@ -30,16 +30,26 @@ end
 
 -- ===== spawn and handles =====
 
-local thread_of = setmetatable({}, { __mode = "k" }) -- handle -> thread
-local handle_of = setmetatable({}, { __mode = "k" }) -- thread -> handle
-local spawned = setmetatable({}, { __mode = "k" })   -- thread -> {serial, time}
+-- A handle holds its thread in a private field. No weak table maps a handle
+-- to its thread: Lua 5.1 and LuaJIT have no ephemerons, so a weak-keyed
+-- entry whose value refers back to its key (thread -> handle -> thread) is
+-- never collected. The map back is weak on both sides instead: it lives as
+-- long as the handle and the thread both do.
+local THREAD = {}                                     -- handle[THREAD]: its thread
+local handle_of = setmetatable({}, { __mode = "kv" }) -- thread -> handle
+local spawned = setmetatable({}, { __mode = "k" })    -- thread -> {serial, time, name}
 local serial = 0
 
 local Handle = { __name = "cothread.handle" }
 Handle.__index = Handle
 
+-- The thread of handle `h`, or nil if `h` is not a handle.
+local function thread_of(h)
+  return getmetatable(h) == Handle and rawget(h, THREAD) or nil
+end
+
 local function check_handle(h, fname)
-  local co = thread_of[h]
+  local co = thread_of(h)
   if not co then argerror(1, fname, "spawn handle expected, got " .. typename(h), 1) end
   return co
 end
@@ -71,7 +81,7 @@ end
 function Handle.__tostring(h)
   local name = rawget(h, "name")
   if name ~= nil then return tostring(name) end
-  local co = thread_of[h]
+  local co = thread_of(h)
   if co and status(co) ~= "dead" then return tostring(co) end
   return "dead-thread"
 end
@@ -82,9 +92,9 @@ function M.spawn(fn, name)
   if type(fn) ~= "function" then argerror(1, "spawn", "function expected, got " .. typename(fn)) end
   local co = create(fn)
   serial = serial + 1
-  local h = setmetatable({ name = name }, Handle)
-  thread_of[h], handle_of[co] = co, h
-  spawned[co] = { serial, os.time() }
+  local h = setmetatable({ name = name, [THREAD] = co }, Handle)
+  handle_of[co] = h
+  spawned[co] = { serial, os.time(), name }
   M.schedule(co)
   return h
 end
@@ -94,13 +104,17 @@ end
 local function metadata(co)
   local recvt, sendt, timeout, woke = waitinfo(co)
   local h, born = handle_of[co], spawned[co]
+  -- The handle's name (it may be renamed), or, once the handle is
+  -- collected, the name it was spawned with.
+  local name
+  if h then name = rawget(h, "name") elseif born then name = born[3] end
   if co == running() then
     woke = os.time()
   elseif woke == nil or (born and born[2] > woke) then
     woke = born and born[2]
   end
   return {
-    name = h and rawget(h, "name"),
+    name = name,
     traceback = traceback and traceback(co) or nil,
     recvt = recvt,
     sendt = sendt,
@@ -115,7 +129,7 @@ end
 -- cothread's.
 function M.get_thread_metadata(which)
   if which ~= nil then
-    local co = thread_of[which] or (type(which) == "thread" and which)
+    local co = thread_of(which) or (type(which) == "thread" and which)
     if not co then
       argerror(1, "get_thread_metadata", "spawn handle or thread expected, got " .. typename(which))
     end
@@ -190,7 +204,11 @@ function asyncify(name)
   for _, searcher in ipairs(package.searchers or package.loaders) do -- loaders: Lua 5.1
     loader, extra = searcher(name)
     if type(loader) == "function" then break end
-    if type(loader) == "string" then msg[#msg + 1] = loader end
+    if type(loader) == "string" then
+      -- Lua 5.4's searchers leave out the "\n\t" that `require` puts
+      -- between their messages; older ones begin with it.
+      msg[#msg + 1] = loader:find("^\n") and loader or "\n\t" .. loader
+    end
     loader = nil
   end
   if not loader then

@@ -292,7 +292,10 @@ cfn!(fail = fail_body);
 /// `COT_EIO`) and `tostring(err)`; Lua readers of this state get `err`.
 fn fail_body(lua: &mut Lua) -> Ret {
     lua.udata::<LuaPromise>(1)?;
-    lua.check_any(2)?;
+    // A nil error would read as a success with no value to `await`.
+    if lua.is_nil(2) {
+        return Err(Error::Type { arg: 2, expected: c"error value" });
+    }
     let code = lua.opt_int(3, LUA_ERROR_CODE as lua_Integer)?;
     if !(i32::MIN as lua_Integer..0).contains(&code) {
         return Err(Error::arg(3, c"negative error code expected"));

@@ -177,10 +177,8 @@ fn new(lua: &mut Lua) -> Ret {
     lua.push_value(-1);
     lua.set_uservalue(s, state::UV_TIME);
     lua.set_field(m, c"time");
-    lua.push_globals();
-    lua.get_field(-1, c"error");
+    lua.push_fn(registry::default_error);
     lua.set_field(m, c"error");
-    lua.pop(1);
     pcall::push(lua)?;
     lua.set_field(m, c"xpcall");
     lua.set_field(m, c"pcall");

@@ -15,27 +15,74 @@ pub fn in_cothread(lua: &Lua) -> bool {
     with_resuming(lua, |_, _, _| ()).is_some()
 }
 
+/// Takes one operation from the running cothread's budget (doc/lua.md,
+/// "Fairness"): `false` when it is spent, and the operation must let the
+/// other cothreads run first (`drive_waiting(.., None)`). Outside cothreads
+/// there is no budget.
+#[inline]
+pub fn within_budget(lua: &Lua) -> bool {
+    with_resuming(lua, |_, st, _| st.spend()).unwrap_or(true)
+}
+
+/// The first step of an operation, made by its C function itself (then
+/// `drive_waiting`) if the cothread is within its budget: `Ok(n)` when it
+/// finished with `n` results, else what to pass `drive_waiting`.
+#[inline]
+pub fn first_step(lua: &Lua, step: impl FnOnce() -> Next) -> Result<c_int, Option<Next>> {
+    if !within_budget(lua) {
+        return Err(None);
+    }
+    match step() {
+        Next::Done(n) => Ok(n),
+        next => Err(Some(next)),
+    }
+}
+
 /// Runs `op` for the C function whose whole stack is the operation's
 /// frame: its results, or `YIELD` when the calling cothread parked (its
 /// trampoline yields; the function then returns the results it is resumed
-/// with). Outside cothreads the wait blocks this thread.
+/// with). Outside cothreads the wait blocks this thread. A cothread over
+/// its budget yields first.
 pub fn drive<O: Operation + Copy + 'static>(lua: &mut Lua, op: O) -> Ret {
-    drive_from(lua, op, None)
+    let first = if within_budget(lua) { Begin::Step } else { Begin::YieldFirst };
+    drive_from(lua, op, first)
 }
 
 /// `drive` for a C function that made the first step of `op` itself (with
 /// what it had checked, sparing the step a second look) and must wait as
-/// `first` says.
-pub fn drive_waiting<O: Operation + Copy + 'static>(lua: &mut Lua, op: O, first: Next) -> Ret {
-    drive_from(lua, op, Some(first))
+/// `first` says; `None`: it did not, being over its budget
+/// (`within_budget`): the cothread yields first.
+pub fn drive_waiting<O: Operation + Copy + 'static>(lua: &mut Lua, op: O, first: Option<Next>) -> Ret {
+    drive_from(lua, op, first.map_or(Begin::YieldFirst, Begin::Waiting))
 }
 
-/// `drive`, the first step's answer given or not.
-fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first: Option<Next>) -> Ret {
+/// How a driven operation begins.
+enum Begin {
+    /// Its first step runs now.
+    Step,
+    /// Its first step ran, and answered this.
+    Waiting(Next),
+    /// Its cothread yields to the ready tail first; the operation steps
+    /// from the start when it is resumed.
+    YieldFirst,
+}
+
+/// `drive`, from `begin`.
+fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, begin: Begin) -> Ret {
     let l = lua.raw();
     // SAFETY: `lua` runs this C function (a body's handle); `lua` itself is
     // not used while the frame's handle is.
     let mut f = Frame::new(unsafe { Lua::from_raw(l) }, 0);
+    let mut first = match begin {
+        Begin::Step => None,
+        Begin::Waiting(next) => Some(next),
+        Begin::YieldFirst => match with_resuming(&mut f, |f, st, task| park(f, st, task, op, None)) {
+            Some(Ok(Ok(()))) => return Ok(YIELD),
+            Some(Err(e)) => return Err(e),
+            // It cannot park: it goes on now.
+            Some(Ok(Err(_))) | None => None,
+        },
+    };
     let mut why = Why::Start;
     loop {
         f.lua.check_stack(STEP_SLOTS)?;
@@ -47,7 +94,7 @@ fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first
         if let Next::Done(n) = next {
             return Ok(n);
         }
-        why = match with_resuming(&mut f, |f, st, task| park(f, st, task, op, next)) {
+        why = match with_resuming(&mut f, |f, st, task| park(f, st, task, op, Some(next))) {
             Some(Ok(Ok(()))) => return Ok(YIELD),
             Some(Ok(Err(m))) => Why::Failed(m),
             Some(Err(e)) => return Err(e),
@@ -57,14 +104,15 @@ fn drive_from<O: Operation + Copy + 'static>(lua: &mut Lua, mut op: O, mut first
 }
 
 /// Parks `op` of the running cothread `lua` (task `task` of `st`) on the
-/// engine: an error if no engine can be made, a message if the operation
-/// cannot wait.
+/// engine, waiting as `next` says (`None`: due at once, its cothread at the
+/// ready tail): an error if no engine can be made, a message if the
+/// operation cannot wait.
 fn park<O: Operation + 'static>(
     f: &mut Frame,
     st: &crate::state::State,
     task: cothread::Task,
     op: O,
-    next: Next,
+    next: Option<Next>,
 ) -> Result<Result<(), &'static std::ffi::CStr>, Error> {
     let e = st.engine_or_make()?;
     f.lua.check_stack(1)?;
@@ -75,10 +123,11 @@ fn park<O: Operation + 'static>(
     // `cothread.pcall` holds until it ends (unregistering the cothread
     // drops the record: `Engine::forget`).
     let co = unsafe { Thread::from_raw(f.lua.raw()) };
+    let quick = if next.is_some() { Quick::Park } else { Quick::Yield };
     if let Err(m) = engine::park(f, e, (co, st.running.get()), task, Box::new(op), next) {
         return Ok(Err(m));
     }
-    st.quick.set(Some(Quick::Park));
+    st.quick.set(Some(quick));
     Ok(Ok(()))
 }
 

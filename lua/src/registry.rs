@@ -10,7 +10,7 @@ use cothread::Task;
 
 use crate::engine::{self, OPERATION_BIT};
 use crate::lua::ffi::LUA_MULTRET;
-use crate::lua::{Error, L, Lua, Thread, Type};
+use crate::lua::{Error, L, Lua, Ret, Thread, Type};
 use crate::signal::settle_signals;
 use crate::state::{SHRINK_AFTER, State, UV_ALIVE, push_field, push_schedulers, push_uv, set_uv};
 
@@ -162,8 +162,9 @@ pub fn unregister(lua: &mut Lua, st: &State, co: L, task: Task) {
 }
 
 /// `[-?, +?, e]` A cothread ended (`ok`) or failed: forgets it, then its values
-/// above `base` (results, or the error object) go through `trap[co]` or, for an
-/// error without a trap, through `error`. What they return is what it produced.
+/// above `base` (results, or the error object) go through `trap[co]` (a dead
+/// thread's entry is removed first) or, for an error without a trap, through
+/// `error(err, co)`. What they return is what it produced.
 ///
 /// # Safety
 /// `co` is live: registered as `task`, or held elsewhere.
@@ -185,14 +186,31 @@ pub unsafe fn finish(lua: &mut Lua, st: &State, base: c_int, co: L, task: Option
         !lua.is_nil(-1)
     };
     if !trapped {
-        lua.pop(2); // the trap and the thread
         if ok {
+            lua.pop(2); // the trap and the thread
             return Ok(());
         }
-        let n = lua.top() - base;
+        lua.pop(1); // the trap
         push_field(lua, c"error");
-        lua.insert(base + 1); // error err
+        if is_lua_error(lua, -1) {
+            lua.remove(-2); // its second parameter is a level, not the thread
+        }
+        let n = lua.top() - base - 1;
+        lua.insert(base + 1); // error err [thread]
         return lua.call(n, LUA_MULTRET);
+    }
+    // SAFETY: the contract (`co` is live: the slot `thread` holds it too).
+    if unsafe { is_dead(co) } {
+        // It will not be trapped again: forget the entry, which on Lua 5.1
+        // (no ephemerons) would keep a trap that refers to its thread, and
+        // so the thread, alive for good.
+        push_field(lua, c"trap");
+        if lua.kind(-1) == Type::Table {
+            lua.push_value(thread);
+            lua.push_nil();
+            lua.set_table(-3);
+        }
+        lua.pop(1);
     }
     let n = lua.top() - 2 - base;
     lua.insert(base + 1); // trap values... co
@@ -200,4 +218,48 @@ pub unsafe fn finish(lua: &mut Lua, st: &State, base: c_int, co: L, task: Option
     lua.push_bool(ok);
     lua.insert(base + 3); // trap co ok values...
     lua.call(n + 2, LUA_MULTRET)
+}
+
+/// `[-0, +0, m]` Is the value at `idx` the global `error`, Lua's own?
+fn is_lua_error(lua: &mut Lua, idx: c_int) -> bool {
+    let idx = lua.abs(idx);
+    lua.push_globals();
+    lua.get_field(-1, c"error");
+    let same = lua.raw_equal(-1, idx);
+    lua.pop(2);
+    same
+}
+
+crate::cfn!(pub default_error = default_error_body);
+
+/// The default `cothread.error(message, thread)`: raises `message`. A string
+/// or a number gets the failed thread's traceback appended (as
+/// `debug.traceback(thread, message)` writes it), so that the uncaught error
+/// shows where the cothread failed, not only where `run` was called. Any
+/// other error object is raised unchanged (the same table).
+fn default_error_body(lua: &mut Lua) -> Ret {
+    lua.set_top(2);
+    if lua.kind(2) == Type::Thread && matches!(lua.kind(1), Type::String | Type::Number) && push_traceback(lua) {
+        lua.push_value(2);
+        lua.push_value(1);
+        if lua.call(2, 1).is_ok() && lua.kind(-1) == Type::String {
+            return Err(Error::Value);
+        }
+        lua.set_top(2);
+    }
+    lua.set_top(1);
+    Err(Error::Value)
+}
+
+/// `[-0, +(0|1), m]` Pushes `debug.traceback` if the program left it there.
+fn push_traceback(lua: &mut Lua) -> bool {
+    lua.push_globals();
+    let found = lua.get_field(-1, c"debug") == Type::Table && lua.get_field(-1, c"traceback") == Type::Function;
+    if found {
+        lua.replace(-3);
+        lua.pop(1);
+    } else {
+        lua.set_top(2);
+    }
+    found
 }

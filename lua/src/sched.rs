@@ -3,6 +3,7 @@
 
 use std::ffi::c_int;
 
+use cothread::sched::BUDGET;
 use cothread::{Task, When};
 
 use crate::engine::{self, Block, Finish, OPERATION_BIT};
@@ -377,6 +378,7 @@ fn resume_head(lua: &mut Lua, st: &State, base: c_int) -> Result<Option<Turn>, E
     }
     st.running.set(co);
     st.running_task.set(Some(task));
+    st.budget.set(BUDGET);
     let mut nres: c_int = 0;
     // SAFETY: `co` is live and resumable (not dead: checked; a new or
     // yielded coroutine), with its arguments on its stack; `lua_resume`

@@ -31,7 +31,7 @@ local function luasec_methods()
 end
 local methods = luasec_methods()
 
-local begin, wait, setdirty, conn_of = core.begin, core.wait, core.setdirty, core.conn
+local begin, wait, turn, setdirty, conn_of = core.begin, core.wait, core.turn, core.setdirty, core.conn
 local READ, WRITE = core.READ, core.WRITE
 local WANT = { wantread = READ, wantwrite = WRITE }
 local hs, recv, snd, dirty, close = methods.dohandshake, methods.receive, methods.send, methods.dirty, methods.close
@@ -52,6 +52,9 @@ end
 -- or a send to read), then the call again with the progress kept. Data
 -- LuaSec already decrypted is taken once without waiting.
 local function operate(self, kind, a, b, c)
+  -- Counts against the cothread's budget (yields first when it is spent).
+  local turned, why = turn()
+  if not turned then return fail(kind, why, b) end
   local conn, d = begin(self)
   if not conn then return fail(kind, "closed", b) end
   local again, start = false, kind == RECV and b and #tostring(b) or 0

@@ -21,6 +21,7 @@ use std::cell::{Cell, OnceCell, RefCell, RefMut};
 use std::ffi::{CStr, c_int, c_void};
 use std::rc::Rc;
 
+use cothread::sched::BUDGET;
 use cothread::{Sched, Task};
 
 use crate::builtin::Builtin;
@@ -98,6 +99,9 @@ pub struct State {
     /// Set by a C function of the module just before the running cothread
     /// yields with no values (see `Quick`); taken by the resume loop.
     pub quick: Cell<Option<Quick>>,
+    /// Operations the running cothread may still start in this turn before
+    /// one yields first (`park::within_budget`); set anew at each resume.
+    pub budget: Cell<u32>,
 }
 
 // SAFETY: "cothread.state" names only this type's metatable, and
@@ -149,6 +153,7 @@ impl State {
             integer_clock: Cell::new(false),
             engine: OnceCell::new(),
             quick: Cell::new(None),
+            budget: Cell::new(BUDGET),
         }
     }
 
@@ -222,6 +227,15 @@ impl State {
     pub fn poll_io(&self, block: Block) -> bool {
         // (The engine borrows this state's core, which is not borrowed now.)
         self.engine.get().is_some_and(|e| engine::poll(e, block))
+    }
+
+    /// Takes one operation from the running cothread's budget: `false`
+    /// when none is left.
+    #[inline]
+    pub fn spend(&self) -> bool {
+        let left = self.budget.get();
+        self.budget.set(left.saturating_sub(1));
+        left > 0
     }
 
     /// Operations that can end by themselves (they keep `run` going).

@@ -148,6 +148,32 @@ fn wait_body(lua: &mut Lua) -> Ret {
 
 // ===== the core table =====
 
+/// `core.turn()`: `true` at once, unless the cothread is over its budget
+/// (doc/lua.md, "Fairness"): then it yields to the ready tail first (`nil,
+/// "cancelled"` if it is unscheduled meanwhile). Each TLS call begins with
+/// it, since LuaSec answers from what it already holds without the engine.
+#[derive(Clone, Copy)]
+struct Turn;
+
+impl Operation for Turn {
+    fn step(&mut self, f: &mut Frame, why: Why) -> Next {
+        match why {
+            Why::Start => {
+                f.lua.push_bool(true);
+                Next::Done(1)
+            }
+            _ => Next::Done(f.lua.fail(c"cancelled")),
+        }
+    }
+}
+
+cfn!(turn = turn_body);
+
+fn turn_body(lua: &mut Lua) -> Ret {
+    lua.set_top(0);
+    drive(lua, Turn)
+}
+
 cfn!(new = new_body);
 
 /// `core.new(conn, fd)`: a `Tls` over LuaSec's connection `conn` (made
@@ -240,6 +266,7 @@ const CORE: &[Reg] = &[
     (c"begin", begin),
     (c"conn", conn),
     (c"wait", wait),
+    (c"turn", turn),
     (c"setdirty", setdirty),
     (c"release", release),
     (c"ignore_sigpipe", ignore_sigpipe),

@@ -26,27 +26,101 @@ local function assert_bad_argument(n, name, fn)
   return err
 end
 
+-- The message of an error raised by the default cothread.error, without
+-- the traceback it appends.
+local function first_line(err)
+  return (tostring(err):match("^[^\n]*"))
+end
+
+-- The traceback the default cothread.error appends to a string error: the
+-- message, then the failed cothread's stack.
+local function traced(err, msg)
+  assert.is_string(err)
+  local head, trace = err:match("^(.-)\nstack traceback:\n(.*)$")
+  assert(head, "no traceback in: " .. err)
+  assert.equal(msg, head)
+  return trace
+end
+
 describe("the default cothread.error", function()
   local S
   before_each(function() S = cothread.new() end)
 
-  it("is Lua's error", function()
-    assert.equal(error, S.error)
+  it("is a function of the module, not Lua's error", function()
+    assert.is_function(S.error)
+    assert.are_not.equal(error, S.error)
   end)
 
-  it("propagates a string error object unchanged out of step", function()
+  it("appends the failed cothread's own traceback to a string error", function()
+    local function inner() error("boom", 0) end
+    local function outer() inner() end
+    S.schedule(coroutine.create(function() S.yield(); outer() end))
+    local ok, err = pcall(S.run)
+    assert.is_false(ok)
+    local trace = traced(err, "boom")
+    -- The cothread's frames, not run's caller's: the functions that failed.
+    assert.truthy(trace:find("in function 'error'", 1, true) or trace:find("in function <", 1, true), trace)
+    assert.truthy(trace:find("error_spec%.lua:%d+: in"), trace)
+    assert.truthy(select(2, trace:gsub("error_spec%.lua:%d+:", "")) >= 3, trace) -- inner, outer, body
+    assert.falsy(trace:find("in function 'cothread.run'", 1, true), trace)
+  end)
+
+  it("keeps the message's position ahead of the traceback", function()
+    S.schedule(coroutine.create(function() error("at line") end))
+    local ok, err = pcall(S.step)
+    assert.is_false(ok)
+    local head = err:match("^([^\n]*)")
+    assert.truthy(head:find("^[^\n]*error_spec%.lua:%d+: at line$"), err)
+    traced(err, head)
+  end)
+
+  it("makes a number error a string with the traceback", function()
+    S.schedule(coroutine.create(function() error(42, 0) end))
+    local ok, err = pcall(S.step)
+    assert.is_false(ok)
+    traced(err, "42")
+  end)
+
+  it("leaves the message alone when debug.traceback is gone", function()
+    local saved = debug.traceback
+    debug.traceback = nil
+    S.schedule(coroutine.create(function() error("plain", 0) end))
+    local ok, err = pcall(S.step)
+    debug.traceback = saved
+    assert.is_false(ok)
+    assert.equal("plain", err)
+  end)
+
+  it("gets the failed thread as its second argument, debug.traceback working on it", function()
+    local co = coroutine.create(function() local function f() error("deep", 0) end f() end)
+    local got
+    S.error = function(e, thread)
+      got = { e = e, thread = thread, status = coroutine.status(thread), trace = debug.traceback(thread) }
+    end
+    S.schedule(co)
+    S.step()
+    assert.equal("deep", got.e)
+    assert.equal(co, got.thread)
+    assert.equal("dead", got.status)
+    assert.truthy(got.trace:find("error_spec%.lua:%d+: in"), got.trace)
+  end)
+
+  it("gets the thread for an invalid yield too", function()
+    local co = coroutine.create(function() coroutine.yield("no such op") end)
+    local got
+    S.error = function(e, thread) got = { e = e, thread = thread } end
+    S.schedule(co)
+    S.step()
+    assert.is_string(got.e)
+    assert.equal(co, got.thread)
+  end)
+
+  it("is Lua's error again when assigned: the error object unchanged", function()
+    S.error = error
     S.schedule(coroutine.create(function() error("boom", 0) end))
     local ok, err = pcall(S.step)
     assert.is_false(ok)
     assert.equal("boom", err)
-  end)
-
-  it("propagates an error message with its position unchanged", function()
-    S.schedule(coroutine.create(function() error("at line") end))
-    local ok, err = pcall(S.step)
-    assert.is_false(ok)
-    assert.is_string(err)
-    assert.truthy(err:find("^[^\n]*error_spec%.lua:%d+: at line$"), err)
   end)
 
   it("propagates a table error object unchanged (the same table) out of step", function()
@@ -64,16 +138,6 @@ describe("the default cothread.error", function()
     local ok, err = pcall(S.run)
     assert.is_false(ok)
     assert.is_true(rawequal(obj, err))
-  end)
-
-  it("propagates a number error object unchanged", function()
-    -- Level 0: Lua 5.1 and 5.2 add the position to a number raised at level 1.
-    S.schedule(coroutine.create(function() error(42, 0) end))
-    local ok, err = pcall(S.step)
-    assert.is_false(ok)
-    -- Lua's error (the default cothread.error) before 5.3 makes a number a
-    -- string, prefixed with its position: none, called from step.
-    assert.equal(_VERSION >= "Lua 5.3" and 42 or "42", err)
   end)
 
   it("propagates an error raised after the cothread yielded", function()
@@ -245,7 +309,7 @@ describe("cothread.trap", function()
     S.step()
     local ok, err = pcall(S.step)
     assert.is_false(ok)
-    assert.equal("b", err)
+    assert.equal("b", first_line(err))
     assert.same({ a }, trapped)
   end)
 
@@ -323,7 +387,7 @@ describe("the scheduler after an error", function()
     S.schedule(c)
     local ok, err = pcall(S.run)
     assert.is_false(ok)
-    assert.equal("b failed", err)
+    assert.equal("b failed", first_line(err))
     assert.same({ "a1", "b" }, log)
     assert.same({ c, a }, ready(S))
     assert.equal(c, S.current())
@@ -385,7 +449,7 @@ describe("the scheduler after an error", function()
     S.notify(sig)
     local ok, err = pcall(S.run)
     assert.is_false(ok)
-    assert.equal("after wait", err)
+    assert.equal("after wait", first_line(err))
     S.run()
     assert.same({ "second waiter" }, log)
   end)

@@ -377,6 +377,111 @@ describe("memory", function()
   end)
 end)
 
+-- Lua 5.1 and LuaJIT have no ephemerons: a weak-keyed entry whose value refers
+-- to its key is never collected. Each case runs a round of N objects twice
+-- (the first lets the tables reach their size) and measures what the second
+-- left after a full collection.
+describe("memory after many objects (every Lua, ephemerons or not)", function()
+  local N = 10000
+  local SLACK_KIB = 64
+  local socket = require "cothread.socket"
+
+  local function left_after(round, n)
+    round(n)
+    collect()
+    local before = collectgarbage("count")
+    round(n)
+    collect()
+    local grew = collectgarbage("count") - before
+    assert(grew < SLACK_KIB, ("memory grew by %.1f KiB after %d objects"):format(grew, n))
+  end
+
+  it("spawned cothreads whose handles are dropped at once", function()
+    local S = cothread.new()
+    left_after(function(n)
+      for _ = 1, n do S.spawn(function() S.yield() end) end
+      S.run()
+    end, N)
+  end)
+
+  it("spawned cothreads whose handles are kept until they end", function()
+    local S = cothread.new()
+    left_after(function(n)
+      local handles = {}
+      for i = 1, n do handles[i] = S.spawn(function() S.yield() end, "worker " .. i) end
+      S.run()
+      for i = 1, n do assert(not handles[i]:is_alive()) end
+    end, N)
+  end)
+
+  it("spawned cothreads cancelled, and their metadata read", function()
+    local S = cothread.new()
+    left_after(function(n)
+      local handles = {}
+      for i = 1, n do handles[i] = S.spawn(function() S.delay(10) end, i) end
+      S.step()
+      for i = 1, n do
+        assert(S.get_thread_metadata(handles[i]).name == i)
+        handles[i]:cancel()
+      end
+      S.run()
+    end, N)
+  end)
+
+  it("cothreads with a trap that refers to its cothread", function()
+    local S = cothread.new()
+    left_after(function(n)
+      for _ = 1, n do
+        local co = coroutine.create(function() S.yield() end)
+        S.trap[co] = function() return co end
+        S.schedule(co)
+      end
+      S.run()
+    end, N)
+  end)
+
+  it("channels received from in cothreads", function()
+    local S = cothread.new()
+    left_after(function(n)
+      for i = 1, n do
+        local tx, rx = S.channel.new()
+        S.spawn(function() assert(rx:receive() == i) end)
+        S.spawn(function() tx:send(i) end)
+      end
+      S.run()
+    end, N)
+  end)
+
+  it("promises awaited in cothreads", function()
+    local S = cothread.new()
+    left_after(function(n)
+      for i = 1, n do
+        local p, f = S.promise()
+        S.spawn(function() assert(select(2, f:await()) == i) end)
+        S.spawn(function() p:set(i) end)
+      end
+      S.run()
+    end, N)
+  end)
+
+  it("sockets waited on in cothreads, then closed", function()
+    local S = cothread.new()
+    left_after(function(n)
+      for _ = 1, n do
+        S.spawn(function()
+          local u = assert(socket.udp())
+          assert(u:setsockname("127.0.0.1", 0))
+          u:settimeout(0.001)
+          assert(select(2, u:receive()) == "timeout")
+          assert(select(3, socket.select({ u }, nil, 0.001)) == "timeout")
+          u:close()
+        end)
+      end
+      S.run()
+    end, 500)
+  end)
+end)
+
 describe("a scheduler collected before an older object's finalizer", function()
   it("refuses the finalizer's calls with an error instead of crashing", function()
     local result

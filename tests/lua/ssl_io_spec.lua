@@ -152,6 +152,29 @@ describe("select", function()
     assert.same({ nil, "closed", "" }, got.closed_receive)
   end)
 
+  it("ends when another cothread closes a connection of the set: it is readable, and 'closed'", function()
+    local S = cothread.new()
+    local got = {}
+    go(S, function()
+      local c, s = tls_pair(S)
+      local d, t = tls_pair(S)
+      go(S, function()
+        socket.sleep(0.02)
+        c:close()
+      end)
+      local t0 = cothread.time()
+      local r, _, err = socket.select({ d, c }, nil, 2)
+      got.took = cothread.time() - t0
+      got.readable = r[1] == c and r[2] == nil and err == nil
+      got.receive = { c:receive() }
+      for _, x in ipairs { s, d, t } do x:close() end
+    end)
+    S.run()
+    assert.is_true(got.readable)
+    assert.is_true(got.took < 1, "took " .. tostring(got.took))
+    assert.same({ nil, "closed", "" }, got.receive)
+  end)
+
   it("refuses a closed channel's receiver in the write list, takes a TLS connection", function()
     local tx, rx = cothread.channel.new()
     assert.has_error(function() socket.select(nil, { rx }, 0) end)

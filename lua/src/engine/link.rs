@@ -42,6 +42,11 @@ impl CoreRef {
         live
     }
 
+    /// Sets the user value of `task` to `data`, leaving it where it is.
+    pub(super) fn mark_data(&self, task: Task, data: usize) {
+        let _ = self.core().set_data(task, data);
+    }
+
     /// Puts `task` back in the private queue `key` (its operation waits
     /// again).
     pub(super) fn wait(&self, task: Task, key: usize) {

@@ -409,6 +409,18 @@ impl Inner {
         }
     }
 
+    /// Makes the record `id` just made due with `Start`, asleep (listed on
+    /// no source until a step waits), its task's user value marked. The
+    /// running task is not moved here: its resume loop puts it at the
+    /// ready tail (`Quick::Yield`).
+    pub(super) fn due_now(&mut self, id: u64) {
+        let Some(r) = self.records.get_mut(id) else { return };
+        r.asleep = true;
+        r.why = Some(Why::Start);
+        r.queued = true;
+        self.core.mark_data(r.task, r.due);
+    }
+
     /// Sets the deadline of record `id`: its timer follows.
     pub(super) fn set_deadline(&mut self, id: u64, deadline: Option<u64>) {
         let Inner { records, timers, lp, .. } = self;

@@ -39,13 +39,20 @@ pub fn park(
     (co, owner): (Thread, L),
     task: Task,
     op: Box<dyn Operation>,
-    next: Next,
+    next: Option<Next>,
 ) -> Result<(), &'static CStr> {
     // Only reads of the frame run while the state is borrowed (no finalizer).
     let mut s = e.inner();
     let s = &mut *s;
     let stand_in = co.raw() != owner;
     let id = s.new_record(op, task, owner, co, f.lua.top());
+    let Some(next) = next else {
+        // Due at once, listed on nothing: its cothread goes to the ready
+        // tail, and the operation steps from the start when it is taken.
+        s.due_now(id);
+        parked(s, f, id, stand_in);
+        return Ok(());
+    };
     let enlisted = match next {
         Next::Sleep(_) => {
             s.records.get_mut(id).expect("just made").asleep = true;
@@ -84,13 +91,19 @@ pub fn park(
         }
     }
     s.rearm(id, real);
+    parked(s, f, id, stand_in);
+    Ok(())
+}
+
+/// The end of `park`: a stand-in's record is listed, and the sentinel
+/// pushed.
+fn parked(s: &mut Inner, f: &mut Frame, id: u64, stand_in: bool) {
     if stand_in {
         let Inner { stand_ins, records, .. } = s;
         stand_ins.retain(|&id| records.get(id).is_some());
         stand_ins.push(id);
     }
     f.lua.push_light(id as usize as *mut c_void);
-    Ok(())
 }
 
 /// Runs `go` with the operation of record `id` out of the record (so that

@@ -7,7 +7,9 @@
 //! *ticket*, a userdata put on top of its frame in place of the sentinel. If
 //! the cothread is scheduled again (by any scheduler), `settle` runs the
 //! operation's last step (`Why::Cancelled`) there and then, on the
-//! scheduling thread: the call's results (`nil, "cancelled"`, or what it can
+//! scheduling thread (an operation that had not begun, its cothread having
+//! yielded over its budget, begins there instead, and is cancelled only if
+//! it must wait): the call's results (`nil, "cancelled"`, or what it can
 //! still tell, as a child's exit) wait on the stack for its resume. A
 //! cothread never scheduled again is collected with its ticket.
 
@@ -23,6 +25,9 @@ use crate::lua::{Error, Lua, Thread, Udata};
 #[derive(Default)]
 struct Ticket {
     op: Cell<Option<Box<dyn Operation>>>,
+    /// It never stepped (a cothread over its budget yielded before it
+    /// began): it begins at `settle`, and is cancelled only if it must wait.
+    fresh: Cell<bool>,
 }
 
 // SAFETY: c"cothread.ticket" names only this type (no other `Udata`, no
@@ -48,6 +53,7 @@ pub(super) fn make(lua: &mut Lua, e: &Engine, id: u64) {
         return;
     };
     t.op.set(op);
+    t.fresh.set(s.records.get(id).is_some_and(|r| r.why == Some(Why::Start)));
     s.disarm(id);
     let r = s.records.get(id).expect("still there");
     r.co.pop(1); // the sentinel
@@ -72,13 +78,18 @@ pub fn settle(mut runner: Lua, co: &Thread) -> Result<bool, Error> {
         runner.pop(1); // spent: the thread resumes with nothing
         return Ok(false);
     };
+    let begin = if t.fresh.get() { Why::Start } else { Why::Cancelled };
     let h = co.top();
     runner.take_from(co, h, STEP_SLOTS)?; // or the ticket stays on the runner, spent
     let base = runner.top() - h;
     let mut f = Frame::new(runner, base);
     // Protected: a raised error leaves nothing of ours behind but `op`,
     // dropped on the way out.
-    let n = match super::guard::protected(&mut *op, &mut f, Why::Cancelled) {
+    let mut last = super::guard::protected(&mut *op, &mut f, begin);
+    if begin == Why::Start && matches!(last, Ok(ref next) if !matches!(next, Next::Done(_))) {
+        last = super::guard::protected(&mut *op, &mut f, Why::Cancelled);
+    }
+    let n = match last {
         Ok(Next::Done(n)) => n,
         Ok(_) => 0,
         Err(()) => return Err(Error::Value),

@@ -199,7 +199,12 @@ impl Sock {
             self.fd.set(-1);
         }
         self.closed.set(true);
-        self.rb.borrow_mut().release();
+        // Bytes received but not read stay: a receive that waited on the
+        // socket (or comes later) gets them as its partial, as LuaSocket's
+        // buffer gives them after a close. Read out, the buffer is freed.
+        if self.unread_len() == 0 {
+            self.rb.borrow_mut().release();
+        }
     }
 }
 

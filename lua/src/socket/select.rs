@@ -229,8 +229,11 @@ fn push_selected(lua: &mut Lua, idx: c_int, dir: u32) {
 }
 
 fn select_step(f: &mut Frame, why: Why) -> Next {
-    // A socket of the lists closed: the others may still be ready.
-    let msg = if why == Why::Closed { None } else { failure(why) };
+    // A socket of the lists closed while it waited: the select ends, with
+    // the others that are ready, else with "closed" (doc/lua.md: a wait on
+    // a socket another cothread closes ends).
+    let closed = why == Why::Closed;
+    let msg = if closed { None } else { failure(why) };
     if msg.is_none() && select_poll(f) {
         let [(r, _), (w, _)] = lists(f);
         push_selected(&mut f.lua, r, READ);
@@ -239,6 +242,7 @@ fn select_step(f: &mut Frame, why: Why) -> Next {
     }
     let msg = match msg {
         Some(m) => m,
+        None if closed => c"closed",
         None => match f.lua.to_int(f.at(4)).map(|d| d as u64) {
             Some(d) if d <= cothread::time::monotonic_ns() => c"timeout",
             d => return Next::Wait(d),

@@ -17,7 +17,7 @@ use super::object::{
 use crate::cfn;
 use crate::engine::{Frame, Next, Operation, READ, Source, WRITE, Why};
 use crate::lua::{Error, Lua, Reg, Ret, Type, lua_Integer};
-use crate::park::{drive, drive_waiting};
+use crate::park::{drive, drive_waiting, first_step};
 use crate::sys;
 
 /// Bytes asked of `recv` at a time.
@@ -85,9 +85,9 @@ fn receive_body(lua: &mut Lua) -> Ret {
     let prefix = if lua.is_nil(3) { &b""[..] } else { lua.check_bytes(3)? };
     let want = Want { pattern, prefix, deadline: call_deadline(s.total.get()) };
     let deadline = want.deadline;
-    let first = match receive_now(lua, s, &want, Why::Start) {
-        Next::Done(n) => return Ok(n),
-        next => next,
+    let first = match first_step(lua, || receive_now(lua, s, &want, Why::Start)) {
+        Ok(n) => return Ok(n),
+        Err(first) => first,
     };
     lua.set_top(3); // socket pattern prefix deadline
     if lua.is_nil(3) {
@@ -367,9 +367,9 @@ fn send_body(lua: &mut Lua) -> Ret {
     let (i, j) = (i.max(1), j.min(size));
     let deadline = call_deadline(s.total.get());
     let mut sent = 0;
-    let first = match send_now(lua, s, data, (i, j), deadline, &mut sent) {
-        Next::Done(n) => return Ok(n),
-        next => next,
+    let first = match first_step(lua, || send_now(lua, s, data, (i, j), deadline, &mut sent)) {
+        Ok(n) => return Ok(n),
+        Err(first) => first,
     };
     lua.set_top(2); // socket data i j deadline
     lua.push_int(i);
