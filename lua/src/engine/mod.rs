@@ -40,7 +40,10 @@
 //! timer only; its next `Wait` lists it on them again (`follow_sources`).
 //!
 //! Who moves it:
-//! - `park` (the C function): Waiting.
+//! - `park` (the C function): Waiting; or, for a cothread over its budget
+//!   (`park::within_budget`, doc/lua.md "Fairness"), Due at once with
+//!   `Start`, listed on nothing, its cothread going to the ready tail: the
+//!   operation begins when the cothread is taken.
 //! - `mark`, from `poll` (readiness of a source, its deadline, its job or
 //!   outside event done), `detach` (a source closed or collected: `Closed`)
 //!   or `fire` (a channel got a value or closed): Due. More events before
