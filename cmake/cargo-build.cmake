@@ -15,7 +15,9 @@
 # rebuilds when the features change: after each build, target/<profile>/
 # libcothread_lua.so is the Lua version just built, until the next build. The lock
 # keeps that next build (another Lua version, from this build tree or from another
-# one sharing the folder, such as a LuaRocks build) out until the copies are made.
+# one sharing the folder, such as a LuaRocks build) out until the copies are made; a
+# cargo run by hand in the same folder does not take it. (cargo's --artifact-dir would
+# make the copies itself, but is unstable: nightly only, as of cargo 1.95.)
 cmake_minimum_required(VERSION 3.20)
 
 foreach(_var CARGO SOURCE_DIR TARGET_DIR PROFILE_DIR LUA LUA_DIR LINKLIB PATCHELF)
@@ -38,7 +40,8 @@ execute_process(
   WORKING_DIRECTORY "${SOURCE_DIR}"
   RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "cargo build ${_packages} ${PROFILE_FLAG} failed (${_rc})")
+  list(JOIN _packages " " _shown)
+  message(FATAL_ERROR "cargo build ${_shown} ${PROFILE_FLAG} failed (${_rc})")
 endif()
 
 # The module for `require`, and a copy named after its own SONAME for hosts that link
