@@ -4,9 +4,10 @@
 --     luarocks --lua-version=5.1 make --tree <tree>    # or 5.2, 5.3, 5.4
 --
 -- The CMake build (CMakeLists.txt) makes the module for the Lua of LuaRocks'
--- LUA_INCDIR and installs it alone, in LuaRocks' LIBDIR. Needs cargo, a C
--- compiler, CMake and patchelf; fetches nothing but cargo's crates (none when
--- cargo has them). CARGO_TARGET_DIR shares compiled crates with other builds.
+-- LUA_INCDIR and installs it alone, stripped, in LuaRocks' LIBDIR. Needs
+-- cargo, a C compiler, CMake, patchelf and objcopy (binutils); fetches nothing
+-- but cargo's crates (none when cargo has them). CARGO_TARGET_DIR shares
+-- compiled crates with other builds.
 rockspec_format = "3.0"
 package = "cothread"
 version = "scm-1"

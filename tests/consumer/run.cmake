@@ -5,7 +5,8 @@
 #         -DCONSUMER_PREFIX=<tmp prefix> -DCONSUMER_BUILD_DIR=<tmp build>
 #         [-DCONSUMER_GENERATOR=...] [-DCONSUMER_BUILD_TYPE=...]
 #         [-DCONSUMER_C_COMPILER=...] [-DCONSUMER_CXX_COMPILER=...]
-#         [-DPKG_CONFIG_EXECUTABLE=...] -P run.cmake
+#         [-DPKG_CONFIG_EXECUTABLE=...] [-DCONSUMER_READELF=...]
+#         [-DCOTHREAD_DEBUG_INFO=ON|OFF] -P run.cmake
 cmake_minimum_required(VERSION 3.20)
 
 foreach(_var COTHREAD_BUILD_DIR CONSUMER_SOURCE_DIR CONSUMER_PREFIX CONSUMER_BUILD_DIR)
@@ -56,6 +57,41 @@ if(NOT IS_DIRECTORY "${CONSUMER_PREFIX}/include/cocls")
   message(FATAL_ERROR "consumer: the install did not produce include/cocls/")
 endif()
 
+# The libraries are installed stripped (CMakeLists.txt, "What the install copies"):
+# no DWARF, no LLVM bitcode in libcothread.a; with COTHREAD_DEBUG_INFO, each shared
+# object names its .debug file, which is installed beside it, and libcothread.a keeps
+# its debug info.
+if(CONSUMER_READELF)
+  set(_readelf "${CONSUMER_READELF}")
+else()
+  find_program(_readelf readelf REQUIRED)
+endif()
+file(GLOB _shared RELATIVE "${CONSUMER_PREFIX}" "${CONSUMER_PREFIX}/lib/libcothread*.so.0"
+                                                "${CONSUMER_PREFIX}/lib/lua/*/cothread.so")
+foreach(_f IN LISTS _shared)
+  step("readelf -S ${_f}" "${_readelf}" -S -W "${CONSUMER_PREFIX}/${_f}")
+  if(STEP_OUTPUT MATCHES "\\.debug_")
+    message(FATAL_ERROR "consumer: ${_f} was installed with its debug info")
+  endif()
+  get_filename_component(_dir "${_f}" DIRECTORY)
+  get_filename_component(_name "${_f}" NAME)
+  if(COTHREAD_DEBUG_INFO AND NOT (STEP_OUTPUT MATCHES "\\.gnu_debuglink"
+                                  AND EXISTS "${CONSUMER_PREFIX}/${_dir}/.debug/${_name}.debug"))
+    message(FATAL_ERROR "consumer: ${_f} does not name ${_dir}/.debug/${_name}.debug, or it is missing")
+  endif()
+endforeach()
+step("readelf -S lib/libcothread.a" "${_readelf}" -S -W "${CONSUMER_PREFIX}/lib/libcothread.a")
+if(STEP_OUTPUT MATCHES "\\.llvmbc")
+  message(FATAL_ERROR "consumer: lib/libcothread.a was installed with LLVM bitcode (.llvmbc)")
+endif()
+if(COTHREAD_DEBUG_INFO AND NOT STEP_OUTPUT MATCHES "\\.debug_info")
+  message(FATAL_ERROR "consumer: lib/libcothread.a lost its debug info (COTHREAD_DEBUG_INFO is ON)")
+elseif(NOT COTHREAD_DEBUG_INFO AND STEP_OUTPUT MATCHES "\\.debug_")
+  message(FATAL_ERROR "consumer: lib/libcothread.a was installed with its debug info")
+endif()
+list(LENGTH _shared _n)
+message(STATUS "consumer: ${_n} shared objects and libcothread.a installed stripped")
+
 # 2. find_package(cothread) from an outside CMake project: shared, static and C++.
 set(_configure "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${CONSUMER_BUILD_DIR}"
                "-DCMAKE_PREFIX_PATH=${CONSUMER_PREFIX}")
@@ -99,7 +135,6 @@ run_program(consumer_shared_installed "consumer ok" ${_env} "${_app_prefix}/bin/
 run_program(consumer_cpp_installed "consumer_cpp ok" ${_env} "${_app_prefix}/bin/consumer_cpp")
 
 # The shared one must need the library by its SONAME, the static one not at all.
-find_program(_readelf readelf)
 if(_readelf)
   step("readelf consumer_shared" "${_readelf}" -d "${CONSUMER_BUILD_DIR}/consumer_shared")
   if(NOT STEP_OUTPUT MATCHES "NEEDED[^\n]*\\[libcothread\\.so\\.0\\]")
