@@ -112,34 +112,40 @@ describe("a reader whose data is always there", function()
   end)
 end)
 
+-- Runs `body(S)` in a cothread of a new scheduler while another one counts
+-- its own turns until `body` returns; asserts that it got at least one turn
+-- per two budgets of `n` calls.
+local function others_run_during(n, body)
+  local S = cothread.new()
+  local others, done = 0, false
+  go(S, function()
+    body(S)
+    done = true
+  end)
+  go(S, function()
+    while not done do
+      others = others + 1
+      S.yield()
+    end
+  end)
+  S.run()
+  assert(others >= n / 128 / 2, "the other cothread ran " .. others .. " times")
+end
+
 describe("an operation that yields first", function()
   it("loses nothing and keeps the order (TCP, every byte, the others running between)", function()
     local c, a = support.tcp_pair()
     local N = 20000
     local parts = {}
     for i = 1, N do parts[i] = i .. "\n" end
-    local S = cothread.new()
-    local got, others = {}, 0
-    local done = false
-    go(S, function()
-      assert(a:send(table.concat(parts)))
-    end)
-    go(S, function()
+    local got = {}
+    others_run_during(N, function(S)
+      go(S, function() assert(a:send(table.concat(parts))) end)
       for i = 1, N do got[i] = c:receive("*l") end
-      done = true
     end)
-    go(S, function()
-      while not done do
-        others = others + 1
-        S.yield()
-      end
-    end)
-    S.run()
     for i = 1, N do
       if got[i] ~= tostring(i) then error(("line %d is %s"):format(i, tostring(got[i]))) end
     end
-    -- At least one turn of the other cothread per budget of receives.
-    assert.is_true(others >= N / 128 / 2, "the other cothread ran " .. others .. " times")
     c:close()
     a:close()
   end)
@@ -148,21 +154,11 @@ describe("an operation that yields first", function()
     local tx, rx = cothread.channel.new()
     local N = 10000
     for i = 1, N do tx:send(i) end
-    local S = cothread.new()
-    local got, others, done = {}, 0, false
-    go(S, function()
+    local got = {}
+    others_run_during(N, function()
       for i = 1, N do got[i] = rx:receive() end
-      done = true
     end)
-    go(S, function()
-      while not done do
-        others = others + 1
-        S.yield()
-      end
-    end)
-    S.run()
     for i = 1, N do assert(got[i] == i, "value " .. i) end
-    assert.is_true(others >= N / 128 / 2, "the other cothread ran " .. others .. " times")
   end)
 
   it("unscheduled while it yields, runs when scheduled again: nothing lost", function()
@@ -190,24 +186,14 @@ describe("an operation that yields first", function()
     local tx, rx = cothread.channel.new()
     local N = 2000
     for i = 1, N do tx:send(i) end
-    local S = cothread.new()
-    local sum, others, done, ok = 0, 0, false, nil
-    go(S, function()
+    local sum, ok = 0, nil
+    others_run_during(N, function(S)
       ok = S.pcall(function()
         for _ = 1, N do sum = sum + rx:receive() end
       end)
-      done = true
     end)
-    go(S, function()
-      while not done do
-        others = others + 1
-        S.yield()
-      end
-    end)
-    S.run()
     assert.is_true(ok)
     assert.equal(N * (N + 1) / 2, sum)
-    assert.is_true(others >= N / 128 / 2, "the other cothread ran " .. others .. " times")
   end)
 
   it("never happens outside cothreads: blocking calls go on", function()
