@@ -3,7 +3,6 @@
 
 use std::ffi::c_int;
 
-use cothread::sched::BUDGET;
 use cothread::{Task, When};
 
 use crate::engine::{self, Block, Finish, OPERATION_BIT};
@@ -11,7 +10,7 @@ use crate::lua::Thread;
 use crate::lua::{Error, L, Lua, Ret, Status, Type, ffi};
 use crate::ops::{self, Place, Turn, builtin_at};
 use crate::signal::{self, is_no_signal};
-use crate::state::{Quick, State, resuming, with_state};
+use crate::state::{BUDGET, Quick, State, resuming, with_state};
 use crate::{registry, time};
 
 /// The thread argument `arg`, which must be schedulable: a suspended

@@ -44,13 +44,6 @@ use rustc_hash::FxHashMap;
 
 pub use task::{Mode, Task, When};
 
-/// How many operations a task may finish at once in one turn (from its
-/// resume to its next suspension) before the next one yields to the back
-/// of the ready queue first, so that a task whose I/O is always ready
-/// cannot starve the others. Every face counts against it (doc/lua.md,
-/// doc/c.md, doc/cpp.md: "Fairness"). tokio uses 128 too.
-pub const BUDGET: u32 = 128;
-
 /// Called with `(key, true)` when a signal queue gets its first waiter and
 /// `(key, false)` when it loses its last one. It must not call the scheduler.
 pub type SignalHook = Box<dyn FnMut(usize, bool)>;
