@@ -44,6 +44,27 @@ use rustc_hash::FxHashMap;
 
 pub use task::{Mode, Task, When};
 
+/// How many operations a task may complete at once (without suspending) in
+/// one turn: from when its loop resumes it until it suspends. An operation
+/// that would be number `BUDGET + 1` first yields to the tail of the ready
+/// queue, then tries; the count starts again at every real suspension. So a
+/// task whose data is always there (a client flooding a server) still lets
+/// timers, I/O and the other tasks run. Every face uses this one: the
+/// stackful C calls (`ffi::coro_net`, `ffi::chan`, `ffi::coro`), the C++
+/// awaitables through `COT_BUDGET` of the C header, and the Lua face.
+///
+/// Tokio's rule, not its number (128). A loop runs each ready task once per
+/// iteration, and timers wait behind the batch, so a timer is late by about
+/// (busy tasks) x `BUDGET` operations. Measured (doc/benchmarks.md, "Fairness"):
+/// 256 clients flooding a proxy: at 128 its timers were 10-20 times later
+/// than asio's (which completes one operation per turn) and, on one loop
+/// with the clients, it closed connections as idle; at 16 still so; at 8 no
+/// idle close, lateness 3-4 times asio's; at 4 about twice (a proxy's read
+/// and write of two chunks per turn); at 2 as asio. 4 keeps a request and
+/// its reply (an echo turn counts 2: the write, the read that finds nothing)
+/// free of yields.
+pub const BUDGET: u32 = 4;
+
 /// Called with `(key, true)` when a signal queue gets its first waiter and
 /// `(key, false)` when it loses its last one. It must not call the scheduler.
 pub type SignalHook = Box<dyn FnMut(usize, bool)>;
