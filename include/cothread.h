@@ -442,7 +442,7 @@ struct stat;
  * `cot_coro_await`, `cot_coro_join`, `cot_coro_wait_any`). C++ tasks
  * (`cothread::task`) keep the same count each.
  */
-#define COT_BUDGET 4
+#define COT_BUDGET 2
 
 /**
  * `cot_coro_status`: made, not started yet.

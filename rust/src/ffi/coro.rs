@@ -70,7 +70,7 @@ pub const COT_CORO_FOREVER: u64 = u64::MAX;
 /// It counts the calls that try first (the socket calls, the channel calls,
 /// `cot_coro_await`, `cot_coro_join`, `cot_coro_wait_any`). C++ tasks
 /// (`cothread::task`) keep the same count each.
-pub const COT_BUDGET: u32 = 4;
+pub const COT_BUDGET: u32 = 2;
 
 const _: () = assert!(COT_BUDGET == crate::sched::BUDGET);
 

@@ -54,16 +54,17 @@ pub use task::{Mode, Task, When};
 /// awaitables through `COT_BUDGET` of the C header, and the Lua face.
 ///
 /// Tokio's rule, not its number (128). A loop runs each ready task once per
-/// iteration, and timers wait behind the batch, so a timer is late by about
-/// (busy tasks) x `BUDGET` operations. Measured (doc/benchmarks.md, "Fairness"):
-/// 256 clients flooding a proxy: at 128 its timers were 10-20 times later
-/// than asio's (which completes one operation per turn) and, on one loop
-/// with the clients, it closed connections as idle; at 16 still so; at 8 no
-/// idle close, lateness 3-4 times asio's; at 4 about twice (a proxy's read
-/// and write of two chunks per turn); at 2 as asio. 4 keeps a request and
-/// its reply (an echo turn counts 2: the write, the read that finds nothing)
-/// free of yields.
-pub const BUDGET: u32 = 4;
+/// iteration and its due timers after them, so a timer is late by about
+/// (busy tasks) x `BUDGET` operations. Measured (doc/benchmarks.md,
+/// "Fairness: a flooded proxy"): 256 clients flooding a proxy, against asio
+/// (one operation per turn): at 128 the proxy's timers were 14 to 25 times
+/// later than asio's, and on one loop with its clients it closed
+/// connections as idle (16 still did); at 8 no idle close, 3 to 4 times;
+/// at 4, 1.6 to 4.2 times; at 2 within 2x, the target. 2 is an echo's turn
+/// (the write, then the read that finds nothing and waits), so a
+/// request-reply task still never yields for it; a proxy's pump yields
+/// once per chunk.
+pub const BUDGET: u32 = 2;
 
 /// Called with `(key, true)` when a signal queue gets its first waiter and
 /// `(key, false)` when it loses its last one. It must not call the scheduler.
