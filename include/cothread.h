@@ -435,6 +435,16 @@ struct stat;
 #define COT_CORO_FOREVER UINT64_MAX
 
 /**
+ * Fairness: how many waiting calls a coroutine may end without suspending
+ * in one turn (from when its loop runs it until it suspends). The next one
+ * first yields, as `cot_coro_yield` does, then tries, so nothing is lost.
+ * It counts the calls that try first (the socket calls, the channel calls,
+ * `cot_coro_await`, `cot_coro_join`, `cot_coro_wait_any`). C++ tasks
+ * (`cothread::task`) keep the same count each.
+ */
+#define COT_BUDGET 2
+
+/**
  * `cot_coro_status`: made, not started yet.
  */
 #define COT_CORO_CREATED 0
@@ -3167,7 +3177,8 @@ void *cot_coro_arg(const struct cot_coro *co);
  * and runs again in its turn (in the loop's next iteration: a coroutine
  * that keeps yielding does not starve I/O). When the next ready task is
  * another coroutine, the CPU goes straight to it, without a detour through
- * the loop's stack. Returns 0, or `COT_EPERM` outside coroutines.
+ * the loop's stack. Its turn's count of calls (`COT_BUDGET`) starts again.
+ * Returns 0, or `COT_EPERM` outside coroutines.
  */
 int cot_coro_yield(void);
 

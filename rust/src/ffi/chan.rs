@@ -8,7 +8,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use super::coro::{timeout, wait_if};
+use super::coro::{fair, timeout, wait_if};
 use super::guard::{boolean, status, write_out};
 use super::loop_::{cot_loop, with_loop};
 use crate::error::{Error, Result};
@@ -121,7 +121,8 @@ impl Case<'_> {
 
 /// Waits in the running coroutine for the first of `cases` that can be
 /// done, trying them in order, for at most `timeout_ns`. Returns its index
-/// and its result (done, or `Error::Pipe`).
+/// and its result (done, or `Error::Pipe`). Past the turn's budget it
+/// yields before the first try (`fair`).
 ///
 /// # Safety
 /// The cases' items are valid for their channels' item size; their
@@ -143,6 +144,7 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
         &many
     };
     let mut deadline = None;
+    fair();
     loop {
         let (ended, wake) = wait_if(State::Waiting, |l, co| {
             for (i, c) in cases.iter().enumerate() {

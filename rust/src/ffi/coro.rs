@@ -64,6 +64,16 @@ const _: () =
 /// A timeout of the waiting calls: wait forever.
 pub const COT_CORO_FOREVER: u64 = u64::MAX;
 
+/// Fairness: how many waiting calls a coroutine may end without suspending
+/// in one turn (from when its loop runs it until it suspends). The next one
+/// first yields, as `cot_coro_yield` does, then tries, so nothing is lost.
+/// It counts the calls that try first (the socket calls, the channel calls,
+/// `cot_coro_await`, `cot_coro_join`, `cot_coro_wait_any`). C++ tasks
+/// (`cothread::task`) keep the same count each.
+pub const COT_BUDGET: u32 = 2;
+
+const _: () = assert!(COT_BUDGET == crate::sched::BUDGET);
+
 /// `cot_coro_status`: made, not started yet.
 pub const COT_CORO_CREATED: c_int = 0;
 /// `cot_coro_status`: in the loop's ready queue (started, yielded, or woken
@@ -429,22 +439,42 @@ pub(super) fn wait_if<T>(
 /// and runs again in its turn (in the loop's next iteration: a coroutine
 /// that keeps yielding does not starve I/O). When the next ready task is
 /// another coroutine, the CPU goes straight to it, without a detour through
-/// the loop's stack. Returns 0, or `COT_EPERM` outside coroutines.
+/// the loop's stack. Its turn's count of calls (`COT_BUDGET`) starts again.
+/// Returns 0, or `COT_EPERM` outside coroutines.
 #[unsafe(no_mangle)]
 pub extern "C" fn cot_coro_yield() -> c_int {
-    let Ok(co) = coro::running() else { return Error::Perm.code() };
+    status(coro::running().and_then(yield_now))
+}
+
+/// Yields the running coroutine `co` (see `cot_coro_yield`).
+fn yield_now(co: &Coro) -> Result<()> {
     // SAFETY: a running coroutine's loop is live, and lent to it by its task's
     // callback: `with_loop` reborrows that loan.
-    let next = unsafe { with_loop(co.owner() as *mut cot_loop, |l| coro::arm_yield_pass(l, co, run_task)) };
+    let next = unsafe { with_loop(co.owner() as *mut cot_loop, |l| coro::arm_yield_pass(l, co, run_task)) }?;
     match next {
         // SAFETY: `co` runs; `next` is the ready coroutine the loop would run
         // next, taken out of its queue; no loop reference is held.
-        Ok(Some(next)) => unsafe { coro::hand_off(co, next) },
+        Some(next) => unsafe { coro::hand_off(co, next) },
         // SAFETY: as in `wait_if`.
-        Ok(None) => unsafe { coro::suspend(co, State::Ready) },
-        Err(e) => return e.code(),
+        None => unsafe { coro::suspend(co, State::Ready) },
     };
-    0
+    Ok(())
+}
+
+/// Called by every waiting call that may end without suspending (a socket
+/// call whose data is there, a channel's, an await of what has ended), before
+/// it tries: counts the call in the running coroutine's turn and, past
+/// `sched::BUDGET` calls, yields first, so a coroutine whose data never runs
+/// out still lets its loop's timers, I/O and other tasks run. Nothing was
+/// tried yet, so nothing is lost. Outside coroutines it does nothing (the
+/// call answers `COT_EPERM` itself).
+pub(super) fn fair() {
+    if let Ok(co) = coro::running()
+        && co.spend()
+    {
+        let _ = yield_now(co); // cannot fail for a running coroutine; if it did, the call goes on
+        co.spend(); // the first call of the new turn
+    }
 }
 
 /// Sleeps `ns` nanoseconds, counted from the loop's cached time (as timers).
@@ -520,6 +550,7 @@ pub unsafe extern "C" fn cot_coro_await(future: *const cot_future, timeout_ns: u
     // SAFETY: `future` is NULL or a live future handle (the contract): what
     // `future::future` needs.
     let Ok(f) = (unsafe { super::future::future(future) }) else { return Error::Inval.code() };
+    fair();
     let r = wait_if(State::Waiting, |l, co| coro::arm_future(l, co, f, timeout(timeout_ns)).map(|s| ((), s)));
     status(r.and_then(|(_, w)| w.map_or(Ok(()), coro::future_result)))
 }
@@ -539,6 +570,7 @@ pub unsafe extern "C" fn cot_coro_join(other: *mut cot_coro, timeout_ns: u64, re
     // SAFETY: `other` is NULL or not freed (the contract), as `check` needs; it stays
     // so while this coroutine waits on it.
     let r = unsafe { check(other) }.and_then(|o| {
+        fair();
         loop {
             let to = timeout(timeout_ns);
             let (_, w) = wait_if(State::Waiting, |l, co| coro::arm_join(l, co, o, to).map(|armed| ((), armed)))?;
@@ -609,6 +641,7 @@ pub unsafe extern "C" fn cot_coro_wait_any(sources: *mut cot_coro_source, n: usi
         }
     }
     let list: &[Source<'_>] = if n <= small.len() { &small[..n] } else { &list };
+    fair();
     let armed = wait_if(State::Waiting, |l, co| {
         let fired = coro::arm_any(l, co, list, timeout(timeout_ns))?;
         Ok((fired, fired.is_none()))

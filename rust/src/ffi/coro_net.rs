@@ -9,14 +9,16 @@
 //! only for readiness (`Pattern::Ready`), then takes the bytes straight into
 //! the caller's buffer. Woken early (`cot_coro_wake`), it cancels the
 //! operation and waits for the completion, which may still bring data: the
-//! first reason wins. The timeout is the operation's deadline.
+//! first reason wins. The timeout is the operation's deadline. A call's
+//! first try counts in the coroutine's budget (`sched::BUDGET`): past it,
+//! the call yields before trying.
 
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::rc::Rc;
 
-use super::coro::wait_if;
+use super::coro::{fair, wait_if};
 use super::guard::write_out;
 use super::loop_::cot_loop;
 use super::socket::{self, deadline, fail_code, with_socket};
@@ -112,10 +114,18 @@ fn park<T: 'static>(
     r
 }
 
+/// A call's first try: it counts in the coroutine's turn (past the budget
+/// it yields first: `fair`), then tries as [`again`].
+fn now<T>(id: u64, udp: bool, timeout_ns: u64, f: impl FnOnce(&Socket) -> Result<T>) -> Result<T> {
+    fair();
+    again(id, udp, timeout_ns, f)
+}
+
 /// Tries `f` on socket `id` of the running coroutine's loop, after checking
 /// the timeout as a start would (so a bad one fails whether or not data is
-/// there).
-fn now<T>(id: u64, udp: bool, timeout_ns: u64, f: impl FnOnce(&Socket) -> Result<T>) -> Result<T> {
+/// there). A read's try after its wait uses it alone: that call suspended,
+/// so it does not count.
+fn again<T>(id: u64, udp: bool, timeout_ns: u64, f: impl FnOnce(&Socket) -> Result<T>) -> Result<T> {
     if timeout_ns != socket::COT_FOREVER && timeout_ns > i64::MAX as u64 {
         return Err(Error::Inval);
     }
@@ -157,10 +167,11 @@ pub unsafe extern "C" fn cot_coro_read(tcp: cot_tcp, buf: *mut c_void, len: usiz
     // would most likely fail (libuv too reads only on readiness).
     let mut first = true;
     loop {
-        let tried = now(tcp, false, timeout_ns, |s| match first && s.drained() {
+        let read = |s: &Socket| match first && s.drained() {
             true => Err(Error::Again),
-            false => socket::try_read(s, out),
-        });
+            false => socket::try_read(s, &mut *out),
+        };
+        let tried = if first { now(tcp, false, timeout_ns, read) } else { again(tcp, false, timeout_ns, read) };
         match tried {
             Err(Error::Again) => {}
             r => return count(r),

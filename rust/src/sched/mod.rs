@@ -44,6 +44,28 @@ use rustc_hash::FxHashMap;
 
 pub use task::{Mode, Task, When};
 
+/// How many operations a task may complete at once (without suspending) in
+/// one turn: from when its loop resumes it until it suspends. An operation
+/// that would be number `BUDGET + 1` first yields to the tail of the ready
+/// queue, then tries; the count starts again at every real suspension. So a
+/// task whose data is always there (a client flooding a server) still lets
+/// timers, I/O and the other tasks run. Every face uses this one: the
+/// stackful C calls (`ffi::coro_net`, `ffi::chan`, `ffi::coro`), the C++
+/// awaitables through `COT_BUDGET` of the C header, and the Lua face.
+///
+/// Tokio's rule, not its number (128). A loop runs each ready task once per
+/// iteration and its due timers after them, so a timer is late by about
+/// (busy tasks) x `BUDGET` operations. Measured (doc/benchmarks.md,
+/// "Fairness: a flooded proxy"): 256 clients flooding a proxy, against asio
+/// (one operation per turn): at 128 the proxy's timers were 14 to 25 times
+/// later than asio's, and on one loop with its clients it closed
+/// connections as idle (16 still did); at 8 no idle close, 3 to 4 times;
+/// at 4, 1.6 to 4.2 times; at 2 within 2x, the target. 2 is an echo's turn
+/// (the write, then the read that finds nothing and waits), so a
+/// request-reply task still never yields for it; a proxy's pump yields
+/// once per chunk.
+pub const BUDGET: u32 = 2;
+
 /// Called with `(key, true)` when a signal queue gets its first waiter and
 /// `(key, false)` when it loses its last one. It must not call the scheduler.
 pub type SignalHook = Box<dyn FnMut(usize, bool)>;

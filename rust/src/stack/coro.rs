@@ -61,7 +61,7 @@ use super::sanitizer;
 use crate::error::{Error, Result};
 use crate::future::Future;
 use crate::reactor::{Handle, Loop, Outcome, TaskFn, Wake, Work};
-use crate::sched::When;
+use crate::sched::{BUDGET, When};
 
 /// A coroutine's function: its argument in, its result out.
 pub type CoroFn = unsafe extern "C" fn(arg: *mut c_void) -> *mut c_void;
@@ -123,6 +123,9 @@ pub struct Coro {
     /// What `free` runs if the coroutine is freed in a call that started
     /// something off its stack (a socket operation to cancel).
     on_free: Cell<Option<OnFree>>,
+    /// Operations it completed without suspending since the loop last
+    /// resumed it (see [`Coro::spend`]).
+    spent: Cell<u32>,
 }
 
 /// What `Coro::set_on_free` keeps: shared, so the call that sets it can
@@ -198,6 +201,7 @@ impl Coro {
             fiber: Cell::new(sanitizer::tsan().map_or(std::ptr::null_mut(), |t| t.create())),
             back_fiber: Cell::new(std::ptr::null_mut()),
             on_free: Cell::new(None),
+            spent: Cell::new(0),
         };
         // SAFETY: `place` is writable and aligned (caller's contract).
         unsafe {
@@ -243,6 +247,18 @@ impl Coro {
     /// abandoned, so what its call started elsewhere is undone here.
     pub fn set_on_free(&self, undo: Option<OnFree>) {
         drop(self.on_free.replace(undo));
+    }
+
+    /// Counts one operation of this turn that may complete without
+    /// suspending; `true` when it is past [`BUDGET`]: the caller yields
+    /// before trying it. The count lives in the coroutine, not the loop: a
+    /// turn is the coroutine's own (a `cot_coro_resume` of another one
+    /// inside it neither spends nor resets it), and the two places that
+    /// resume a coroutine ([`run`], [`hand_off`]) reset it.
+    pub fn spend(&self) -> bool {
+        let n = self.spent.get().saturating_add(1);
+        self.spent.set(n);
+        n > BUDGET
     }
 
     /// The face's object for its loop.
@@ -306,6 +322,7 @@ pub unsafe fn run(co: *const Coro, wake: Wake) -> *const Coro {
     let c = unsafe { &*co };
     c.wake.set(wake);
     c.state.set(State::Running);
+    c.spent.set(0);
     let prev = CURRENT.with(|cur| cur.replace(co));
     if let Some(t) = sanitizer::tsan() {
         c.back_fiber.set(t.current());
@@ -356,11 +373,12 @@ pub fn arm_yield_pass(l: &mut Loop, co: &Coro, run_task: TaskFn) -> Result<Optio
 /// coroutine [`arm_yield_pass`] returned; no reference into the loop is held.
 #[inline]
 pub unsafe fn hand_off(co: *const Coro, next: *const Coro) -> Wake {
+    // SAFETY: both live (caller's contract).
+    let (c, n) = unsafe { (&*co, &*next) };
+    n.spent.set(0); // a new turn, also for `co` alone going on
     if std::ptr::eq(co, next) {
         return Wake::Resumed;
     }
-    // SAFETY: both live (caller's contract).
-    let (c, n) = unsafe { (&*co, &*next) };
     c.state.set(State::Ready);
     n.wake.set(Wake::Resumed);
     n.state.set(State::Running);

@@ -15,7 +15,10 @@
 // (moved-from: EBADF; another loop: EINVAL); a stop already requested on
 // either token ends it with ECANCELED; a bad deadline with EINVAL; then
 // try_now(), and if that completes the task goes on without suspending (no
-// allocation, no loop turn, no stop callback). Else start(); a synchronous
+// allocation, no loop turn, no stop callback). Fairness: past COT_BUDGET
+// operations in one turn of the root (strand.h counts them), the await
+// first yields to the loop's other ready work, then does all of the above
+// in its turn. Else start(); a synchronous
 // failure is the result. Only a started operation suspends, with a
 // std::stop_callback per token that can stop. The C callback calls
 // finish(): it stores the result, drops the stop callbacks and resumes the
@@ -142,22 +145,13 @@ public:
     template <typename P>
     bool await_suspend(std::coroutine_handle<P> h) noexcept {
         strand *s = h.promise().get_strand();
-        D &d = static_cast<D &>(*this);
-        std::uint64_t ns = 0;
-        if (!m_lp) return ended(COT_EBADF);
-        if (m_lp != s->native()) return ended(COT_EINVAL);
-        // The source, not a token: copying a token costs two atomic
-        // read-modify-writes, on every operation, even one that completes now.
-        const std::stop_source &src = s->stop;
-        if (src.stop_requested() || m_tok.stop_requested()) return ended(COT_ECANCELED);
-        if (!m_dl.is_never()) cot_loop_update_time(m_lp);  // a deadline counts from the co_await
-        if (int e = m_dl.timeout_ns(m_lp, ns)) return ended(e);
-        if (std::int64_t r = d.try_now(); r != COT_EAGAIN) return ended(r);
-        if (int e = d.start(ns)) return ended(e);
-        m_h = h;
-        if (src.stop_possible()) m_root_stop.arm(src.get_token(), s->owner, m_kind, m_events, m_key);
-        if (m_tok.stop_possible()) m_own_stop.arm(std::move(m_tok), s->owner, m_kind, m_events, m_key);
-        return true;
+        // Past the turn's budget, the loop's other work goes first; the try
+        // comes after, so nothing is taken meanwhile.
+        if (s->spend()) [[unlikely]] {
+            m_h = h;
+            if (s->yield_then(&after_yield, this)) return true;
+        }
+        return attempt(s, h);
     }
 
     T await_resume() {
@@ -195,6 +189,36 @@ protected:
     std::int64_t m_res = 0;     // the result: >= 0, or a COT_E* code
 
 private:
+    /// The await proper: false if the result is there (the task goes on),
+    /// true if the operation started (the task suspends until finish()).
+    bool attempt(strand *s, std::coroutine_handle<> h) noexcept {
+        D &d = static_cast<D &>(*this);
+        std::uint64_t ns = 0;
+        if (!m_lp) return ended(COT_EBADF);
+        if (m_lp != s->native()) return ended(COT_EINVAL);
+        // The source, not a token: copying a token costs two atomic
+        // read-modify-writes, on every operation, even one that completes now.
+        const std::stop_source &src = s->stop;
+        if (src.stop_requested() || m_tok.stop_requested()) return ended(COT_ECANCELED);
+        if (!m_dl.is_never()) cot_loop_update_time(m_lp);  // a deadline counts from the co_await
+        if (int e = m_dl.timeout_ns(m_lp, ns)) return ended(e);
+        if (std::int64_t r = d.try_now(); r != COT_EAGAIN) return ended(r);
+        if (int e = d.start(ns)) return ended(e);
+        m_h = h;
+        s->spent = 0;  // it suspends: the next turn counts afresh
+        if (src.stop_possible()) m_root_stop.arm(src.get_token(), s->owner, m_kind, m_events, m_key);
+        if (m_tok.stop_possible()) m_own_stop.arm(std::move(m_tok), s->owner, m_kind, m_events, m_key);
+        return true;
+    }
+
+    /// The loop's turn after a budget yield: the await goes on as it would
+    /// have; the task resumes here unless the operation started.
+    static void after_yield(strand *s, void *self) noexcept {
+        auto *o = static_cast<op *>(self);
+        s->spend();  // the first of this turn
+        if (!o->attempt(s, o->m_h)) cocls::coro_queue::resume(o->m_h);
+    }
+
     bool ended(std::int64_t r) noexcept {
         m_res = r;
         return false;

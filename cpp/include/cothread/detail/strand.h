@@ -1,7 +1,8 @@
 // detail::strand: one running root (a spawned task, a sync_wait, a when_*
 // child: detail/when.h). It holds the root's loop, its stop source (the
 // token every operation of the root uses), the coroutine that waits on the strand's loop
-// task, and that loop task (made on first use: only sleeps and yields use it).
+// task, and that loop task (made on first use: only sleeps and yields use it,
+// a budget yield included), and the count of operations of its turn.
 // Everything here is used on the loop thread, except stop requests.
 // A root's life: construct (with the caller's token, if any: it stops this
 // one), set `done` (and `run`, to start it from another thread through the
@@ -14,8 +15,10 @@
 #include <cothread.h>
 
 #include <coroutine>
+#include <cstdint>
 #include <memory>
 #include <stop_token>
+#include <utility>
 
 #include <cocls/coro_queue.h>
 #include "loop_core.h"
@@ -76,6 +79,26 @@ struct strand : inbox_node {  // the node starts the root from another thread
     int wake = 0;                        // COT_WAKE_* of the last wake
     std::coroutine_handle<> waiter;
 
+    // Fairness (COT_BUDGET, the core's count per turn): the operations of
+    // op.h that ran since the root last suspended in one of them, a sleep
+    // or a yield. (A suspension in a future or a relay leaves the count:
+    // at worst one yield comes early.)
+    std::uint32_t spent = 0;
+    /// Counts an operation about to try; true past the budget: yield first.
+    bool spend() noexcept { return ++spent > COT_BUDGET; }
+
+    /// Goes behind the loop's other ready work and, in its turn, calls
+    /// `then(this, arg)`, which resumes the root when it should: a budget
+    /// yield before an operation's try (op.h). False if the loop task could
+    /// not be made: then the operation goes on without yielding.
+    bool yield_then(void (*then)(strand *, void *) noexcept, void *arg) noexcept {
+        if (!ensure_task() || cot_loop_task_schedule(native(), task, COT_LATER) != 1) return false;
+        task_waiting = true;
+        m_then = then;
+        m_then_arg = arg;
+        return true;
+    }
+
     strand *prev_live = nullptr, *next_live = nullptr;
 
 private:
@@ -84,13 +107,17 @@ private:
         void operator()() noexcept { src->request_stop(); }
     };
     std::unique_ptr<std::stop_callback<requester>> link;  // the caller's token -> stop
+    void (*m_then)(strand *, void *) noexcept = nullptr;  // set by yield_then
+    void *m_then_arg = nullptr;
 
     static void on_task(cot_loop *, cot_handle, int wake, int, void *data) {
         auto *s = static_cast<strand *>(data);
         if (!s->task_waiting) return;  // a late cancel of a sleep that ended
         s->task_waiting = false;
         s->wake = wake;
-        cocls::coro_queue::resume(s->waiter);
+        s->spent = 0;  // the loop resumed it: a new turn
+        if (auto then = std::exchange(s->m_then, nullptr)) then(s, s->m_then_arg);
+        else cocls::coro_queue::resume(s->waiter);
     }
 };
 
