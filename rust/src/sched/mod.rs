@@ -49,9 +49,10 @@ pub use task::{Mode, Task, When};
 /// that would be number `BUDGET + 1` first yields to the tail of the ready
 /// queue, then tries; the count starts again at every real suspension. So a
 /// task whose data is always there (a client flooding a server) still lets
-/// timers, I/O and the other tasks run. Every face uses this one: the
-/// stackful C calls (`ffi::coro_net`, `ffi::chan`, `ffi::coro`), the C++
-/// awaitables through `COT_BUDGET` of the C header, and the Lua face.
+/// timers, I/O and the other tasks run. The stackful C calls
+/// (`ffi::coro_net`, `ffi::chan`, `ffi::coro`) and the C++ awaitables
+/// (through `COT_BUDGET` of the C header) use this one; the Lua face has
+/// its own, larger figure for its cheaper calls (`state::BUDGET` there).
 ///
 /// Tokio's rule, not its number (128). A loop runs each ready task once per
 /// iteration and its due timers after them, so a timer is late by about
