@@ -380,12 +380,13 @@ end)
 -- Lua 5.1 and LuaJIT have no ephemerons: a weak-keyed entry whose value refers
 -- to its key is never collected. Each case runs a round of N objects three
 -- times (the first two let the tables reach their size) and measures what the
--- last left after a full collection. The slack covers a table that rehashed
--- to the next size (the collector may empty weak entries mid-round); a leak
--- is 700 bytes or more per object, 7 MB per 10 000.
+-- last left after a full collection. The slack (100 bytes per object) covers
+-- a table that rehashed to the next size (the collector may empty weak entries
+-- mid-round) and finalizers a busy machine runs a cycle late (CI saw 384 KiB
+-- for promises); a leak is 700 bytes or more per object, 7 MB per 10 000.
 describe("memory after many objects (every Lua, ephemerons or not)", function()
   local N = 10000
-  local SLACK_KIB = 256
+  local SLACK_KIB = 1024
   local socket = require "cothread.socket"
 
   local function left_after(round, n)
