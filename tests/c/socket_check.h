@@ -62,4 +62,21 @@ static inline void on_io(cot_loop *loop, uint64_t sock, int64_t result, void *da
     g->result = result;
 }
 
+/* A stackful coroutine of `loop` running fn(arg), started. */
+static inline cot_coro *spawn_on(cot_loop *loop, cot_coro_fn fn, void *arg) {
+    cot_coro *co;
+    CHECK_EQ(cot_coro_new(loop, fn, arg, 64 * 1024, &co), 0);
+    CHECK_EQ(cot_coro_start(co), 0);
+    return co;
+}
+
+/* Runs `loop` until nothing is left, then checks and frees the coroutines. */
+static inline void run_and_free_on(cot_loop *loop, cot_coro **cos, int n) {
+    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
+    for (int i = 0; i < n; i++) {
+        CHECK_EQ(cot_coro_status(cos[i]), COT_CORO_FINISHED);
+        CHECK_EQ(cot_coro_free(cos[i]), 0);
+    }
+}
+
 #endif

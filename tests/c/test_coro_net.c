@@ -14,22 +14,6 @@
 
 static cot_loop *loop;
 
-static cot_coro *spawn(cot_coro_fn fn, void *arg) {
-    cot_coro *co;
-    CHECK_EQ(cot_coro_new(loop, fn, arg, 64 * 1024, &co), 0);
-    CHECK_EQ(cot_coro_start(co), 0);
-    return co;
-}
-
-/* Runs the loop until nothing is left, then frees the coroutines. */
-static void run_and_free(cot_coro **cos, int n) {
-    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
-    for (int i = 0; i < n; i++) {
-        CHECK_EQ(cot_coro_status(cos[i]), COT_CORO_FINISHED);
-        CHECK_EQ(cot_coro_free(cos[i]), 0);
-    }
-}
-
 /* ---- echo: an acceptor, an echo coroutine per client, CLIENTS clients ---- */
 
 static struct sockaddr_in echo_addr;
@@ -55,7 +39,7 @@ static void *acceptor(void *arg) {
         cot_tcp c = 0;
         CHECK_EQ(cot_coro_accept(server, &c, COT_CORO_FOREVER), 0);
         CHECK(c != 0);
-        echoers[i] = spawn(echo, (void *)(uintptr_t)c);
+        echoers[i] = spawn_on(loop, echo, (void *)(uintptr_t)c);
     }
     CHECK_EQ(cot_tcp_close(loop, server), 0);
     return NULL;
@@ -85,10 +69,10 @@ static void *client(void *arg) {
 static void test_echo(void) {
     cot_coro *cos[1 + CLIENTS];
     cot_tcp server = listen_loopback(loop, 16, &echo_addr);
-    cos[0] = spawn(acceptor, (void *)(uintptr_t)server);
-    for (int i = 0; i < CLIENTS; i++) cos[1 + i] = spawn(client, (void *)(intptr_t)i);
-    run_and_free(cos, 1 + CLIENTS);
-    run_and_free(echoers, CLIENTS);
+    cos[0] = spawn_on(loop, acceptor, (void *)(uintptr_t)server);
+    for (int i = 0; i < CLIENTS; i++) cos[1 + i] = spawn_on(loop, client, (void *)(intptr_t)i);
+    run_and_free_on(loop, cos, 1 + CLIENTS);
+    run_and_free_on(loop, echoers, CLIENTS);
     CHECK_EQ(echoed, 100 * CLIENTS);
 }
 
@@ -135,8 +119,8 @@ static void test_udp(void) {
     struct sockaddr_in a;
     udp_a = udp_bound(&a);
     udp_b = udp_bound(&addr_b);
-    cot_coro *cos[2] = {spawn(udp_server, NULL), spawn(udp_client, NULL)};
-    run_and_free(cos, 2);
+    cot_coro *cos[2] = {spawn_on(loop, udp_server, NULL), spawn_on(loop, udp_client, NULL)};
+    run_and_free_on(loop, cos, 2);
     CHECK_EQ(cot_udp_close(loop, udp_a), 0);
     CHECK_EQ(cot_udp_close(loop, udp_b), 0);
     CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
@@ -318,39 +302,39 @@ static void *bad_input(void *arg) {
 
 static void test_waits(void) {
     char buf[8];
-    cot_coro *cos[1] = {spawn(connect_pair, NULL)};
-    run_and_free(cos, 1);
-    cos[0] = spawn(timeouts, NULL);
-    run_and_free(cos, 1);
-    cot_coro *o[2] = {spawn(write_at_once, NULL), spawn(note_ran, NULL)};
-    run_and_free(o, 2);
-    o[0] = spawn(read_after_short, NULL);
-    o[1] = spawn(count_turns, NULL);
-    run_and_free(o, 2);
-    cot_coro *b[2] = {spawn(write_big, NULL), spawn(read_big, NULL)};
-    run_and_free(b, 2);
+    cot_coro *cos[1] = {spawn_on(loop, connect_pair, NULL)};
+    run_and_free_on(loop, cos, 1);
+    cos[0] = spawn_on(loop, timeouts, NULL);
+    run_and_free_on(loop, cos, 1);
+    cot_coro *o[2] = {spawn_on(loop, write_at_once, NULL), spawn_on(loop, note_ran, NULL)};
+    run_and_free_on(loop, o, 2);
+    o[0] = spawn_on(loop, read_after_short, NULL);
+    o[1] = spawn_on(loop, count_turns, NULL);
+    run_and_free_on(loop, o, 2);
+    cot_coro *b[2] = {spawn_on(loop, write_big, NULL), spawn_on(loop, read_big, NULL)};
+    run_and_free_on(loop, b, 2);
 
-    reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* woken */
-    cot_coro *w[2] = {reader, spawn(waker, NULL)};
-    run_and_free(w, 2);
+    reader = spawn_on(loop, read_forever, (void *)(intptr_t)COT_ECANCELED); /* woken */
+    cot_coro *w[2] = {reader, spawn_on(loop, waker, NULL)};
+    run_and_free_on(loop, w, 2);
 
     /* freed while parked in a read: the read is cancelled, nothing leaks */
-    cot_coro *parked = spawn(read_forever, NULL);
+    cot_coro *parked = spawn_on(loop, read_forever, NULL);
     for (int i = 0; i < 3; i++) CHECK(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0);
     CHECK_EQ(cot_coro_status(parked), COT_CORO_WAITING);
     CHECK_EQ(cot_coro_free(parked), 0);
-    cos[0] = spawn(read_again, NULL);
-    run_and_free(cos, 1);
+    cos[0] = spawn_on(loop, read_again, NULL);
+    run_and_free_on(loop, cos, 1);
 
     reader_ended = 0;
-    reader = spawn(read_forever, (void *)(intptr_t)COT_ECANCELED); /* its socket closed */
-    cot_coro *c[2] = {reader, spawn(closer, NULL)};
-    run_and_free(c, 2);
+    reader = spawn_on(loop, read_forever, (void *)(intptr_t)COT_ECANCELED); /* its socket closed */
+    cot_coro *c[2] = {reader, spawn_on(loop, closer, NULL)};
+    run_and_free_on(loop, c, 2);
 
     CHECK_EQ(cot_coro_read(pair_b, buf, sizeof buf, 0), COT_EPERM); /* outside coroutines */
     CHECK_EQ(cot_coro_write(pair_b, "x", 1, 0), COT_EPERM);
-    cos[0] = spawn(bad_input, NULL);
-    run_and_free(cos, 1);
+    cos[0] = spawn_on(loop, bad_input, NULL);
+    run_and_free_on(loop, cos, 1);
     CHECK_EQ(cot_tcp_close(loop, pair_b), 0);
     CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
 }

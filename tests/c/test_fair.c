@@ -22,21 +22,6 @@
 
 static cot_loop *loop;
 
-static cot_coro *spawn(cot_coro_fn fn, void *arg) {
-    cot_coro *co;
-    CHECK_EQ(cot_coro_new(loop, fn, arg, 64 * 1024, &co), 0);
-    CHECK_EQ(cot_coro_start(co), 0);
-    return co;
-}
-
-static void run_and_free(cot_coro **cos, int n) {
-    CHECK_EQ(cot_loop_run(loop, COT_RUN_DEFAULT), 0);
-    for (int i = 0; i < n; i++) {
-        CHECK_EQ(cot_coro_status(cos[i]), COT_CORO_FINISHED);
-        CHECK_EQ(cot_coro_free(cos[i]), 0);
-    }
-}
-
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -86,8 +71,8 @@ static void channel_drain_yields_every_budget(void) {
     CHECK_EQ(cot_chan_new(loop, sizeof(int), 0, &ch), 0);
     for (int i = 0; i < ITEMS; i++) CHECK_EQ(cot_chan_try_send(ch, &i), 1);
     turns = stop_other = 0;
-    cot_coro *cos[2] = {spawn(eat_chan, ch), spawn(other, NULL)};
-    run_and_free(cos, 2);
+    cot_coro *cos[2] = {spawn_on(loop, eat_chan, ch), spawn_on(loop, other, NULL)};
+    run_and_free_on(loop, cos, 2);
     CHECK_EQ(turns, (ITEMS - 1) / (int)COT_BUDGET); /* its last turn saw the stop */
     CHECK_EQ(cot_chan_free(ch), 0);
 }
@@ -154,8 +139,8 @@ static void socket_reads_yield_every_budget(void) {
     cot_tcp t;
     CHECK_EQ(cot_tcp_open(loop, fds[0], &t), 0);
     turns = stop_other = 0;
-    cot_coro *cos[2] = {spawn(eat_socket, (void *)(uintptr_t)t), spawn(other, NULL)};
-    run_and_free(cos, 2);
+    cot_coro *cos[2] = {spawn_on(loop, eat_socket, (void *)(uintptr_t)t), spawn_on(loop, other, NULL)};
+    run_and_free_on(loop, cos, 2);
 }
 
 /* ---- a flooded reader and a ticker ---- */
@@ -216,8 +201,8 @@ static void flood_does_not_starve_a_ticker(void) {
     CHECK_EQ(pthread_create(&th, NULL, writer, &fds[1]), 0);
     flood_done = 0;
     worst_late = ticks = 0;
-    cot_coro *cos[2] = {spawn(ticker, NULL), spawn(flooded, (void *)(uintptr_t)t)};
-    run_and_free(cos, 2);
+    cot_coro *cos[2] = {spawn_on(loop, ticker, NULL), spawn_on(loop, flooded, (void *)(uintptr_t)t)};
+    run_and_free_on(loop, cos, 2);
     pthread_join(th, NULL);
     close(fds[1]);
     fprintf(stderr, "flood: %llu ticks, the latest %.1f ms late\n", (unsigned long long)ticks, worst_late / 1e6);
