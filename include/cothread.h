@@ -386,8 +386,10 @@ struct stat;
 #define COT_NEXT 1
 
 /**
- * A timeout that never passes: the operation waits until it ends or is
- * cancelled. Equal to `COT_CORO_FOREVER`.
+ * A timeout that never passes: the call waits until it ends or is
+ * cancelled. Equal to `COT_CORO_FOREVER`. Every duration in ns (timeouts,
+ * delays, sleeps, timer periods) is 0 to `INT64_MAX` or this; any other
+ * value above `INT64_MAX` (a negative number converted) is `COT_EINVAL`.
  */
 #define COT_FOREVER UINT64_MAX
 
@@ -1206,14 +1208,14 @@ int cot_future_result(const struct cot_future *f, void **value, const char **mes
 
 /**
  * Blocks the calling thread until the future is settled, at most
- * `timeout_ns` nanoseconds (negative: no limit). Returns 0 once settled,
- * `COT_ETIMEDOUT`, or `COT_EINVAL` for NULL. Never call it on a loop's
+ * `timeout_ns` nanoseconds (`COT_FOREVER`: no limit). Returns 0 once
+ * settled, `COT_ETIMEDOUT`, or `COT_EINVAL` (NULL, a bad timeout). Never call it on a loop's
  * thread for a future that loop must settle.
  *
  * # Safety
  * `f` is NULL or a live future handle.
  */
-int cot_future_wait(const struct cot_future *f, int64_t timeout_ns);
+int cot_future_wait(const struct cot_future *f, uint64_t timeout_ns);
 
 /**
  * Calls `cb(future, data)` once the future is settled, on the thread that
@@ -1442,7 +1444,7 @@ int cot_loop_task_wait(struct cot_loop *loop, cot_handle task, const void *signa
 /**
  * Postpones the task for `ns` nanoseconds: a timeout for the operation it
  * awaits, or a plain delay. Returns 1, 0 if it is already in a queue, or
- * `COT_EINVAL`.
+ * `COT_EINVAL` (also for a bad `ns`: see `COT_FOREVER`).
  *
  * # Safety
  * `loop` is NULL or a live loop.
@@ -1472,7 +1474,7 @@ int cot_loop_notify(struct cot_loop *loop, const void *signal, int when);
  * The task awaits a sleep of `ns` nanoseconds: its callback then runs with
  * `COT_WAKE_SLEPT`, unless something else resumed it before. Call it from
  * the task's callback (or on a task in no queue). Returns 0 or `COT_EINVAL`
- * (bad task, or one already awaiting).
+ * (bad task, one already awaiting, a bad `ns`: see `COT_FOREVER`).
  *
  * # Safety
  * `loop` is NULL or a live loop.
@@ -1776,20 +1778,20 @@ int cot_child_stop(struct cot_loop *loop, cot_handle handle);
 
 /**
  * Blocks the calling thread while `*word == expected`, at most `timeout_ns`
- * nanoseconds (negative: no limit), until another thread calls
+ * nanoseconds (`COT_FOREVER`: no limit), until another thread calls
  * `cot_unpark_one`/`cot_unpark_all` on `word` (Linux: a process-private
  * futex). Returns 0 when woken or when `*word` differs from `expected`
  * (checked atomically with going to sleep, so a change followed by an
  * unpark is never missed); wakeups may be spurious, so callers loop until the
  * word says they may go on. Returns `COT_ETIMEDOUT` when the time passed,
- * `COT_EINVAL` for NULL. Safe from any thread.
+ * `COT_EINVAL` for NULL or a bad timeout. Safe from any thread.
  *
  * # Safety
  * `word` is NULL or points to a live, 4-byte aligned `uint32_t` that others
  * only access atomically (e.g. a C11 `atomic_uint` or a C++
  * `std::atomic<uint32_t>`) during the call.
  */
-int cot_park(const uint32_t *word, uint32_t expected, int64_t timeout_ns);
+int cot_park(const uint32_t *word, uint32_t expected, uint64_t timeout_ns);
 
 /**
  * Wakes one thread parked on `word` (`cot_park`). Returns how many woke (0
@@ -2087,7 +2089,8 @@ int cot_sched_postpone(struct cot_sched *sched, cot_task task, uint64_t time);
 
 /**
  * Postpones `task`, which must be in no queue, for `ns` nanoseconds from now
- * (0: due at once). Returns 1, 0 if it is already in a queue, or `COT_EINVAL`.
+ * (0: due at once). Returns 1, 0 if it is already in a queue, or `COT_EINVAL`
+ * (also for a bad `ns`: see `COT_FOREVER`).
  *
  * # Safety
  * `sched` is NULL or a live scheduler.
@@ -2630,7 +2633,7 @@ int cot_timer_init(struct cot_loop *loop, void *data, cot_handle *timer);
  * loop's cached time (`cot_loop_now`), then every `repeat` ns if `repeat` >
  * 0 (re-armed before the callback runs). A timer started from a timer
  * callback fires on a later iteration, even with timeout 0. Returns 0 or
- * `COT_EINVAL` (bad handle, NULL `cb`).
+ * `COT_EINVAL` (bad handle, NULL `cb`, a bad duration: see `COT_FOREVER`).
  *
  * # Safety
  * `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
@@ -2659,7 +2662,8 @@ int cot_timer_stop(struct cot_loop *loop, cot_handle timer);
 int cot_timer_again(struct cot_loop *loop, cot_handle timer);
 
 /**
- * Sets the repeat (ns) used from the next expiry on. Returns 0 or `COT_EINVAL`.
+ * Sets the repeat (ns) used from the next expiry on. Returns 0 or `COT_EINVAL`
+ * (bad handle, a bad duration: see `COT_FOREVER`).
  *
  * # Safety
  * `loop` is NULL or a live loop.
@@ -3183,9 +3187,10 @@ void *cot_coro_arg(const struct cot_coro *co);
 int cot_coro_yield(void);
 
 /**
- * Sleeps `ns` nanoseconds, counted from the loop's cached time (as timers).
+ * Sleeps `ns` nanoseconds from the call (`COT_FOREVER`: until woken).
  * Returns 0 once slept, `COT_ECANCELED` if woken before (`cot_coro_wake`),
- * or `COT_EPERM` outside coroutines.
+ * `COT_EINVAL` (a bad `ns`: see `COT_FOREVER`), or `COT_EPERM` outside
+ * coroutines.
  */
 int cot_coro_sleep(uint64_t ns);
 

@@ -146,7 +146,7 @@ static void test_blocking_wait(void) {
     CHECK(cot_monotonic_ns() - t0 >= 20 * 1000 * 1000);
     pthread_t t;
     CHECK_EQ(pthread_create(&t, NULL, settle_later, p), 0);
-    CHECK_EQ(cot_future_wait(f, -1), 0);
+    CHECK_EQ(cot_future_wait(f, COT_FOREVER), 0);
     CHECK_EQ(cot_future_state(f), COT_FUTURE_VALUE);
     CHECK_EQ(pthread_join(t, NULL), 0);
     cot_promise_free(p);
@@ -176,7 +176,7 @@ static void test_race(void) {
             args[i][1] = (void *)(intptr_t)i;
             CHECK_EQ(pthread_create(&t[i], NULL, race, args[i]), 0);
         }
-        CHECK_EQ(cot_future_wait(f, -1), 0);
+        CHECK_EQ(cot_future_wait(f, COT_FOREVER), 0);
         for (int i = 0; i < RACERS; i++) {
             CHECK_EQ(pthread_join(t[i], NULL), 0);
             cot_promise_free(args[i][0]);

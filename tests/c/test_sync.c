@@ -167,7 +167,7 @@ static atomic_uint park_word;
 
 static void *parker(void *arg) {
     (void)arg;
-    while (atomic_load(&park_word) == 0) CHECK_EQ(cot_park((const uint32_t *)&park_word, 0, -1), 0);
+    while (atomic_load(&park_word) == 0) CHECK_EQ(cot_park((const uint32_t *)&park_word, 0, COT_FOREVER), 0);
     return NULL;
 }
 
@@ -175,7 +175,7 @@ static void test_park(void) {
     CHECK_EQ(cot_park(NULL, 0, 0), COT_EINVAL);
     CHECK_EQ(cot_unpark_one(NULL), COT_EINVAL);
     CHECK_EQ(cot_unpark_all(NULL), COT_EINVAL);
-    CHECK_EQ(cot_park((const uint32_t *)&park_word, 1, -1), 0); /* differs */
+    CHECK_EQ(cot_park((const uint32_t *)&park_word, 1, COT_FOREVER), 0); /* differs */
     uint64_t t0 = cot_monotonic_ns();
     CHECK_EQ(cot_park((const uint32_t *)&park_word, 0, 2000000), COT_ETIMEDOUT);
     CHECK(cot_monotonic_ns() - t0 >= 2000000);
@@ -255,7 +255,7 @@ static void *mutex_worker(void *arg) {
         struct waiter me = {NULL, t * MUTEX_ROUNDS + i, 0};
         if (!cot_mutex_lock(&shared_mutex, &me))
             while (atomic_load_explicit(&me.granted, memory_order_acquire) == 0)
-                cot_park((const uint32_t *)&me.granted, 0, -1);
+                cot_park((const uint32_t *)&me.granted, 0, COT_FOREVER);
         protected_counter++;
         hand_over(cot_mutex_unlock(&shared_mutex));
     }

@@ -111,7 +111,7 @@ static void to_core_exposes_a_cocls_future_to_c() {
         cot_future *cf = to_core(fut);
         CHECK_EQ(cot_future_state(cf), COT_FUTURE_PENDING);
         std::thread setter([&prom] { prom(7); });
-        CHECK_EQ(cot_future_wait(cf, -1), 0);
+        CHECK_EQ(cot_future_wait(cf, COT_FOREVER), 0);
         setter.join();
         void *v = nullptr;
         CHECK_EQ(cot_future_result(cf, &v, nullptr), 0);

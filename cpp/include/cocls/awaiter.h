@@ -197,7 +197,7 @@ public:
 
     /// Blocks until wake() ran (from any thread).
     void wait_sync() noexcept {
-        while (m_flag.load(std::memory_order_acquire) == 0) cot_park(word(), 0, -1);
+        while (m_flag.load(std::memory_order_acquire) == 0) cot_park(word(), 0, COT_FOREVER);
     }
     void wake() noexcept {
         const std::uint32_t *w = word();  // the waiter may be gone after the store

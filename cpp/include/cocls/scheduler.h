@@ -147,7 +147,7 @@ public:
         start_helper<Awt, R>(std::forward<Awt>(awt), st, *this).detach();  // queued in coro mode
         if (m_bg_running.load(std::memory_order_acquire) && !loop_runs_here()) {
             const auto *w = reinterpret_cast<const std::uint32_t *>(&st.done);
-            while (st.done.load(std::memory_order_acquire) == 0) cot_park(w, 0, -1);
+            while (st.done.load(std::memory_order_acquire) == 0) cot_park(w, 0, COT_FOREVER);
         } else {
             run_loop(st.done);
         }

@@ -8,9 +8,10 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 
-use super::coro::{fair, timeout, wait_if};
+use super::coro::{fair, wait_if};
 use super::guard::{boolean, status, write_out};
 use super::loop_::{cot_loop, with_loop};
+use super::timeout::timeout;
 use crate::error::{Error, Result};
 use crate::reactor::{Chan, Loop};
 use crate::stack::State;
@@ -129,6 +130,7 @@ impl Case<'_> {
 /// channels' loop is the running coroutine's.
 unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<()>)> {
     let me = coro::running()?;
+    let limit = timeout(timeout_ns)?;
     if cases.is_empty() || cases.iter().any(|c| c.chan.owner as usize != me.owner()) {
         return Err(Error::Inval);
     }
@@ -157,8 +159,8 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
                     Err(e) => return Err(e),
                 }
             }
-            let left = timeout(timeout_ns).map(|ns| {
-                let now = l.now_fresh();
+            let left = limit.map(|ns| {
+                let now = l.wait_start();
                 deadline.get_or_insert(now.saturating_add(ns)).saturating_sub(now)
             });
             if left == Some(0) {

@@ -13,6 +13,7 @@ use std::os::raw::c_int;
 use super::future::cot_future;
 use super::guard::{boolean, status, write_out};
 use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use super::timeout::{checked, timeout};
 use super::work::{cot_work_cb, pool_work};
 use crate::error::{Error, Result};
 use crate::reactor::{Handle, Loop, Wake};
@@ -124,10 +125,6 @@ fn state_code(s: State) -> c_int {
         State::Waiting => COT_CORO_WAITING,
         State::Finished => COT_CORO_FINISHED,
     }
-}
-
-pub(super) fn timeout(ns: u64) -> Option<u64> {
-    (ns != COT_CORO_FOREVER).then_some(ns)
 }
 
 /// The coroutine behind a C pointer.
@@ -477,12 +474,13 @@ pub(super) fn fair() {
     }
 }
 
-/// Sleeps `ns` nanoseconds, counted from the loop's cached time (as timers).
+/// Sleeps `ns` nanoseconds from the call (`COT_FOREVER`: until woken).
 /// Returns 0 once slept, `COT_ECANCELED` if woken before (`cot_coro_wake`),
-/// or `COT_EPERM` outside coroutines.
+/// `COT_EINVAL` (a bad `ns`: see `COT_FOREVER`), or `COT_EPERM` outside
+/// coroutines.
 #[unsafe(no_mangle)]
 pub extern "C" fn cot_coro_sleep(ns: u64) -> c_int {
-    status(wait(State::Waiting, |l, co| coro::arm_sleep(l, co, ns)).and_then(coro::sleep_result))
+    status(wait(State::Waiting, |l, co| coro::arm_sleep(l, co, checked(ns)?)).and_then(coro::sleep_result))
 }
 
 /// Waits until `signal` (any non-NULL address, a key of the loop's
@@ -494,7 +492,7 @@ pub extern "C" fn cot_coro_sleep(ns: u64) -> c_int {
 #[unsafe(no_mangle)]
 pub extern "C" fn cot_coro_wait(signal: *const c_void, timeout_ns: u64) -> c_int {
     let key = signal as usize;
-    let r = wait(State::Waiting, |l, co| coro::arm_wait(l, co, key, timeout(timeout_ns)));
+    let r = wait(State::Waiting, |l, co| coro::arm_wait(l, co, key, timeout(timeout_ns)?));
     status(r.and_then(coro::wait_result))
 }
 
@@ -509,7 +507,7 @@ pub extern "C" fn cot_coro_wait(signal: *const c_void, timeout_ns: u64) -> c_int
 #[unsafe(no_mangle)]
 pub extern "C" fn cot_coro_poll(poll: cot_handle, events: c_int, timeout_ns: u64) -> c_int {
     let (Ok(poll), Ok(events)) = (to_handle(poll), u32::try_from(events)) else { return Error::Inval.code() };
-    let r = wait(State::Waiting, |l, co| coro::arm_poll(l, co, poll, events, timeout(timeout_ns)));
+    let r = wait(State::Waiting, |l, co| coro::arm_poll(l, co, poll, events, timeout(timeout_ns)?));
     match r.and_then(coro::poll_result) {
         Ok(ev) => ev as c_int,
         Err(e) => e.code(),
@@ -551,7 +549,7 @@ pub unsafe extern "C" fn cot_coro_await(future: *const cot_future, timeout_ns: u
     // `future::future` needs.
     let Ok(f) = (unsafe { super::future::future(future) }) else { return Error::Inval.code() };
     fair();
-    let r = wait_if(State::Waiting, |l, co| coro::arm_future(l, co, f, timeout(timeout_ns)).map(|s| ((), s)));
+    let r = wait_if(State::Waiting, |l, co| coro::arm_future(l, co, f, timeout(timeout_ns)?).map(|s| ((), s)));
     status(r.and_then(|(_, w)| w.map_or(Ok(()), coro::future_result)))
 }
 
@@ -572,7 +570,7 @@ pub unsafe extern "C" fn cot_coro_join(other: *mut cot_coro, timeout_ns: u64, re
     let r = unsafe { check(other) }.and_then(|o| {
         fair();
         loop {
-            let to = timeout(timeout_ns);
+            let to = timeout(timeout_ns)?;
             let (_, w) = wait_if(State::Waiting, |l, co| coro::arm_join(l, co, o, to).map(|armed| ((), armed)))?;
             let Some(w) = w else { break Ok(o) }; // finished already
             coro::join_done(o);
@@ -643,7 +641,7 @@ pub unsafe extern "C" fn cot_coro_wait_any(sources: *mut cot_coro_source, n: usi
     let list: &[Source<'_>] = if n <= small.len() { &small[..n] } else { &list };
     fair();
     let armed = wait_if(State::Waiting, |l, co| {
-        let fired = coro::arm_any(l, co, list, timeout(timeout_ns))?;
+        let fired = coro::arm_any(l, co, list, timeout(timeout_ns)?)?;
         Ok((fired, fired.is_none()))
     });
     let r = match armed {

@@ -21,8 +21,9 @@ use std::rc::Rc;
 use super::coro::{fair, wait_if};
 use super::guard::write_out;
 use super::loop_::cot_loop;
-use super::socket::{self, deadline, fail_code, with_socket};
+use super::socket::{self, fail_code, with_socket};
 use super::tcp::{cot_tcp, count};
+use super::timeout::{checked, deadline};
 use super::udp::cot_udp;
 use crate::error::{Error, Result};
 use crate::net::{Addr, Dir, Fail, Pattern, Socket};
@@ -126,9 +127,7 @@ fn now<T>(id: u64, udp: bool, timeout_ns: u64, f: impl FnOnce(&Socket) -> Result
 /// there). A read's try after its wait uses it alone: that call suspended,
 /// so it does not count.
 fn again<T>(id: u64, udp: bool, timeout_ns: u64, f: impl FnOnce(&Socket) -> Result<T>) -> Result<T> {
-    if timeout_ns != socket::COT_FOREVER && timeout_ns > i64::MAX as u64 {
-        return Err(Error::Inval);
-    }
+    checked(timeout_ns)?;
     let me = coro::running()?.owner() as *mut cot_loop;
     // SAFETY: a running coroutine's loop is live and lent to it.
     unsafe { with_socket(me, id, udp, |_, s| f(s)) }

@@ -8,6 +8,7 @@ use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
 use super::loop_::{cot_handle, cot_loop, lend, to_handle, with_loop};
+use super::timeout::timeout;
 use super::work::{cot_req, to_req};
 use crate::error::{Error, Result};
 use crate::future::{Future, Outcome, Payload, Promise};
@@ -330,18 +331,18 @@ pub unsafe extern "C" fn cot_future_result(
 }
 
 /// Blocks the calling thread until the future is settled, at most
-/// `timeout_ns` nanoseconds (negative: no limit). Returns 0 once settled,
-/// `COT_ETIMEDOUT`, or `COT_EINVAL` for NULL. Never call it on a loop's
+/// `timeout_ns` nanoseconds (`COT_FOREVER`: no limit). Returns 0 once
+/// settled, `COT_ETIMEDOUT`, or `COT_EINVAL` (NULL, a bad timeout). Never call it on a loop's
 /// thread for a future that loop must settle.
 ///
 /// # Safety
 /// `f` is NULL or a live future handle.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_future_wait(f: *const cot_future, timeout_ns: i64) -> c_int {
+pub unsafe extern "C" fn cot_future_wait(f: *const cot_future, timeout_ns: u64) -> c_int {
     // SAFETY: `f` is NULL or live (the contract), `future`'s need; the wait blocks this
     // thread only, holding no loop.
     let Ok(f) = (unsafe { future(f) }) else { return Error::Inval.code() };
-    status(f.wait(u64::try_from(timeout_ns).ok()))
+    status(timeout(timeout_ns).and_then(|t| f.wait(t)))
 }
 
 /// A C callback with its data, callable on any thread.

@@ -8,6 +8,7 @@ use std::os::raw::c_int;
 use super::guard::{boolean, status, write_out};
 use super::loop_::{cot_handle, cot_loop, lent_callback, to_handle, with_loop};
 use super::sched::ready_when;
+use super::timeout::checked;
 use super::work::{cot_work_cb, pool_work};
 use crate::error::Error;
 use crate::reactor::{Outcome, Wake};
@@ -112,7 +113,7 @@ pub unsafe extern "C" fn cot_loop_task_wait(r#loop: *mut cot_loop, task: cot_han
 
 /// Postpones the task for `ns` nanoseconds: a timeout for the operation it
 /// awaits, or a plain delay. Returns 1, 0 if it is already in a queue, or
-/// `COT_EINVAL`.
+/// `COT_EINVAL` (also for a bad `ns`: see `COT_FOREVER`).
 ///
 /// # Safety
 /// `loop` is NULL or a live loop.
@@ -120,7 +121,7 @@ pub unsafe extern "C" fn cot_loop_task_wait(r#loop: *mut cot_loop, task: cot_han
 pub unsafe extern "C" fn cot_loop_task_delay(r#loop: *mut cot_loop, task: cot_handle, ns: u64) -> c_int {
     // SAFETY: `with_loop` needs `loop` NULL or live: the contract. The delay arms a
     // timer of the loop, no C code runs here.
-    boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, When::Delay(ns))) })
+    boolean(unsafe { with_loop(r#loop, |l| l.task_schedule(to_handle(task)?, When::Delay(checked(ns)?))) })
 }
 
 /// Takes the task out of its queue (it keeps awaiting its operation, if
@@ -154,7 +155,7 @@ pub unsafe extern "C" fn cot_loop_notify(r#loop: *mut cot_loop, signal: *const c
 /// The task awaits a sleep of `ns` nanoseconds: its callback then runs with
 /// `COT_WAKE_SLEPT`, unless something else resumed it before. Call it from
 /// the task's callback (or on a task in no queue). Returns 0 or `COT_EINVAL`
-/// (bad task, or one already awaiting).
+/// (bad task, one already awaiting, a bad `ns`: see `COT_FOREVER`).
 ///
 /// # Safety
 /// `loop` is NULL or a live loop.
@@ -162,7 +163,7 @@ pub unsafe extern "C" fn cot_loop_notify(r#loop: *mut cot_loop, signal: *const c
 pub unsafe extern "C" fn cot_loop_task_sleep(r#loop: *mut cot_loop, task: cot_handle, ns: u64) -> c_int {
     // SAFETY: `with_loop` on `loop`, NULL or live as the contract says; the sleep's
     // callback is the task's, registered at its init.
-    status(unsafe { with_loop(r#loop, |l| l.task_sleep(to_handle(task)?, ns)) })
+    status(unsafe { with_loop(r#loop, |l| l.task_sleep(to_handle(task)?, checked(ns)?)) })
 }
 
 /// The task awaits `work(data)` on the pool: its callback then runs with

@@ -234,7 +234,7 @@ mod tests {
                         if !unsafe { cot_mutex_lock(s.m.get(), raw(&me)) } {
                             while me.granted.load(Ordering::Acquire) == 0 {
                                 // SAFETY: a live atomic.
-                                unsafe { cot_park(me.granted.as_ptr(), 0, -1) };
+                                unsafe { cot_park(me.granted.as_ptr(), 0, crate::ffi::COT_FOREVER) };
                             }
                         }
                         // SAFETY: the mutex is ours: nobody else touches

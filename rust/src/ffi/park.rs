@@ -4,31 +4,32 @@ use std::os::raw::c_int;
 use std::sync::atomic::AtomicU32;
 
 use super::guard::status;
+use super::timeout::timeout;
 use crate::error::Error;
 use crate::sync::park;
 
 /// Blocks the calling thread while `*word == expected`, at most `timeout_ns`
-/// nanoseconds (negative: no limit), until another thread calls
+/// nanoseconds (`COT_FOREVER`: no limit), until another thread calls
 /// `cot_unpark_one`/`cot_unpark_all` on `word` (Linux: a process-private
 /// futex). Returns 0 when woken or when `*word` differs from `expected`
 /// (checked atomically with going to sleep, so a change followed by an
 /// unpark is never missed); wakeups may be spurious, so callers loop until the
 /// word says they may go on. Returns `COT_ETIMEDOUT` when the time passed,
-/// `COT_EINVAL` for NULL. Safe from any thread.
+/// `COT_EINVAL` for NULL or a bad timeout. Safe from any thread.
 ///
 /// # Safety
 /// `word` is NULL or points to a live, 4-byte aligned `uint32_t` that others
 /// only access atomically (e.g. a C11 `atomic_uint` or a C++
 /// `std::atomic<uint32_t>`) during the call.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_park(word: *const u32, expected: u32, timeout_ns: i64) -> c_int {
+pub unsafe extern "C" fn cot_park(word: *const u32, expected: u32, timeout_ns: u64) -> c_int {
     if word.is_null() {
         return Error::Inval.code();
     }
     // SAFETY: non-null, aligned, live and only accessed atomically during the
     // call (the caller's contract); the core only loads it.
     let word = unsafe { AtomicU32::from_ptr(word.cast_mut()) };
-    status(park::park(word, expected, u64::try_from(timeout_ns).ok()))
+    status(timeout(timeout_ns).and_then(|t| park::park(word, expected, t)))
 }
 
 /// Wakes one thread parked on `word` (`cot_park`). Returns how many woke (0
@@ -58,6 +59,7 @@ pub extern "C" fn cot_unpark_all(word: *const u32) -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi::COT_FOREVER;
     use std::sync::atomic::Ordering;
 
     #[test]
@@ -66,7 +68,7 @@ mod tests {
         // SAFETY: (every call) `w` is a live atomic.
         unsafe {
             assert_eq!(cot_park(std::ptr::null(), 0, 0), Error::Inval.code());
-            assert_eq!(cot_park(w.as_ptr(), 1, -1), 0, "the word differs");
+            assert_eq!(cot_park(w.as_ptr(), 1, COT_FOREVER), 0, "the word differs");
             assert_eq!(cot_park(w.as_ptr(), 0, 1_000_000), Error::TimedOut.code());
         }
         assert_eq!(cot_unpark_one(std::ptr::null()), Error::Inval.code());
@@ -76,7 +78,7 @@ mod tests {
             s.spawn(move || {
                 while w.load(Ordering::Acquire) == 0 {
                     // SAFETY: `w` outlives the scoped thread, and is a word as `cot_park` needs.
-                    assert_eq!(unsafe { cot_park(w.as_ptr(), 0, -1) }, 0);
+                    assert_eq!(unsafe { cot_park(w.as_ptr(), 0, COT_FOREVER) }, 0);
                 }
             });
             std::thread::sleep(std::time::Duration::from_millis(10));

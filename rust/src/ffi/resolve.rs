@@ -10,7 +10,7 @@ use std::os::raw::c_int;
 use super::fs::{cot_getaddrinfo_cb, lookup_job};
 use super::guard::{status, write_out};
 use super::loop_::{CResolve, cot_loop, lend, tables, with_loop};
-use super::socket::deadline;
+use super::timeout::deadline;
 use crate::error::{Error, Result};
 use crate::reactor::Loop;
 use crate::util::slab::Key;

@@ -5,6 +5,7 @@ use std::os::raw::c_int;
 
 use super::guard::{boolean, cot_sched, status, with_sched};
 use super::task::{cot_task, task_raw, to_task};
+use super::timeout::checked;
 use crate::error::Error;
 use crate::sched::{Sched, When};
 use crate::time::Clock;
@@ -86,7 +87,8 @@ pub unsafe extern "C" fn cot_sched_postpone(sched: *mut cot_sched, task: cot_tas
 }
 
 /// Postpones `task`, which must be in no queue, for `ns` nanoseconds from now
-/// (0: due at once). Returns 1, 0 if it is already in a queue, or `COT_EINVAL`.
+/// (0: due at once). Returns 1, 0 if it is already in a queue, or `COT_EINVAL`
+/// (also for a bad `ns`: see `COT_FOREVER`).
 ///
 /// # Safety
 /// `sched` is NULL or a live scheduler.
@@ -94,7 +96,7 @@ pub unsafe extern "C" fn cot_sched_postpone(sched: *mut cot_sched, task: cot_tas
 pub unsafe extern "C" fn cot_sched_delay(sched: *mut cot_sched, task: cot_task, ns: u64) -> c_int {
     // SAFETY: `with_sched` needs `sched` NULL or live; the contract says so. A delay
     // may read the clock, which runs under the busy flag.
-    boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Delay(ns))) })
+    boolean(unsafe { with_sched(sched, |s| s.schedule(to_task(task)?, When::Delay(checked(ns)?))) })
 }
 
 /// Takes `task` out of the queue it is in. Returns 1, 0 if it was in none,

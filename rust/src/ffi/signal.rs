@@ -9,6 +9,7 @@ use std::os::raw::c_int;
 use super::guard::{boolean, cot_sched, status, with_sched, write_out};
 use super::sched::ready_when;
 use super::task::{cot_task, task_raw, to_task};
+use super::timeout::checked;
 use crate::error::{Error, Result};
 use crate::sched::{Mode, When};
 
@@ -86,7 +87,7 @@ pub unsafe extern "C" fn cot_sched_notify_postpone(sched: *mut cot_sched, signal
 pub unsafe extern "C" fn cot_sched_notify_delay(sched: *mut cot_sched, signal: *const c_void, ns: u64) -> c_int {
     // SAFETY: `sched` is NULL or live by the contract; a delay may call the clock,
     // which `with_sched`'s busy flag guards.
-    boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Delay(ns))) })
+    boolean(unsafe { with_sched(sched, |s| s.notify(key(signal)?, When::Delay(checked(ns)?))) })
 }
 
 /// Returns 1 if `signal` has waiters, 0 if not, or `COT_EINVAL`.

@@ -18,10 +18,6 @@ use crate::net::{Addr, Dir, Done, Fail, Socket};
 use crate::reactor::Loop;
 use crate::util::slab::Key;
 
-/// A timeout that never passes: the operation waits until it ends or is
-/// cancelled. Equal to `COT_CORO_FOREVER`.
-pub const COT_FOREVER: u64 = u64::MAX;
-
 /// A socket operation's completion: `result` is a byte count (0 at the end
 /// of a stream, for a read), 0 (connect), or a negative error code:
 /// `COT_ETIMEDOUT` (its deadline passed), `COT_ECANCELED` (cancelled, or
@@ -47,17 +43,6 @@ pub(crate) fn fail_code(f: Fail) -> i64 {
 /// The code of a failed system call.
 pub(crate) fn sys_error(errno: c_int) -> Error {
     Error::from_errno(errno)
-}
-
-/// The deadline on the loop's clock of a timeout in ns: `None` for
-/// `COT_FOREVER`; `COT_EINVAL` above `INT64_MAX` (a negative number
-/// converted), so a mistaken sign is an error, not a wait for centuries.
-pub(crate) fn deadline(l: &mut Loop, timeout_ns: u64) -> Result<Option<u64>> {
-    match timeout_ns {
-        COT_FOREVER => Ok(None),
-        t if t > i64::MAX as u64 => Err(Error::Inval),
-        t => Ok(Some(l.now_fresh().saturating_add(t))),
-    }
 }
 
 /// Runs `f` on the socket `id` of the loop, which must be of the kind

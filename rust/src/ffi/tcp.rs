@@ -12,7 +12,8 @@ use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
 use super::loop_::{cot_loop, lend, with_loop};
-use super::socket::{self, SocketFn, cot_socket_cb, deadline, fail_code, sys_error, with_socket};
+use super::socket::{self, SocketFn, cot_socket_cb, fail_code, sys_error, with_socket};
+use super::timeout::deadline;
 use crate::error::{Error, Result};
 use crate::net::{Dir, Fail, Pattern, Socket};
 

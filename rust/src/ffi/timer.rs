@@ -5,6 +5,7 @@ use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
 use super::loop_::{cot_handle, cot_handle_cb, cot_loop, handle_callback, to_handle, with_loop};
+use super::timeout::checked;
 
 /// A timer callback. `data` is the handle's user pointer.
 pub type cot_timer_cb = cot_handle_cb;
@@ -28,7 +29,7 @@ pub unsafe extern "C" fn cot_timer_init(r#loop: *mut cot_loop, data: *mut c_void
 /// loop's cached time (`cot_loop_now`), then every `repeat` ns if `repeat` >
 /// 0 (re-armed before the callback runs). A timer started from a timer
 /// callback fires on a later iteration, even with timeout 0. Returns 0 or
-/// `COT_EINVAL` (bad handle, NULL `cb`).
+/// `COT_EINVAL` (bad handle, NULL `cb`, a bad duration: see `COT_FOREVER`).
 ///
 /// # Safety
 /// `loop` is NULL or a live loop; `cb` may be called from `cot_loop_run`.
@@ -48,7 +49,9 @@ pub unsafe extern "C" fn cot_timer_start(
     // SAFETY: `loop` is NULL or live (`with_loop`'s need); `handle_callback`
     // relies on `cb` being callable from the loop: both this contract's.
     status(unsafe {
-        with_loop(r#loop, |l| l.timer_start_with(to_handle(timer)?, timeout, repeat, tag, || handle_callback(me, cb)))
+        with_loop(r#loop, |l| {
+            l.timer_start_with(to_handle(timer)?, checked(timeout)?, checked(repeat)?, tag, || handle_callback(me, cb))
+        })
     })
 }
 
@@ -75,7 +78,8 @@ pub unsafe extern "C" fn cot_timer_again(r#loop: *mut cot_loop, timer: cot_handl
     status(unsafe { with_loop(r#loop, |l| l.timer_again(to_handle(timer)?)) })
 }
 
-/// Sets the repeat (ns) used from the next expiry on. Returns 0 or `COT_EINVAL`.
+/// Sets the repeat (ns) used from the next expiry on. Returns 0 or `COT_EINVAL`
+/// (bad handle, a bad duration: see `COT_FOREVER`).
 ///
 /// # Safety
 /// `loop` is NULL or a live loop.
@@ -83,5 +87,5 @@ pub unsafe extern "C" fn cot_timer_again(r#loop: *mut cot_loop, timer: cot_handl
 pub unsafe extern "C" fn cot_timer_set_repeat(r#loop: *mut cot_loop, timer: cot_handle, repeat: u64) -> c_int {
     // SAFETY: `loop` NULL or live is the contract; `with_loop` needs no
     // more to store a number in the timer.
-    status(unsafe { with_loop(r#loop, |l| l.timer_set_repeat(to_handle(timer)?, repeat)) })
+    status(unsafe { with_loop(r#loop, |l| l.timer_set_repeat(to_handle(timer)?, checked(repeat)?)) })
 }

@@ -7,8 +7,9 @@ use std::os::raw::c_int;
 
 use super::guard::status;
 use super::loop_::{cot_loop, lend};
-use super::socket::{self, cot_socket_cb, deadline, fail_code, sys_error, with_socket};
+use super::socket::{self, cot_socket_cb, fail_code, sys_error, with_socket};
 use super::tcp::count;
+use super::timeout::deadline;
 use crate::error::Error;
 use crate::net::{Addr, Fail};
 

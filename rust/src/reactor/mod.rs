@@ -170,6 +170,13 @@ impl Loop {
         self.now
     }
 
+    /// The time a wait starts from: the clock read now (and cached), not the
+    /// iteration's start, so a wait of `ns` lasts at least `ns` from its call.
+    pub fn wait_start(&mut self) -> u64 {
+        self.update_time();
+        self.now
+    }
+
     /// Updates the cached time.
     pub fn update_time(&mut self) {
         self.now = self.sched.now();

@@ -504,9 +504,9 @@ pub fn arm_yield(l: &mut Loop, co: &Coro) -> Result<()> {
     l.task_schedule(co.handle()?, When::Later).map(drop)
 }
 
-/// The time `ns` from the loop's cached time (timers count from it too).
+/// The time `ns` from now (a fresh clock read: the wait lasts at least `ns`).
 fn deadline(l: &mut Loop, ns: u64) -> u64 {
-    l.now_fresh().saturating_add(ns)
+    l.wait_start().saturating_add(ns)
 }
 
 /// Places the timeout watch, unless `timeout` is `None` (forever).
@@ -518,7 +518,7 @@ fn arm_timeout(l: &mut Loop, h: Handle, timeout: Option<u64>) -> Result<()> {
     Ok(())
 }
 
-/// Arms a sleep of `ns` nanoseconds (counted from the loop's cached time).
+/// Arms a sleep of `ns` nanoseconds from now.
 pub fn arm_sleep(l: &mut Loop, co: &Coro, ns: u64) -> Result<()> {
     let h = co.handle()?;
     let at = deadline(l, ns);

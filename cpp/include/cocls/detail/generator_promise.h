@@ -279,7 +279,7 @@ private:
     [[gnu::noinline]] void wait_step() noexcept {
         std::uint32_t expected = 0;
         if (m_wake.compare_exchange_strong(expected, 2, std::memory_order_acquire, std::memory_order_acquire)) {
-            while (m_wake.load(std::memory_order_acquire) == 2) cot_park(word(), 2, -1);
+            while (m_wake.load(std::memory_order_acquire) == 2) cot_park(word(), 2, COT_FOREVER);
         }
         m_wake.store(0, std::memory_order_relaxed);
     }
