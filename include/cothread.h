@@ -2466,6 +2466,25 @@ int cot_tcp_write(struct cot_loop *loop,
                   void *data);
 
 /**
+ * `cot_tcp_write` without the copy: the socket sends from `buf` itself,
+ * which must stay valid and unchanged until `cb` runs (as with libuv's
+ * `uv_write`). For large writes from a buffer that lives anyway: the C++
+ * `write` and `cot_coro_write` use it. A cancel or a close ends the write
+ * before it reads `buf` again; `cb` still runs, after.
+ *
+ * # Safety
+ * As `cot_tcp_write`; besides, `buf` stays readable and unchanged until
+ * `cb` runs, or the loop is closed.
+ */
+int cot_tcp_write_nocopy(struct cot_loop *loop,
+                         cot_tcp tcp,
+                         const void *buf,
+                         size_t len,
+                         uint64_t timeout_ns,
+                         cot_socket_cb cb,
+                         void *data);
+
+/**
  * `cot_tcp_write` of `n` buffers, in order, copied.
  *
  * # Safety
@@ -3293,10 +3312,12 @@ int64_t cot_coro_read(cot_tcp tcp, void *buf, size_t len, uint64_t timeout_ns);
  * Writes all `len` bytes of `buf` on `tcp`, waiting at most `timeout_ns`,
  * in the running coroutine. Returns `len`, or an error as
  * `cot_coro_read` (`COT_EPIPE`, `COT_ECONNRESET`: the peer went; never a
- * SIGPIPE; `COT_EBUSY`: a write or connect waits already).
+ * SIGPIPE; `COT_EBUSY`: a write or connect waits already). Nothing is
+ * copied: the socket sends from `buf` until the call returns.
  *
  * # Safety
- * `buf` is NULL or readable for `len` bytes.
+ * `buf` is NULL or readable for `len` bytes, unchanged until the call
+ * returns.
  */
 int64_t cot_coro_write(cot_tcp tcp, const void *buf, size_t len, uint64_t timeout_ns);
 

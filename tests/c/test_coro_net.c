@@ -278,6 +278,20 @@ static void *read_big(void *arg) {
     return NULL;
 }
 
+/* Parks in a write of `arg` (BIG bytes) that nobody reads. */
+static void *write_lent(void *arg) {
+    CHECK_EQ(cot_coro_write(pair_b, arg, BIG, COT_CORO_FOREVER), BIG); /* never returns: freed */
+    return NULL;
+}
+
+static void *drain_a(void *arg) {
+    static char buf[64 * 1024];
+    (void)arg;
+    while (cot_coro_read(pair_a, buf, sizeof buf, 20 * MS) > 0) {
+    }
+    return NULL;
+}
+
 static void *bad_input(void *arg) {
     char buf[8];
     struct sockaddr_in a = {0};
@@ -324,6 +338,18 @@ static void test_waits(void) {
     CHECK_EQ(cot_coro_status(parked), COT_CORO_WAITING);
     CHECK_EQ(cot_coro_free(parked), 0);
     cos[0] = spawn_on(loop, read_again, NULL);
+    run_and_free_on(loop, cos, 1);
+
+    /* freed while parked in a write, which sends from the caller's buffer:
+     * the write ends before the free returns (ASan would see a later read) */
+    unsigned char *lent = malloc(BIG);
+    memset(lent, 5, BIG);
+    parked = spawn_on(loop, write_lent, lent);
+    for (int i = 0; i < 3; i++) CHECK(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0);
+    CHECK_EQ(cot_coro_status(parked), COT_CORO_WAITING);
+    CHECK_EQ(cot_coro_free(parked), 0);
+    free(lent);
+    cos[0] = spawn_on(loop, drain_a, NULL);
     run_and_free_on(loop, cos, 1);
 
     reader_ended = 0;

@@ -399,6 +399,71 @@ static void test_full_duplex_and_busy(void) {
 }
 
 /* Bad input gets an error code, never a crash, and never a callback. */
+/* Reads what `b` has now into nothing; checks the bytes follow `pattern`. */
+static size_t drain_checked(cot_loop *loop, cot_tcp b, size_t at) {
+    static char sink[64 * 1024];
+    int64_t n;
+    while ((n = cot_tcp_try_read(loop, b, sink, sizeof sink)) > 0) {
+        for (int64_t i = 0; i < n; i++) CHECK_EQ(sink[i], (char)((at + (size_t)i) % 251));
+        at += (size_t)n;
+    }
+    return at;
+}
+
+/* cot_tcp_write_nocopy sends from the caller's buffer: all of it arrives;
+ * a write cancelled or closed while it waits never reads the buffer again
+ * once its callback ran (freed there: ASan would see a later read). */
+static void test_write_nocopy(void) {
+    cot_loop *loop = cot_loop_new();
+    cot_tcp a, b;
+    pair(loop, &a, &b);
+    char *buf = malloc(BIG);
+    for (size_t i = 0; i < BIG; i++) buf[i] = (char)(i % 251);
+    struct got w = {0};
+    CHECK_EQ(cot_tcp_write_nocopy(loop, a, buf, BIG, COT_FOREVER, on_io, &w), 0);
+    size_t got = 0;
+    while (!w.done) {
+        got = drain_checked(loop, b, got);
+        CHECK(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0);
+    }
+    CHECK_EQ(w.result, BIG);
+    CHECK_EQ(drain_checked(loop, b, got), BIG);
+
+    /* Cancelled, then closed, while waiting: the buffer goes in the callback. */
+    for (int how = 0; how < 2; how++) {
+        char *lent = malloc(BIG);
+        memset(lent, 1, BIG);
+        struct got c = {0};
+        CHECK_EQ(cot_tcp_write_nocopy(loop, a, lent, BIG, COT_FOREVER, on_io, &c), 0);
+        for (int i = 0; i < 3; i++) CHECK(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0);
+        CHECK(!c.done); /* nobody reads b: it waits */
+        if (how == 0) {
+            CHECK_EQ(cot_tcp_cancel(loop, a, COT_WRITABLE), 1);
+        } else {
+            CHECK_EQ(cot_tcp_close(loop, a), 0);
+        }
+        run_until(loop, &c.done);
+        CHECK_EQ(c.result, COT_ECANCELED);
+        free(lent);
+        char sink[64 * 1024];
+        while (cot_tcp_try_read(loop, b, sink, sizeof sink) > 0) {
+        }
+        for (int i = 0; i < 3; i++) CHECK(cot_loop_run(loop, COT_RUN_NOWAIT) >= 0);
+    }
+
+    /* Bad input, as cot_tcp_write. */
+    struct got g = {0};
+    CHECK_EQ(cot_tcp_write_nocopy(loop, b, NULL, 1, COT_FOREVER, on_io, &g), COT_EINVAL);
+    CHECK_EQ(cot_tcp_write_nocopy(loop, b, buf, 0, COT_FOREVER, on_io, &g), COT_EINVAL);
+    CHECK_EQ(cot_tcp_write_nocopy(loop, b, buf, 1, COT_FOREVER, NULL, &g), COT_EINVAL);
+    CHECK_EQ(cot_tcp_write_nocopy(loop, b, buf, 1, (uint64_t)-5, on_io, &g), COT_EINVAL);
+    CHECK_EQ(cot_tcp_write_nocopy(loop, a, buf, 1, COT_FOREVER, on_io, &g), COT_EBADF); /* closed */
+    CHECK(!g.done);
+    free(buf);
+    CHECK_EQ(cot_tcp_close(loop, b), 0);
+    finish(loop);
+}
+
 static void test_bad_input(void) {
     cot_loop *loop = cot_loop_new();
     cot_tcp a, b, gone;
@@ -549,6 +614,7 @@ int main(void) {
     test_readv_fills_in_order();
     test_read_whose_bytes_were_taken();
     test_full_duplex_and_busy();
+    test_write_nocopy();
     test_bad_input();
     test_resolve_then_connect();
     puts("test_tcp: ok");

@@ -1,5 +1,6 @@
 // cothread TCP: echo over IPv4, IPv6 and Unix, read_exact, a big write
-// against a slow reader, deadlines, stop tokens (same thread, other thread,
+// against a slow reader, a write that waits sent from the caller's buffer
+// (not copied), deadlines, stop tokens (same thread, other thread,
 // during a connect), a peer reset mid-write, the error_code forms, and the
 // hot path: data already there is read (and a small write sent) without
 // suspending and without an allocation; after a short read, a read waits
@@ -11,6 +12,7 @@
 #include <cothread/task.h>
 #include <cothread/tcp.h>
 #include <cothread/timer.h>
+#include <cothread/when_all.h>
 #include <cothread/when_any.h>
 
 #include <signal.h>
@@ -31,6 +33,30 @@
 #include "check.h"
 #include "tcp_pair.h"
 #include "heap_count.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define COT_TEST_SANITIZER_HEAP 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define COT_TEST_SANITIZER_HEAP 1
+#endif
+#endif
+#ifdef COT_TEST_SANITIZER_HEAP
+// The sanitizers' runtime has it (their header is not always installed).
+extern "C" std::size_t __sanitizer_get_current_allocated_bytes();
+#else
+#include <malloc.h>
+#endif
+
+// The bytes the C heap holds now (the core allocates there too).
+static std::size_t heap_in_use() {
+#ifdef COT_TEST_SANITIZER_HEAP
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    struct mallinfo2 m = mallinfo2();
+    return m.uordblks + m.hblkhd;  // small blocks, and the mmapped large ones
+#endif
+}
 
 using namespace std::chrono_literals;
 using cothread::endpoint;
@@ -170,6 +196,37 @@ static task<int> big_write() {
 static void test_big_write() {
     cothread::loop lp;
     CHECK_EQ(cothread::sync_wait(lp, big_write()), 1);
+}
+
+// A write the socket cannot take at once waits with the caller's buffer:
+// while 32 MiB wait for a reader, the heap holds no copy of them.
+static task<void> drain_after_probe(tcp_socket &a, std::size_t heap_before, std::size_t *grew, std::size_t *got) {
+    co_await cothread::sleep_for(20ms);  // the write has filled the socket and waits
+    *grew = heap_in_use() - heap_before;
+    std::vector<std::byte> buf(256 * 1024);
+    while (std::size_t n = co_await a.read(buf, 30s)) *got += n;
+}
+
+static task<int> write_in_place() {
+    auto [c, a] = co_await connected(endpoint::v4("127.0.0.1", 0));
+    std::vector<std::byte> data(32 << 20, std::byte(3));
+    std::size_t grew = 0, got = 0, before = heap_in_use();
+    auto writer = [](tcp_socket &c, std::span<const std::byte> d) -> task<std::size_t> {
+        std::size_t n = co_await c.write(d, 30s);
+        c.shutdown_write();
+        co_return n;
+    };
+    auto [sent, drained] = co_await cothread::when_all(writer(c, data), drain_after_probe(a, before, &grew, &got));
+    (void)drained;
+    CHECK_EQ(sent, data.size());
+    CHECK_EQ(got, data.size());
+    CHECK(grew < (4u << 20));  // a copy of what waited would be about 30 MiB
+    co_return 1;
+}
+
+static void test_write_in_place() {
+    cothread::loop lp;
+    CHECK_EQ(cothread::sync_wait(lp, write_in_place()), 1);
 }
 
 // A read's deadline: timed_out, not before it; the socket reads on after.
@@ -489,6 +546,7 @@ int main() {
     RUN(test_echo_unix);
     RUN(test_read_exact);
     RUN(test_big_write);
+    RUN(test_write_in_place);
     RUN(test_read_deadline);
     RUN(test_connect_deadline);
     RUN(test_stop_read);

@@ -64,8 +64,10 @@ private:
     std::span<std::byte> m_buf;
 };
 
-// Writes all: what the try sends now, then the rest through cot_tcp_write
-// (which copies it). On error the count is what the try sent.
+// Writes all: what the try sends now, then the rest through
+// cot_tcp_write_nocopy, from the caller's buffer, which lives until the
+// co_await ends anyway: nothing is copied. On error the count is what the
+// try sent.
 class tcp_write_op : public op<tcp_write_op, std::size_t> {
 public:
     tcp_write_op(cot_loop *lp, cot_tcp s, std::span<const std::byte> b, deadline dl, std::error_code *ec) noexcept
@@ -79,7 +81,7 @@ public:
         return m_sent == m_buf.size() ? r : COT_EAGAIN;
     }
     int start(std::uint64_t ns) noexcept {
-        return cot_tcp_write(m_lp, m_key, m_buf.data() + m_sent, m_buf.size() - m_sent, ns, &on_socket, this);
+        return cot_tcp_write_nocopy(m_lp, m_key, m_buf.data() + m_sent, m_buf.size() - m_sent, ns, &on_socket, this);
     }
     std::size_t done() noexcept { return m_buf.size(); }
     std::size_t failed() noexcept { return m_sent; }

@@ -26,7 +26,7 @@ use super::tcp::{cot_tcp, count};
 use super::timeout::{checked, deadline};
 use super::udp::cot_udp;
 use crate::error::{Error, Result};
-use crate::net::{Addr, Dir, Fail, Pattern, Socket};
+use crate::net::{Addr, Dir, Fail, Pattern, Socket, WriteBuf};
 use crate::reactor::Loop;
 use crate::sched::When;
 use crate::stack::State;
@@ -190,10 +190,12 @@ pub unsafe extern "C" fn cot_coro_read(tcp: cot_tcp, buf: *mut c_void, len: usiz
 /// Writes all `len` bytes of `buf` on `tcp`, waiting at most `timeout_ns`,
 /// in the running coroutine. Returns `len`, or an error as
 /// `cot_coro_read` (`COT_EPIPE`, `COT_ECONNRESET`: the peer went; never a
-/// SIGPIPE; `COT_EBUSY`: a write or connect waits already).
+/// SIGPIPE; `COT_EBUSY`: a write or connect waits already). Nothing is
+/// copied: the socket sends from `buf` until the call returns.
 ///
 /// # Safety
-/// `buf` is NULL or readable for `len` bytes.
+/// `buf` is NULL or readable for `len` bytes, unchanged until the call
+/// returns.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_coro_write(tcp: cot_tcp, buf: *const c_void, len: usize, timeout_ns: u64) -> i64 {
     if buf.is_null() || len == 0 {
@@ -208,8 +210,13 @@ pub unsafe extern "C" fn cot_coro_write(tcp: cot_tcp, buf: *const c_void, len: u
         Err(Error::Again) => 0,
         Err(e) => return e.code() as i64,
     };
-    // Only what did not fit is copied, for the operation that waits.
-    let bytes = data[sent..].to_vec();
+    // What did not fit is sent from `buf` itself: this call returns only
+    // after the write ended (`park` waits for its completion, even when
+    // woken), and a free of the coroutine cancels it first.
+    // SAFETY: readable for `len` bytes (the contract), unchanged while this
+    // coroutine is parked in the call, and the write ends before the call
+    // returns or the coroutine's stack goes: `lent`'s contract.
+    let bytes = unsafe { WriteBuf::lent(data[sent..].as_ptr(), len - sent) };
     let r = park(tcp, false, Dir::Write, timeout_ns, |l, s, d, done| {
         s.write(l, bytes, d, Box::new(move |lp, _sent, r| done(lp, r)))
     });

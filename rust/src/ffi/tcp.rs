@@ -15,7 +15,7 @@ use super::loop_::{cot_loop, lend, with_loop};
 use super::socket::{self, SocketFn, cot_socket_cb, fail_code, sys_error, with_socket};
 use super::timeout::deadline;
 use crate::error::{Error, Result};
-use crate::net::{Dir, Fail, Pattern, Socket};
+use crate::net::{Dir, Fail, Pattern, Socket, WriteBuf};
 
 /// A TCP socket: a key of its loop's socket table, from `cot_tcp_init`,
 /// `cot_tcp_open` or an accept. 0 is never a socket.
@@ -354,11 +354,12 @@ pub unsafe extern "C" fn cot_tcp_readv(
 /// Starts a write of all of `bytes`.
 ///
 /// # Safety
-/// `loop` is NULL or a live loop.
+/// `loop` is NULL or a live loop; lent `bytes` keep `WriteBuf::lent`'s
+/// contract.
 unsafe fn write(
     r#loop: *mut cot_loop,
     tcp: cot_tcp,
-    bytes: Vec<u8>,
+    bytes: WriteBuf,
     timeout_ns: u64,
     cb: SocketFn,
     data: *mut c_void,
@@ -402,6 +403,35 @@ pub unsafe extern "C" fn cot_tcp_write(
     let bytes = unsafe { std::slice::from_raw_parts(buf.cast::<u8>(), len) }.to_vec();
     // SAFETY: the bytes are copied above, so `write` asks only `loop` NULL or
     // live, which `cot_tcp_write`'s contract gives.
+    unsafe { write(r#loop, tcp, bytes.into(), timeout_ns, cb, data) }
+}
+
+/// `cot_tcp_write` without the copy: the socket sends from `buf` itself,
+/// which must stay valid and unchanged until `cb` runs (as with libuv's
+/// `uv_write`). For large writes from a buffer that lives anyway: the C++
+/// `write` and `cot_coro_write` use it. A cancel or a close ends the write
+/// before it reads `buf` again; `cb` still runs, after.
+///
+/// # Safety
+/// As `cot_tcp_write`; besides, `buf` stays readable and unchanged until
+/// `cb` runs, or the loop is closed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_write_nocopy(
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    buf: *const c_void,
+    len: usize,
+    timeout_ns: u64,
+    cb: cot_socket_cb,
+    data: *mut c_void,
+) -> c_int {
+    let (Some(cb), false, false) = (cb, buf.is_null(), len == 0) else { return Error::Inval.code() };
+    // SAFETY: `buf` is not NULL (checked) and stays readable and unchanged
+    // until `cb` runs or the loop closes: this function's contract, which is
+    // `WriteBuf::lent`'s, since the write ends by running `cb`.
+    let bytes = unsafe { WriteBuf::lent(buf.cast::<u8>(), len) };
+    // SAFETY: `loop` NULL or live (the contract); the lent bytes keep
+    // `lent`'s contract, as argued above.
     unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
 }
 
@@ -431,7 +461,7 @@ pub unsafe extern "C" fn cot_tcp_writev(
     }
     // SAFETY: `bytes` is a copy made above; `write` needs `loop` NULL or live,
     // as the contract (that of `cot_tcp_write`) says.
-    unsafe { write(r#loop, tcp, bytes, timeout_ns, cb, data) }
+    unsafe { write(r#loop, tcp, bytes.into(), timeout_ns, cb, data) }
 }
 
 /// Reads at most `len` bytes into `buf` now, never waiting, never calling

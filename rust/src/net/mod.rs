@@ -3,7 +3,8 @@
 //! | file | what |
 //! | --- | --- |
 //! | `sys.rs` | the system calls: sockets, options, names, `poll(2)`, LuaSocket's error texts |
-//! | `resolve.rs` | name resolution and reverse lookup (`getaddrinfo`, `getnameinfo`). With `sys.rs`, all the unsafe code of the layer. |
+//! | `resolve.rs` | name resolution and reverse lookup (`getaddrinfo`, `getnameinfo`). With `sys.rs` and `write_buf.rs`, all the unsafe code of the layer. |
+//! | `write_buf.rs` | the bytes of a write: owned, or lent by a caller who keeps them in place |
 //! | `accept.rs` | what an accept does when `accept(2)` fails: out of descriptors it retries on a timer |
 //! | `pattern.rs` | LuaSocket's receive patterns (line, count, all) over a read [`Buffer`](crate::util::buffer::Buffer) |
 //! | `io.rs` | a socket's descriptor and read buffer, and one non-blocking try of each operation |
@@ -83,6 +84,7 @@ mod pattern;
 pub mod resolve;
 mod socket;
 pub mod sys;
+mod write_buf;
 
 #[cfg(test)]
 mod tests;
@@ -95,6 +97,7 @@ pub use pattern::{Pattern, line_too_long};
 pub use resolve::ResolveError;
 pub use socket::Socket;
 pub use sys::{Addr, SysResult};
+pub use write_buf::WriteBuf;
 
 /// The direction of an operation: read (read, accept, recvfrom) or write
 /// (write, connect).

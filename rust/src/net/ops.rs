@@ -17,6 +17,7 @@ use super::accept::retry_wait;
 use super::io::{SocketIo, Step, settle};
 use super::pattern::Pattern;
 use super::sys::Addr;
+use super::write_buf::WriteBuf;
 use super::{Dir, Fail};
 use crate::error::Error;
 use crate::reactor::{Handle, Loop, READABLE, WRITABLE};
@@ -78,7 +79,7 @@ struct Pending {
 pub(super) enum Op {
     Read(Pattern, Done<Vec<u8>>),
     /// The data, the bytes of it sent so far.
-    Write(Vec<u8>, usize, WriteDone),
+    Write(WriteBuf, usize, WriteDone),
     Accept(Done<RawFd>),
     Connect(Done<()>),
     /// The largest datagram taken.
@@ -118,7 +119,7 @@ impl Op {
                 Some(r) => Ok(Ended::Read(done, r)),
                 None => wait(Op::Read(p, done)),
             },
-            Op::Write(data, mut sent, done) => match settle(io.write(&data, &mut sent)) {
+            Op::Write(data, mut sent, done) => match settle(io.write(data.as_slice(), &mut sent)) {
                 Some(r) => Ok(Ended::Write(done, sent, r)),
                 None => wait(Op::Write(data, sent, done)),
             },

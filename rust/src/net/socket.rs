@@ -11,6 +11,7 @@ use super::io::{SocketIo, settle};
 use super::ops::{self, Cell, Done, Op, Shared, WriteDone};
 use super::pattern::Pattern;
 use super::sys::{self, Addr, SysResult};
+use super::write_buf::WriteBuf;
 use super::{Dir, Fail};
 use crate::error::Error;
 use crate::reactor::Loop;
@@ -172,11 +173,17 @@ impl Socket {
         ops::start(&self.0, lp, Op::Read(p, done), deadline)
     }
 
-    /// Writes all of `data` on `lp`, until `deadline`; `done` gets the bytes
-    /// sent, all of them on success. Fails to start as `read` does (`Busy`:
-    /// a write or connect waits).
-    pub fn write(&self, lp: &mut Loop, data: Vec<u8>, deadline: Option<u64>, done: WriteDone) -> Result<(), Error> {
-        ops::start(&self.0, lp, Op::Write(data, 0, done), deadline)
+    /// Writes all of `data` (owned, or lent: [`WriteBuf`]) on `lp`, until
+    /// `deadline`; `done` gets the bytes sent, all of them on success. Fails
+    /// to start as `read` does (`Busy`: a write or connect waits).
+    pub fn write(
+        &self,
+        lp: &mut Loop,
+        data: impl Into<WriteBuf>,
+        deadline: Option<u64>,
+        done: WriteDone,
+    ) -> Result<(), Error> {
+        ops::start(&self.0, lp, Op::Write(data.into(), 0, done), deadline)
     }
 
     /// Accepts a connection on `lp`, until `deadline`. Out of descriptors
