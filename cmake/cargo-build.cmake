@@ -7,7 +7,8 @@
 #         -P cmake/cargo-build.cmake
 #
 # LUA=54 builds the core too (`cargo build -p cothread -p cothread-lua`), the others
-# `cargo build -p cothread-lua --no-default-features --features lua<v>`.
+# `cargo build -p cothread-lua --no-default-features --features lua<v>`; LUA=none the
+# core alone (`cargo build -p cothread`: COTHREAD_LUA=OFF), with no LUA_DIR or LINKLIB.
 #
 # Every Lua version builds in the same target folder, so the core and the crates that
 # do not depend on the Lua version are compiled once. cargo keeps one slot for the
@@ -20,19 +21,25 @@
 # make the copies itself, but is unstable: nightly only, as of cargo 1.95.)
 cmake_minimum_required(VERSION 3.20)
 
-foreach(_var CARGO SOURCE_DIR TARGET_DIR PROFILE_DIR LUA LUA_DIR LINKLIB PATCHELF)
+set(_required CARGO SOURCE_DIR TARGET_DIR PROFILE_DIR LUA)
+if(NOT LUA STREQUAL "none")
+  list(APPEND _required LUA_DIR LINKLIB PATCHELF)
+endif()
+foreach(_var IN LISTS _required)
   if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
     message(FATAL_ERROR "cargo-build.cmake: -D${_var}=... is required")
   endif()
 endforeach()
 
-if(LUA STREQUAL "54")
+if(LUA STREQUAL "none")
+  set(_packages -p cothread)
+elseif(LUA STREQUAL "54")
   set(_packages -p cothread -p cothread-lua)
 else()
   set(_packages -p cothread-lua --no-default-features --features lua${LUA})
 endif()
 
-file(MAKE_DIRECTORY "${TARGET_DIR}" "${LUA_DIR}")
+file(MAKE_DIRECTORY "${TARGET_DIR}")
 file(LOCK "${TARGET_DIR}/cothread-cmake.lock" GUARD PROCESS)
 
 execute_process(
@@ -43,11 +50,15 @@ if(NOT _rc EQUAL 0)
   list(JOIN _packages " " _shown)
   message(FATAL_ERROR "cargo build ${_shown} ${PROFILE_FLAG} failed (${_rc})")
 endif()
+if(LUA STREQUAL "none")
+  return()  # the core alone: no module to copy (the lock goes with the process)
+endif()
 
 # The module for `require`, and a copy named after its own SONAME for hosts that link
 # it (cargo gives every cdylib of the workspace the core's SONAME: a dependency's cdylib
 # link arguments reach its dependents).
 set(_lib "${TARGET_DIR}/${PROFILE_DIR}/libcothread_lua.so")
+file(MAKE_DIRECTORY "${LUA_DIR}")
 foreach(_copy cothread.so ${LINKLIB})
   execute_process(COMMAND "${CMAKE_COMMAND}" -E copy "${_lib}" "${LUA_DIR}/${_copy}"
                   COMMAND_ERROR_IS_FATAL ANY)

@@ -6,7 +6,11 @@
 #         [-DCONSUMER_GENERATOR=...] [-DCONSUMER_BUILD_TYPE=...]
 #         [-DCONSUMER_C_COMPILER=...] [-DCONSUMER_CXX_COMPILER=...]
 #         [-DPKG_CONFIG_EXECUTABLE=...] [-DCONSUMER_READELF=...]
-#         [-DCOTHREAD_DEBUG_INFO=ON|OFF] -P run.cmake
+#         [-DCOTHREAD_DEBUG_INFO=ON|OFF] [-DCONSUMER_LUA=ON|OFF] -P run.cmake
+#
+# With -DCOTHREAD_SOURCE_DIR=<src> it first configures and builds <build> from <src>
+# itself, with COTHREAD_LUA=CONSUMER_LUA (and COTHREAD_CARGO_TARGET_DIR if given).
+# CONSUMER_LUA=OFF: the install must hold nothing of Lua.
 cmake_minimum_required(VERSION 3.20)
 
 foreach(_var COTHREAD_BUILD_DIR CONSUMER_SOURCE_DIR CONSUMER_PREFIX CONSUMER_BUILD_DIR)
@@ -37,15 +41,43 @@ function(run_program name expect)
   message(STATUS "consumer: ${name}: ${expect}")
 endfunction()
 
+if(NOT DEFINED CONSUMER_LUA)
+  set(CONSUMER_LUA ON)
+endif()
 file(REMOVE_RECURSE "${CONSUMER_PREFIX}" "${CONSUMER_BUILD_DIR}")
+
+# 0. The build, when asked: the project configured and built as the README says.
+if(COTHREAD_SOURCE_DIR)
+  set(_build_configure "${CMAKE_COMMAND}" -S "${COTHREAD_SOURCE_DIR}" -B "${COTHREAD_BUILD_DIR}"
+                       "-DCOTHREAD_LUA=${CONSUMER_LUA}")
+  if(CONSUMER_GENERATOR)
+    list(APPEND _build_configure -G "${CONSUMER_GENERATOR}")
+  endif()
+  if(CONSUMER_BUILD_TYPE)
+    list(APPEND _build_configure "-DCMAKE_BUILD_TYPE=${CONSUMER_BUILD_TYPE}")
+  endif()
+  if(COTHREAD_CARGO_TARGET_DIR)
+    list(APPEND _build_configure "-DCOTHREAD_CARGO_TARGET_DIR=${COTHREAD_CARGO_TARGET_DIR}")
+  endif()
+  step("configure cothread (COTHREAD_LUA=${CONSUMER_LUA})" ${_build_configure})
+  step("build cothread" "${CMAKE_COMMAND}" --build "${COTHREAD_BUILD_DIR}")
+endif()
 
 # 1. Install.
 step("install into ${CONSUMER_PREFIX}"
   "${CMAKE_COMMAND}" --install "${COTHREAD_BUILD_DIR}" --prefix "${CONSUMER_PREFIX}")
-foreach(_f lib/libcothread.so lib/libcothread.so.0 lib/libcothread.a include/cothread.h
-           lib/libcothread_lua.so lib/libcothread_lua.so.0
-           lib/lua/5.4/cothread.so lib/cmake/cothread/cothreadConfig.cmake
-           lib/cmake/cothread/cothreadConfigVersion.cmake lib/pkgconfig/cothread.pc)
+set(_installed lib/libcothread.so lib/libcothread.so.0 lib/libcothread.a include/cothread.h
+               lib/cmake/cothread/cothreadConfig.cmake
+               lib/cmake/cothread/cothreadConfigVersion.cmake lib/pkgconfig/cothread.pc)
+if(CONSUMER_LUA)
+  list(APPEND _installed lib/libcothread_lua.so lib/libcothread_lua.so.0 lib/lua/5.4/cothread.so)
+else()
+  file(GLOB_RECURSE _lua_files RELATIVE "${CONSUMER_PREFIX}" "${CONSUMER_PREFIX}/*lua*")
+  if(_lua_files)
+    message(FATAL_ERROR "consumer: COTHREAD_LUA=OFF, yet the install holds ${_lua_files}")
+  endif()
+endif()
+foreach(_f IN LISTS _installed)
   if(NOT EXISTS "${CONSUMER_PREFIX}/${_f}")
     message(FATAL_ERROR "consumer: the install did not produce ${_f}")
   endif()
