@@ -65,7 +65,7 @@ fn listener() -> (Socket, Addr) {
 }
 
 fn deadline(lp: &mut Loop, ms: u64) -> Option<u64> {
-    Some(lp.now_fresh() + ms * MS)
+    Some(lp.wait_start() + ms * MS)
 }
 
 #[test]
