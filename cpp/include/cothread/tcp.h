@@ -6,7 +6,7 @@
 // throws nothing; `.stop_on(tok)` gives one operation a stop token of its
 // own (detail/op.h). One read and one write may wait at once (full duplex); a
 // second reader or writer gets std::errc::device_or_resource_busy. A
-// moved-from or closed socket gives std::errc::bad_file_descriptor.
+// moved-from, closed or released socket gives std::errc::bad_file_descriptor.
 // Sockets are move-only and close when destroyed: destroy them on the loop's
 // thread, before the loop. A socket made elsewhere is adopted by a
 // constructor from its descriptor; release() gives the descriptor back.
@@ -96,6 +96,7 @@ class tcp_accept_op;
 }  // namespace detail
 
 namespace detail {
+// What tcp_socket and tcp_listener hold: a cot_tcp.
 using tcp_handle = socket_handle<&cot_tcp_open, &cot_tcp_release, &cot_tcp_close, &cot_tcp_getsockname>;
 }  // namespace detail
 

@@ -55,8 +55,9 @@ public:
     /// Gives the descriptor back, open and out of the loop: the caller's to
     /// use and close. The handle is empty after. Throws, changing nothing,
     /// device_or_resource_busy while an operation waits on it, and
-    /// bad_file_descriptor if it is empty.
-    int release() {
+    /// bad_file_descriptor if it is empty. Nodiscard: a descriptor dropped
+    /// is leaked.
+    [[nodiscard]] int release() {
         int fd = -1;
         if (int r = Release(loop_or_throw(), m_key, &fd); r < 0) throw_error(r);
         m_lp = nullptr;
