@@ -218,6 +218,12 @@ struct stat;
 #define COT_EAGAIN -11
 
 /**
+ * Sockets: the descriptor is not a socket (`cot_tcp_open` of a pipe or a
+ * file).
+ */
+#define COT_ENOTSOCK -88
+
+/**
  * `cot_future_state`: not settled yet.
  */
 #define COT_FUTURE_PENDING 0
@@ -817,8 +823,8 @@ typedef void (*cot_socket_cb)(struct cot_loop *loop, uint64_t sock, int64_t resu
 typedef cot_handle_cb cot_timer_cb;
 
 /**
- * A UDP socket: a key of its loop's socket table, from `cot_udp_init`.
- * 0 is never a socket.
+ * A UDP socket: a key of its loop's socket table, from `cot_udp_init` or
+ * `cot_udp_open`. 0 is never a socket.
  */
 typedef uint64_t cot_udp;
 
@@ -2346,15 +2352,34 @@ cot_task cot_task_next(struct cot_sched *sched, cot_task task);
 int cot_tcp_init(struct cot_loop *loop, int family, cot_tcp *tcp);
 
 /**
- * Adopts `fd`, a stream socket (connected, listening, or new), which
- * becomes the loop's: `cot_tcp_close` closes it. Makes it non-blocking.
- * Returns 0, `COT_EBADF` or `COT_EINVAL`.
+ * Adopts `fd`, a stream socket (`SOCK_STREAM`: TCP or Unix; connected,
+ * listening, or new), which becomes the loop's: `cot_tcp_close` closes it,
+ * `cot_tcp_release` gives it back. Makes it non-blocking; leaves its other
+ * flags (close-on-exec) as they are. Returns 0, or `COT_EBADF` (not open,
+ * negative), `COT_ENOTSOCK` (a pipe, a file), `COT_EINVAL` (a socket of
+ * another type, a NULL `tcp`); on failure `fd` stays the caller's,
+ * unchanged.
  *
  * # Safety
  * `loop` is NULL or a live loop; `tcp` is NULL or writable; nothing else
- * closes `fd`.
+ * closes `fd` or adopts it while the loop owns it.
  */
 int cot_tcp_open(struct cot_loop *loop, int fd, cot_tcp *tcp);
+
+/**
+ * Gives the socket's descriptor back in `*fd`: open, still non-blocking,
+ * out of the loop's epoll, the caller's to use and close. The key is
+ * invalid at once, as after `cot_tcp_close`; the loop closes
+ * (`cot_loop_close`) once a run has finished the socket's handles. Returns
+ * 0, `COT_EBADF` (closed or released already), `COT_EINVAL` (NULL `fd`, a
+ * UDP key), or `COT_EBUSY`, changing nothing, while an operation waits on
+ * the socket (cancel it and let the loop run its callback first) or bytes
+ * read from it wait in its buffer (take them with `cot_tcp_try_read`).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `fd` is NULL or writable.
+ */
+int cot_tcp_release(struct cot_loop *loop, cot_tcp tcp, int *fd);
 
 /**
  * Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,
@@ -2785,6 +2810,29 @@ size_t cot_timers_len(struct cot_timers *t);
  * `loop` is NULL or a live loop; `udp` is NULL or writable.
  */
 int cot_udp_init(struct cot_loop *loop, int family, cot_udp *udp);
+
+/**
+ * Adopts `fd`, a datagram socket (`SOCK_DGRAM`: UDP, or a Unix datagram
+ * socket; bound, connected, or new), which becomes the loop's, as
+ * `cot_tcp_open` does for streams: `cot_udp_close` closes it,
+ * `cot_udp_release` gives it back. Returns 0, `COT_EBADF`, `COT_ENOTSOCK`
+ * or `COT_EINVAL` (a stream socket, a NULL `udp`); on failure `fd` stays
+ * the caller's, unchanged.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `udp` is NULL or writable; nothing else
+ * closes `fd` or adopts it while the loop owns it.
+ */
+int cot_udp_open(struct cot_loop *loop, int fd, cot_udp *udp);
+
+/**
+ * Gives the socket's descriptor back in `*fd`, as `cot_tcp_release`:
+ * `COT_EBUSY` while a receive or send waits.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `fd` is NULL or writable.
+ */
+int cot_udp_release(struct cot_loop *loop, cot_udp udp, int *fd);
 
 /**
  * Binds the socket to the `len` bytes of `addr`. Returns 0 or an error.

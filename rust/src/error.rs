@@ -117,6 +117,8 @@ errors! {
     NoEnt = -2, "COT_ENOENT", "no such file or directory";
     /// Sockets: a "try now" call would have to wait (`cot_tcp_try_read`, ...).
     Again = -11, "COT_EAGAIN", "resource temporarily unavailable";
+    /// Sockets: the descriptor is not a socket (`cot_tcp_open` of a pipe).
+    NotSock = -88, "COT_ENOTSOCK", "socket operation on non-socket";
 }
 
 impl Error {
@@ -190,6 +192,7 @@ mod tests {
             (Error::Acces, libc::EACCES),
             (Error::NoEnt, libc::ENOENT),
             (Error::Again, libc::EAGAIN),
+            (Error::NotSock, libc::ENOTSOCK),
         ] {
             assert_eq!(e.code(), -n, "{e:?}");
         }

@@ -6,9 +6,10 @@
 // throws nothing; `.stop_on(tok)` gives one operation a stop token of its
 // own (detail/op.h). One read and one write may wait at once (full duplex); a
 // second reader or writer gets std::errc::device_or_resource_busy. A
-// moved-from or closed socket gives std::errc::bad_file_descriptor.
+// moved-from, closed or released socket gives std::errc::bad_file_descriptor.
 // Sockets are move-only and close when destroyed: destroy them on the loop's
-// thread, before the loop.
+// thread, before the loop. A socket made elsewhere is adopted by a
+// constructor from its descriptor; release() gives the descriptor back.
 #ifndef COTHREAD_TCP_H_INCLUDED
 #define COTHREAD_TCP_H_INCLUDED
 
@@ -96,14 +97,24 @@ class tcp_accept_op;
 
 }  // namespace detail
 
-// close(), operator bool, native(), native_loop(), local_endpoint() and the
-// moves come from detail::socket_handle.
-class tcp_socket : public detail::socket_handle<&cot_tcp_close, &cot_tcp_getsockname> {
+namespace detail {
+// What tcp_socket and tcp_listener hold: a cot_tcp.
+using tcp_handle = socket_handle<&cot_tcp_open, &cot_tcp_release, &cot_tcp_close, &cot_tcp_getsockname>;
+}  // namespace detail
+
+// close(), release(), operator bool, native(), native_loop(),
+// local_endpoint() and the moves come from detail::socket_handle.
+class tcp_socket : public detail::tcp_handle {
 public:
     /// No socket (operations give bad_file_descriptor).
     tcp_socket() noexcept = default;
     /// Adopts `key`, a cot_tcp of `lp` (connected).
     tcp_socket(cot_loop *lp, cot_tcp key) noexcept : socket_handle(lp, key) {}
+    /// Adopts descriptor `fd`, a connected stream socket (TCP or Unix), made
+    /// non-blocking; the socket closes it, or release() gives it back.
+    /// Throws not_a_socket, invalid_argument (a socket of another type) or
+    /// bad_file_descriptor; then `fd` stays the caller's.
+    explicit tcp_socket(loop &lp, int fd) : socket_handle(lp.native(), adopt(lp.native(), fd)) {}
 
     /// `co_await tcp_socket::connect(lp, ep)`: a connected socket.
     static detail::tcp_connect_op connect(loop &lp, const endpoint &ep, deadline dl = deadline::never());
@@ -243,9 +254,12 @@ inline detail::tcp_connect_op tcp_socket::connect(loop &lp, const endpoint &ep, 
     return {lp.native(), ep, dl, &ec};
 }
 
-class tcp_listener : public detail::socket_handle<&cot_tcp_close, &cot_tcp_getsockname> {
+class tcp_listener : public detail::tcp_handle {
 public:
     tcp_listener() noexcept = default;
+    /// Adopts descriptor `fd`, a listening stream socket (bound with options
+    /// of your own, SO_REUSEPORT, ...), as tcp_socket(lp, fd) does.
+    explicit tcp_listener(loop &lp, int fd) : socket_handle(lp.native(), adopt(lp.native(), fd)) {}
 
     /// Binds `ep` (SO_REUSEADDR for IP; port 0 picks one) and listens.
     /// Throws on failure (address_in_use, ...).

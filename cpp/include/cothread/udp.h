@@ -5,6 +5,8 @@
 // cothread::category(), or fill a trailing std::error_code&. One receive and
 // one send may wait at once; a second gets device_or_resource_busy.
 // Move-only; closes when destroyed (on the loop's thread, before the loop).
+// A socket made elsewhere is adopted by udp_socket(lp, fd); release() gives
+// the descriptor back.
 #ifndef COTHREAD_UDP_H_INCLUDED
 #define COTHREAD_UDP_H_INCLUDED
 
@@ -104,11 +106,17 @@ private:
 
 }  // namespace detail
 
-// close(), operator bool, native(), native_loop(), local_endpoint() and the
-// moves come from detail::socket_handle.
-class udp_socket : public detail::socket_handle<&cot_udp_close, &cot_udp_getsockname> {
+// close(), release(), operator bool, native(), native_loop(),
+// local_endpoint() and the moves come from detail::socket_handle.
+class udp_socket
+    : public detail::socket_handle<&cot_udp_open, &cot_udp_release, &cot_udp_close, &cot_udp_getsockname> {
 public:
     udp_socket() noexcept = default;
+    /// Adopts descriptor `fd`, a datagram socket, made non-blocking; the
+    /// socket closes it, or release() gives it back. Throws not_a_socket,
+    /// invalid_argument (a socket of another type) or bad_file_descriptor;
+    /// then `fd` stays the caller's.
+    explicit udp_socket(loop &lp, int fd) : socket_handle(lp.native(), adopt(lp.native(), fd)) {}
 
     /// An unbound socket of `family` (AF_INET, AF_INET6): the first send
     /// binds it to a free port.

@@ -78,6 +78,9 @@ pub const COT_EACCES: c_int = -13;
 pub const COT_ENOENT: c_int = -2;
 /// Sockets: a "try now" call would have to wait (`cot_tcp_try_read`, ...).
 pub const COT_EAGAIN: c_int = -11;
+/// Sockets: the descriptor is not a socket (`cot_tcp_open` of a pipe or a
+/// file).
+pub const COT_ENOTSOCK: c_int = -88;
 
 /// A static description of an error code, e.g. `"invalid argument"`;
 /// `"success"` for 0 and `"unknown error"` for codes not listed here.
@@ -145,10 +148,11 @@ mod tests {
             (COT_EACCES, Error::Acces),
             (COT_ENOENT, Error::NoEnt),
             (COT_EAGAIN, Error::Again),
+            (COT_ENOTSOCK, Error::NotSock),
         ] {
             assert_eq!(c, e.code());
         }
-        assert_eq!(Error::ALL.len(), 35, "a new error needs its COT_E* constant");
+        assert_eq!(Error::ALL.len(), 36, "a new error needs its COT_E* constant");
     }
 
     #[test]

@@ -107,6 +107,34 @@ pub(crate) unsafe fn open(p: *mut cot_loop, family: c_int, socktype: c_int, out:
     }
 }
 
+/// Adopts `fd`, which must be a socket of `socktype`, into the table of `p`:
+/// made non-blocking, its key in `*out`. A descriptor that is not a socket
+/// is `COT_ENOTSOCK`, one not open `COT_EBADF`, a socket of another type
+/// `COT_EINVAL`; on any failure `fd` is left as it was, the caller's.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `out` is NULL or writable.
+pub(crate) unsafe fn adopt(p: *mut cot_loop, fd: c_int, socktype: c_int, out: *mut u64) -> c_int {
+    if out.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: as in `open`: `with_loop` refuses a NULL `p`, so `insert` gets
+    // the live loop of the contract; `out` is non-NULL (checked) and writable.
+    unsafe {
+        write_out(
+            out,
+            with_loop(p, |_| {
+                // The type first: a descriptor refused is not touched.
+                if crate::net::sys::socktype(fd).map_err(sys_error)? != socktype {
+                    return Err(Error::Inval);
+                }
+                crate::net::sys::set_nonblocking(fd).map_err(sys_error)?;
+                insert(p, Socket::from_fd(fd), socktype == libc::SOCK_DGRAM)
+            }),
+        )
+    }
+}
+
 /// The address C passes: `len` bytes at `addr`.
 ///
 /// # Safety
@@ -350,21 +378,48 @@ pub(crate) unsafe fn cancel(p: *mut cot_loop, id: u64, udp: bool, events: c_int)
     super::guard::boolean(r)
 }
 
+/// Ends the socket's life in the table with `end` (a close or a release):
+/// once `end` succeeded, its key is invalid; if it failed, nothing changed.
+///
+/// # Safety
+/// `p` is NULL or a live loop.
+unsafe fn end<R>(p: *mut cot_loop, id: u64, udp: bool, end: impl FnOnce(&mut Loop, &Socket) -> Result<R>) -> Result<R> {
+    // SAFETY: `with_socket` gets `p` NULL or live (`end`'s contract); inside,
+    // the loop is live, so `tables(p)` may look at it.
+    unsafe {
+        with_socket(p, id, udp, |l, s| {
+            let r = end(l, s)?;
+            let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
+            Key::from_raw(id).and_then(|k| table.borrow_mut().remove(k));
+            Ok(r)
+        })
+    }
+}
+
 /// Closes the socket: its key is invalid at once; the operations waiting
 /// end with `COT_ECANCELED` at the loop's next turn.
 ///
 /// # Safety
 /// `p` is NULL or a live loop.
 pub(crate) unsafe fn close(p: *mut cot_loop, id: u64, udp: bool) -> c_int {
-    // SAFETY: `with_socket` gets `p` NULL or live (`close`'s contract); inside,
-    // the loop is live, so `tables(p)` may look at it.
-    status(unsafe {
-        with_socket(p, id, udp, |l, s| {
-            let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
-            Key::from_raw(id).and_then(|k| table.borrow_mut().remove(k));
-            s.close(Some(l))
-        })
-    })
+    // SAFETY: `end` asks only `p` NULL or live, `close`'s contract.
+    status(unsafe { end(p, id, udp, |l, s| s.close(Some(l))) })
+}
+
+/// Gives the socket's descriptor back into `*fd`, open, out of the loop's
+/// epoll; its key is invalid at once. `COT_EBUSY` while an operation waits
+/// on it (or bytes it read wait in its buffer), changing nothing.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `fd` is NULL or writable.
+pub(crate) unsafe fn release(p: *mut cot_loop, id: u64, udp: bool, fd: *mut c_int) -> c_int {
+    // Checked before the release: a descriptor given back must not be lost.
+    if fd.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: `end` needs `p` NULL or live; `fd` is non-NULL (checked above)
+    // and writable, both by `release`'s contract.
+    unsafe { write_out(fd, end(p, id, udp, |l, s| s.release(Some(l)))) }
 }
 
 /// A completion that calls `cb` with the loop lent, as a handle callback.

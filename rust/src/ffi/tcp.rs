@@ -11,7 +11,7 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
-use super::loop_::{cot_loop, lend, with_loop};
+use super::loop_::{cot_loop, lend};
 use super::socket::{self, SocketFn, cot_socket_cb, fail_code, sys_error, with_socket};
 use super::timeout::deadline;
 use crate::error::{Error, Result};
@@ -41,34 +41,40 @@ pub unsafe extern "C" fn cot_tcp_init(r#loop: *mut cot_loop, family: c_int, tcp:
     unsafe { socket::open(r#loop, family, libc::SOCK_STREAM, tcp) }
 }
 
-/// Adopts `fd`, a stream socket (connected, listening, or new), which
-/// becomes the loop's: `cot_tcp_close` closes it. Makes it non-blocking.
-/// Returns 0, `COT_EBADF` or `COT_EINVAL`.
+/// Adopts `fd`, a stream socket (`SOCK_STREAM`: TCP or Unix; connected,
+/// listening, or new), which becomes the loop's: `cot_tcp_close` closes it,
+/// `cot_tcp_release` gives it back. Makes it non-blocking; leaves its other
+/// flags (close-on-exec) as they are. Returns 0, or `COT_EBADF` (not open,
+/// negative), `COT_ENOTSOCK` (a pipe, a file), `COT_EINVAL` (a socket of
+/// another type, a NULL `tcp`); on failure `fd` stays the caller's,
+/// unchanged.
 ///
 /// # Safety
 /// `loop` is NULL or a live loop; `tcp` is NULL or writable; nothing else
-/// closes `fd`.
+/// closes `fd` or adopts it while the loop owns it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_tcp_open(r#loop: *mut cot_loop, fd: c_int, tcp: *mut cot_tcp) -> c_int {
-    if tcp.is_null() {
-        return Error::Inval.code();
-    }
-    let me = r#loop;
-    // SAFETY: `with_loop` needs `loop` NULL or live (the contract) and refuses
-    // NULL, so `insert` inside gets the live loop it asks; `tcp` is non-NULL
-    // (checked above) and writable by the contract, as `write_out` asks.
-    unsafe {
-        write_out(
-            tcp,
-            with_loop(r#loop, |_| {
-                if fd < 0 {
-                    return Err(Error::BadF);
-                }
-                crate::net::sys::set_nonblocking(fd).map_err(sys_error)?;
-                socket::insert(me, Socket::from_fd(fd), false)
-            }),
-        )
-    }
+    // SAFETY: `socket::adopt` asks `loop` NULL or live and `tcp` NULL or
+    // writable, which `cot_tcp_open` promises.
+    unsafe { socket::adopt(r#loop, fd, libc::SOCK_STREAM, tcp) }
+}
+
+/// Gives the socket's descriptor back in `*fd`: open, still non-blocking,
+/// out of the loop's epoll, the caller's to use and close. The key is
+/// invalid at once, as after `cot_tcp_close`; the loop closes
+/// (`cot_loop_close`) once a run has finished the socket's handles. Returns
+/// 0, `COT_EBADF` (closed or released already), `COT_EINVAL` (NULL `fd`, a
+/// UDP key), or `COT_EBUSY`, changing nothing, while an operation waits on
+/// the socket (cancel it and let the loop run its callback first) or bytes
+/// read from it wait in its buffer (take them with `cot_tcp_try_read`).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `fd` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_release(r#loop: *mut cot_loop, tcp: cot_tcp, fd: *mut c_int) -> c_int {
+    // SAFETY: `socket::release` needs `loop` NULL or live and `fd` NULL or
+    // writable: `cot_tcp_release`'s contract.
+    unsafe { socket::release(r#loop, tcp, false, fd) }
 }
 
 /// Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,

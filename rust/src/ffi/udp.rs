@@ -13,8 +13,8 @@ use super::timeout::deadline;
 use crate::error::Error;
 use crate::net::{Addr, Fail};
 
-/// A UDP socket: a key of its loop's socket table, from `cot_udp_init`.
-/// 0 is never a socket.
+/// A UDP socket: a key of its loop's socket table, from `cot_udp_init` or
+/// `cot_udp_open`. 0 is never a socket.
 pub type cot_udp = u64;
 
 /// A receive's completion: `nread` is the datagram's length (the part that
@@ -41,6 +41,35 @@ pub unsafe extern "C" fn cot_udp_init(r#loop: *mut cot_loop, family: c_int, udp:
     // SAFETY: `socket::open` needs `loop` NULL or live and `udp` NULL or
     // writable, which `cot_udp_init` promises.
     unsafe { socket::open(r#loop, family, libc::SOCK_DGRAM, udp) }
+}
+
+/// Adopts `fd`, a datagram socket (`SOCK_DGRAM`: UDP, or a Unix datagram
+/// socket; bound, connected, or new), which becomes the loop's, as
+/// `cot_tcp_open` does for streams: `cot_udp_close` closes it,
+/// `cot_udp_release` gives it back. Returns 0, `COT_EBADF`, `COT_ENOTSOCK`
+/// or `COT_EINVAL` (a stream socket, a NULL `udp`); on failure `fd` stays
+/// the caller's, unchanged.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `udp` is NULL or writable; nothing else
+/// closes `fd` or adopts it while the loop owns it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_open(r#loop: *mut cot_loop, fd: c_int, udp: *mut cot_udp) -> c_int {
+    // SAFETY: `socket::adopt` asks `loop` NULL or live and `udp` NULL or
+    // writable, the promise of `cot_udp_open`'s caller.
+    unsafe { socket::adopt(r#loop, fd, libc::SOCK_DGRAM, udp) }
+}
+
+/// Gives the socket's descriptor back in `*fd`, as `cot_tcp_release`:
+/// `COT_EBUSY` while a receive or send waits.
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `fd` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_release(r#loop: *mut cot_loop, udp: cot_udp, fd: *mut c_int) -> c_int {
+    // SAFETY: `socket::release` asks `loop` NULL or live and `fd` NULL or
+    // writable, as `cot_udp_release`'s caller promises.
+    unsafe { socket::release(r#loop, udp, true, fd) }
 }
 
 /// Binds the socket to the `len` bytes of `addr`. Returns 0 or an error.

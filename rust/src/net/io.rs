@@ -63,6 +63,11 @@ impl SocketIo {
         }
     }
 
+    /// Gives up the descriptor without closing it: the caller owns it now.
+    pub fn release(&mut self) -> RawFd {
+        std::mem::replace(&mut self.fd, -1)
+    }
+
     /// Reads until `p` matches, the stream ends, or the socket is (most
     /// likely) empty.
     pub fn read(&mut self, p: Pattern) -> Try<Vec<u8>> {

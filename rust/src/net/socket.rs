@@ -261,12 +261,37 @@ impl Socket {
     /// closes the descriptor. The read buffer stays readable. Closing twice
     /// is fine.
     pub fn close(&self, lp: Option<&mut Loop>) -> Result<(), Error> {
-        if let Some(lp) = lp {
-            self.detach(lp)?;
-        } else if self.0.borrow().attached() {
-            return Err(Error::Inval);
-        }
+        self.leave(lp)?;
         self.0.borrow_mut().io.close();
         Ok(())
+    }
+
+    /// Gives the descriptor back, open: detached from `lp` as `close` does
+    /// (out of its epoll at once), then forgotten, so no handle of the
+    /// socket closes it. Refused, changing nothing: `Error::BadF` once
+    /// closed or released; `Busy` while an operation waits (its completion
+    /// would run on a descriptor no longer the socket's) or while read bytes
+    /// wait in the buffer (they would be lost: take them first).
+    pub fn release(&self, lp: Option<&mut Loop>) -> Result<RawFd, Error> {
+        {
+            let s = self.0.borrow();
+            if s.io.fd < 0 {
+                return Err(Error::BadF);
+            }
+            if s.waiting(Dir::Read) || s.waiting(Dir::Write) || !s.io.buf.unread().is_empty() {
+                return Err(Error::Busy);
+            }
+        }
+        self.leave(lp)?;
+        Ok(self.0.borrow_mut().io.release())
+    }
+
+    /// Detaches it from `lp`; without a loop, `Error::Inval` if attached.
+    fn leave(&self, lp: Option<&mut Loop>) -> Result<(), Error> {
+        match lp {
+            Some(lp) => self.detach(lp),
+            None if self.0.borrow().attached() => Err(Error::Inval),
+            None => Ok(()),
+        }
     }
 }

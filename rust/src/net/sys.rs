@@ -469,8 +469,19 @@ pub fn ignore_sigpipe() -> bool {
 
 /// The address family of socket `fd` (`SO_DOMAIN`).
 pub fn domain(fd: RawFd) -> SysResult<c_int> {
+    int_option(fd, libc::SO_DOMAIN)
+}
+
+/// The type of socket `fd` (`SO_TYPE`: `SOCK_STREAM`, `SOCK_DGRAM`, ...);
+/// `ENOTSOCK` for a descriptor that is not a socket, `EBADF` for one not open.
+pub fn socktype(fd: RawFd) -> SysResult<c_int> {
+    int_option(fd, libc::SO_TYPE)
+}
+
+/// An integer option of level `SOL_SOCKET`.
+fn int_option(fd: RawFd, name: c_int) -> SysResult<c_int> {
     let mut v = [0u8; 4];
-    getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, &mut v)?;
+    getsockopt(fd, libc::SOL_SOCKET, name, &mut v)?;
     Ok(c_int::from_ne_bytes(v))
 }
 

@@ -692,3 +692,56 @@ fn a_socket_whose_loop_was_dropped_forgets_it_and_its_operations() {
     assert_eq!(b.close(None), Ok(()));
     assert_eq!(b.fd(), -1);
 }
+
+#[test]
+fn release_gives_the_descriptor_back_open_and_out_of_epoll() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Count(1), None, catch(&g)).unwrap();
+    a.try_write(b"1").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"1".to_vec()));
+    // Attached (it waited once) and idle: released.
+    let fd = b.release(Some(&mut lp)).unwrap();
+    assert_eq!(b.fd(), -1, "the socket forgot it");
+    assert_eq!(b.release(Some(&mut lp)), Err(Error::BadF), "twice");
+    // Out of this loop's epoll at once: the same loop watches it anew
+    // (epoll refuses a second registration with EEXIST).
+    let c = Socket::from_fd(fd);
+    c.read(&mut lp, Pattern::Count(1), None, catch(&g)).unwrap();
+    b.close(Some(&mut lp)).unwrap(); // closes nothing now
+    drop(b);
+    a.try_write(b"2").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"2".to_vec()), "open after the close and the drop");
+    c.close(Some(&mut lp)).unwrap();
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(lp.check_close(), Ok(()), "the released socket's handles are gone");
+}
+
+#[test]
+fn release_is_refused_while_an_operation_waits_or_bytes_are_buffered() {
+    let mut lp = Loop::new().unwrap();
+    let mut other = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    assert_eq!(b.release(Some(&mut lp)), Err(Error::Busy), "a read waits");
+    assert_eq!(b.cancel(&mut lp, Dir::Read), Ok(true));
+    assert_eq!(b.release(Some(&mut lp)), Err(Error::Busy), "its cancel has not ended it yet");
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(take(&g), Err(Fail::Cancelled));
+    assert_eq!(b.release(Some(&mut other)), Err(Error::Inval), "another loop");
+    assert_eq!(b.release(None), Err(Error::Inval), "attached: release needs its loop");
+    // Two lines in one recv: the second waits in the buffer.
+    a.try_write(b"one\ntwo\n").unwrap();
+    assert_eq!(b.try_read(Pattern::Line), Some(Ok(b"one".to_vec())));
+    assert_eq!(b.release(Some(&mut lp)), Err(Error::Busy), "bytes buffered");
+    assert!(b.fd() >= 0, "refusals change nothing");
+    assert_eq!(b.try_read(Pattern::Line), Some(Ok(b"two".to_vec())));
+    let fd = b.release(Some(&mut lp)).unwrap();
+    sys::close(fd);
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(lp.check_close(), Ok(()));
+}
