@@ -100,13 +100,20 @@ static task<void> kept(signal_set *s) {
     CHECK_EQ(co_await s->wait(20ms, ec), 0);
     CHECK(ec == std::errc::timed_out);
 
-    // Both of a set, read by the loop while nobody waits: both kept.
+    // Two signals read by the loop while nobody waits on `s`: `other`
+    // watches them too, and once its two waits have ended, the loop has
+    // read both. `s` kept them: its waits end at once, before their
+    // deadline of "now".
+    cothread::loop &lp = co_await cothread::this_task::get_loop();
+    signal_set other(lp, {SIGUSR1, SIGUSR2});
     CHECK_EQ(::raise(SIGUSR2), 0);
     CHECK_EQ(::raise(SIGUSR1), 0);
-    co_await cothread::sleep_for(1ms);  // a loop turn reads them
-    int a = co_await s->wait(0ms);      // there already: no wait
-    int b = co_await s->wait(0ms);
-    CHECK((a == SIGUSR1 && b == SIGUSR2) || (a == SIGUSR2 && b == SIGUSR1));
+    int x = co_await other.wait(30s);
+    int y = co_await other.wait(30s);
+    CHECK(x != y && x + y == SIGUSR1 + SIGUSR2);
+    int a = co_await s->wait(steady::now());
+    int b = co_await s->wait(steady::now());
+    CHECK(a != b && a + b == SIGUSR1 + SIGUSR2);
     ec.clear();
     co_await s->wait(20ms, ec);
     CHECK(ec == std::errc::timed_out);
@@ -204,8 +211,8 @@ static void run_root_stop(bool other_thread) {
 static void test_root_stop() { run_root_stop(false); }
 static void test_root_stop_other_thread() { run_root_stop(true); }
 
-// A wait's own token stops that wait only; one stopped before the wait
-// leaves a signal that is there for the next.
+// A wait's own token stops that wait only; a wait stopped before it
+// starts leaves the signal for the next.
 static task<void> own_stop(signal_set *s) {
     std::stop_source src;
     cothread::loop &lp = co_await cothread::this_task::get_loop();
@@ -214,9 +221,8 @@ static task<void> own_stop(signal_set *s) {
     CHECK_EQ(co_await s->wait(30s, ec).stop_on(src.get_token()), 0);
     CHECK(ec == std::errc::operation_canceled);
     CHECK_EQ(::raise(SIGUSR1), 0);
-    co_await cothread::sleep_for(1ms);  // read: kept in the set
     CHECK(co_await error_of(s->wait().stop_on(src.get_token())) == std::errc::operation_canceled);
-    CHECK_EQ(co_await s->wait(30s), SIGUSR1);  // this task is not stopped
+    CHECK_EQ(co_await s->wait(30s), SIGUSR1);  // left for the next wait; this task is not stopped
 }
 
 static void test_own_stop() {
