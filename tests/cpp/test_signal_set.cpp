@@ -117,6 +117,14 @@ static task<void> kept(signal_set *s) {
     ec.clear();
     co_await s->wait(20ms, ec);
     CHECK(ec == std::errc::timed_out);
+    // The same signal read twice while nobody waits on `s`: kept once.
+    for (int i = 0; i < 2; i++) {
+        CHECK_EQ(::raise(SIGUSR1), 0);
+        CHECK_EQ(co_await other.wait(30s), SIGUSR1);
+    }
+    CHECK_EQ(co_await s->wait(steady::now()), SIGUSR1);
+    co_await s->wait(20ms, ec);
+    CHECK(ec == std::errc::timed_out);
 
     // One at a time, in the order they come.
     CHECK_EQ(::raise(SIGUSR2), 0);

@@ -1,4 +1,5 @@
-// work_guard: run() stays up while a guard lives, with nothing else to do;
+// work_guard: run() stays up while a guard lives, with nothing else to do
+// (a C timer, which is no work of the loop, fires meanwhile);
 // work posted and tasks spawned from another thread run on the worker; a
 // reset on the loop thread, or from another thread while run() waits for
 // I/O, ends run(); moves and double resets; ~loop drains a reset still in
@@ -12,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <optional>
 #include <thread>
@@ -35,31 +37,61 @@ static void test_without_guard() {
     CHECK(!lp.run_once());
 }
 
-// A worker thread runs the loop with nothing but the guard; the main
-// thread posts to it twice. run() cannot have returned between: the guard
-// holds it (a returned run() would never run the second post).
-static void test_worker_stays_up() {
+// A C timer started through native() is no work of the loop: its callback
+// runs only while run() runs for another reason. With nothing but a guard,
+// it proves that run() stays up (without the guard run() returns before
+// any iteration, and the timer never fires).
+struct raw_timer {
+    cot_loop *lp;
+    cot_handle h = 0;
+    std::function<void()> fn;
+    raw_timer(cothread::loop &l, std::function<void()> f) : lp(l.native()), fn(std::move(f)) {
+        CHECK_EQ(cot_timer_init(lp, this, &h), 0);
+        CHECK_EQ(cot_timer_start(lp, h, &fire, 1000000, 0), 0);  // 1 ms
+    }
+    ~raw_timer() { cot_close(lp, h, nullptr); }
+    static void fire(cot_loop *, cot_handle, void *data) { static_cast<raw_timer *>(data)->fn(); }
+};
+
+// On this thread: the timer fires under the guard alone, and resets it.
+static void test_stays_up() {
     cothread::loop lp;
     cothread::work_guard g(lp);
     CHECK(g.owns_work());
+    bool fired = false;
+    raw_timer t(lp, [&] {
+        fired = true;
+        g.reset();  // on the loop thread: run() returns
+    });
+    lp.run();
+    CHECK(fired);
+    CHECK(!g.owns_work());
+}
+
+// A worker thread runs the loop with nothing but the guard (the timer has
+// fired there); then the main thread posts to it and resets the guard
+// while run() waits in epoll.
+static void test_worker_stays_up() {
+    cothread::loop lp;
+    cothread::work_guard g(lp);
+    std::promise<void> up, ran;  // outlive the worker's set_value
+    std::future<void> up_f = up.get_future(), ran_f = ran.get_future();
+    raw_timer t(lp, [&] { up.set_value(); });
     std::atomic<bool> returned{false};
     std::atomic<std::thread::id> ran_on{};
     std::thread worker([&] {
         lp.run();
         returned = true;
     });
-    std::promise<void> ran[2];  // outlive the worker's set_value
-    for (std::promise<void> &p : ran) {
-        std::future<void> f = p.get_future();
-        lp.post([&] {
-            ran_on = std::this_thread::get_id();
-            p.set_value();
-        });
-        CHECK(comes(f));
-        CHECK(ran_on.load() == worker.get_id());
-        CHECK(!returned);
-    }
-    g.reset();  // from this thread, while run() waits in epoll
+    CHECK(comes(up_f));
+    CHECK(!returned);
+    lp.post([&] {
+        ran_on = std::this_thread::get_id();
+        ran.set_value();
+    });
+    CHECK(comes(ran_f));
+    CHECK(ran_on.load() == worker.get_id());
+    g.reset();  // from this thread
     CHECK(!g.owns_work());
     worker.join();
     CHECK(returned);
@@ -169,6 +201,7 @@ static void test_reset_then_destroy() {
 
 int main() {
     RUN(test_without_guard);
+    RUN(test_stays_up);
     RUN(test_worker_stays_up);
     RUN(test_spawn_from_other_thread);
     RUN(test_reset_on_loop_thread);
