@@ -7,9 +7,11 @@
 // --self-test also runs three clients of its own (and --count 3): each
 // writes 256 KiB while it reads them back, and checks every byte.
 #include <cothread/loop.h>
+#include <cothread/signal.h>
 #include <cothread/sync_wait.h>
 #include <cothread/tcp.h>
 #include <cothread/when_all.h>
+#include <cothread/when_any.h>
 
 #include <csignal>
 #include <cstdio>
@@ -19,34 +21,10 @@
 #include <stdexcept>
 #include <stop_token>
 #include <string>
+#include <variant>
 #include <vector>
 
 using namespace std::chrono_literals;
-
-// Stops `src` on SIGINT or SIGTERM while alive. The headers have no signal
-// watcher yet: this is the C ABI's (include/cothread.h).
-class stop_on_signals {
-public:
-    stop_on_signals(cothread::loop &lp, std::stop_source &src) : m_lp(lp.native()) {
-        const int signals[] = {SIGINT, SIGTERM};
-        for (int i = 0; i < 2; i++) {
-            cot_signal_init(m_lp, &src, &m_handles[i]);
-            cot_signal_start(m_lp, m_handles[i], &on_signal, signals[i]);
-        }
-    }
-    ~stop_on_signals() {
-        for (cot_handle h : m_handles) cot_close(m_lp, h, nullptr);
-    }
-    stop_on_signals(const stop_on_signals &) = delete;
-    stop_on_signals &operator=(const stop_on_signals &) = delete;
-
-private:
-    static void on_signal(cot_loop *, cot_handle, int, void *data) {
-        static_cast<std::stop_source *>(data)->request_stop();
-    }
-    cot_loop *m_lp;
-    cot_handle m_handles[2] = {};
-};
 
 // One connection: what comes goes back. A peer silent for 30 s is dropped.
 cothread::task<void> echo(cothread::tcp_socket s) {
@@ -64,16 +42,24 @@ cothread::task<void> echo(cothread::tcp_socket s) {
     }
 }
 
-// Accepts until `stop` (a signal; it is also the task's token) or `count`
-// connections (0: no limit). The connections share the stop.
-cothread::task<void> serve(cothread::loop &lp, cothread::tcp_listener l, int count, std::stop_source &stop) {
-    stop_on_signals signals(lp, stop);
-    try {
-        for (int i = 0; count == 0 || i < count; i++)
-            lp.spawn_detached(echo(co_await l.accept()), stop.get_token());
-    } catch (const std::system_error &e) {
-        if (e.code() != std::errc::operation_canceled) throw;
-        std::printf("server: stopped by a signal\n");
+// Accepts until `count` connections (0: no limit), or until stopped. The
+// connections get `conns` as their stop token.
+cothread::task<void> accept_all(cothread::loop &lp, cothread::tcp_listener &l, int count, std::stop_token conns) {
+    for (int i = 0; count == 0 || i < count; i++) lp.spawn_detached(echo(co_await l.accept()), conns);
+}
+
+// Serves until `count` connections, or SIGINT or SIGTERM: whichever comes
+// first, the other is stopped. A signal stops the connections too: a
+// pending read or write ends with operation_canceled.
+cothread::task<void> serve(cothread::loop &lp, cothread::tcp_listener l, int count) {
+    cothread::signal_set signals(lp, {SIGINT, SIGTERM});  // watched from here on
+    std::printf("listening on %s\n", l.local_endpoint().to_string().c_str());
+    std::fflush(stdout);
+    std::stop_source conns;
+    auto r = co_await cothread::when_any(accept_all(lp, l, count, conns.get_token()), signals.wait());
+    if (r.index() == 1) {
+        std::printf("server: %s, stopping\n", std::get<1>(r) == SIGINT ? "SIGINT" : "SIGTERM");
+        conns.request_stop();
     }
 }
 
@@ -121,13 +107,10 @@ int main(int argc, char **argv) {
         return 2;
     }
 
-    std::stop_source stop;  // outlives the loop: the signal watcher refers to it
     cothread::loop lp;
     auto l = cothread::tcp_listener::bind(lp, cothread::endpoint::v4("127.0.0.1", static_cast<std::uint16_t>(port)));
     cothread::endpoint ep = l.local_endpoint();
-    std::printf("listening on %s\n", ep.to_string().c_str());
-    std::fflush(stdout);
-    lp.spawn_detached(serve(lp, std::move(l), static_cast<int>(count), stop), stop.get_token());
+    lp.spawn_detached(serve(lp, std::move(l), static_cast<int>(count)));
     try {
         if (test) cothread::sync_wait(lp, self_test(lp, ep));
         lp.run();  // until the server and every connection have ended

@@ -1,8 +1,8 @@
 // loop: a cot_loop (owned, or borrowed from a host) that runs tasks.
 // spawn / spawn_detached start tasks and post runs functions on the loop's
 // thread; all three are safe from any thread. run() runs the loop on the
-// calling thread until every task and post has ended (or stop()); run_once()
-// runs one iteration.
+// calling thread until every task and post has ended and no work_guard
+// (work_guard.h) holds it (or stop()); run_once() runs one iteration.
 // ~loop stops the tasks still alive (their stop tokens fire), runs the loop
 // until they have ended, then frees it: no frame is destroyed while one of
 // its operations is pending. A task that ignores its stop keeps ~loop waiting.
@@ -61,7 +61,7 @@ public:
     }
 
     /// Runs the loop on this thread until every spawned task and posted
-    /// function has ended, or stop(). Throws
+    /// function has ended and no work_guard holds it, or stop(). Throws
     /// std::errc::resource_deadlock_would_occur if it already runs here.
     void run() {
         if (is_current()) throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur));
@@ -74,7 +74,7 @@ public:
     }
 
     /// Runs one iteration of the loop on this thread (waiting for I/O or a
-    /// timer if nothing is ready), unless no task or post is left. Returns
+    /// timer if nothing is ready), unless no task, post or guard is left. Returns
     /// whether some remain. Throws as run() does.
     bool run_once() {
         if (is_current()) throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur));

@@ -3,14 +3,24 @@
 // tasks of the loop run meanwhile. Throws
 // std::errc::resource_deadlock_would_occur if the loop already runs on this
 // thread (inside one of its tasks: co_await the task instead).
+// sync_wait(lp, a) takes anything a task can co_await as well (when_all,
+// when_any, a socket operation, a sleep, a cocls::future...): it awaits `a`
+// in a task of its own and gives what `co_await a` gives: a value, void, a
+// reference, or the exception rethrown. `a` is awaited in place (not moved),
+// so a reference it gives stays valid as long as `a` does.
 #ifndef COTHREAD_SYNC_WAIT_H_INCLUDED
 #define COTHREAD_SYNC_WAIT_H_INCLUDED
 
 #include <cothread.h>
 
+#include <concepts>
+#include <coroutine>
+#include <memory>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
+#include "detail/hop.h"
 #include "detail/strand.h"
 #include "loop.h"
 #include "task.h"
@@ -41,6 +51,63 @@ struct sync_root : strand {
     }
 };
 
+template <typename A>
+inline constexpr bool is_task = false;
+template <typename T>
+inline constexpr bool is_task<task<T>> = true;
+
+/// What `co_await a` gives for an `A`.
+template <typename A>
+using await_result_t = decltype(get_awaiter(std::declval<A>()).await_resume());
+
+/// Something with an awaiter (await_ready, await_suspend, await_resume):
+/// a task awaits it, natively, through a hop or through a relay (task.h).
+template <typename A>
+concept awaitable = requires(awaiter_of<A> &aw) {
+    { aw.await_ready() } -> std::convertible_to<bool>;
+    aw.await_resume();
+};
+
+// A task<T&> does not exist: a reference travels as a pointer.
+template <typename R>
+using carried_t = std::conditional_t<std::is_reference_v<R>, std::remove_reference_t<R> *, std::remove_cv_t<R>>;
+
+template <typename R, typename V>
+carried_t<R> carry(V &&v) {
+    if constexpr (std::is_reference_v<R>) return std::addressof(v);
+    else return static_cast<V &&>(v);
+}
+
+/// Awaits a native awaiter where it is: g++ 12 copies an lvalue operand of
+/// co_await (a reference to the awaiter's member would then dangle).
+template <typename Aw>
+struct in_place {
+    using cothread_awaitable = void;
+    Aw &aw;
+    bool await_ready() { return aw.await_ready(); }
+    template <typename P>
+    decltype(auto) await_suspend(std::coroutine_handle<P> h) {
+        return aw.await_suspend(h);
+    }
+    decltype(auto) await_resume() { return std::forward<Aw>(aw).await_resume(); }
+};
+
+/// The task that sync_wait runs for an awaitable: `a` is the caller's (a
+/// reference in the frame), alive until sync_wait returns. A cocls or
+/// foreign awaitable goes through the task's hop or relay, which await it
+/// in place too.
+template <typename A, typename R = await_result_t<A>>
+task<carried_t<R>> await_in_task(A &&a) {
+    if constexpr (native_awaitable<A>) {
+        auto &&aw = get_awaiter(static_cast<A &&>(a));
+        if constexpr (std::is_void_v<R>) co_await in_place<decltype(aw)>{aw};
+        else co_return carry<R>(co_await in_place<decltype(aw)>{aw});
+    } else {
+        if constexpr (std::is_void_v<R>) co_await static_cast<A &&>(a);
+        else co_return carry<R>(co_await static_cast<A &&>(a));
+    }
+}
+
 }  // namespace detail
 
 template <typename T>
@@ -53,6 +120,17 @@ T sync_wait(loop &lp, task<T> t) {
     lp.add_work();
     lp.run_until([&] { return root.finished; }, &root);
     return t.handle().promise().result();
+}
+
+/// Awaits `a` (anything a task can co_await but a task itself) on `lp` and
+/// returns what `co_await a` would (see above).
+template <typename A>
+    requires(!detail::is_task<std::remove_cvref_t<A>> && detail::awaitable<A>)
+detail::await_result_t<A> sync_wait(loop &lp, A &&a) {
+    using R = detail::await_result_t<A>;
+    if constexpr (std::is_void_v<R>) sync_wait(lp, detail::await_in_task(std::forward<A>(a)));
+    else if constexpr (std::is_reference_v<R>) return static_cast<R>(*sync_wait(lp, detail::await_in_task(std::forward<A>(a))));
+    else return sync_wait(lp, detail::await_in_task(std::forward<A>(a)));
 }
 
 }  // namespace cothread

@@ -42,7 +42,7 @@ public:
         m_senders.fetch_sub(1, std::memory_order_acq_rel);
     }
 
-    /// Counts live roots and pending posts: run() returns when it is 0.
+    /// Counts live roots, pending posts and work guards: run() returns when it is 0.
     void add_work() noexcept { m_work.fetch_add(1, std::memory_order_relaxed); }
     /// On the loop thread: one root or post ended.
     void work_done() noexcept {

@@ -1,5 +1,5 @@
 // detail::op: the one adapter between a task and a C socket or lookup call.
-// Every awaitable of tcp.h, udp.h and resolve.h derives from it (CRTP) and
+// Every awaitable of tcp.h, udp.h, resolve.h and signal.h derives from it (CRTP) and
 // supplies three steps:
 //   std::int64_t try_now() noexcept   the non-blocking call: a result (>= 0),
 //                                     an error, or COT_EAGAIN to wait;
@@ -25,8 +25,8 @@
 // task.
 //
 // A canceller may run on any thread. Off the loop thread it sends the cancel
-// through the loop's inbox as a value (the kind, the socket key or lookup
-// id, the direction), never a pointer to the awaiter. The node and the
+// through the loop's inbox as a value (the kind, the socket key, lookup id
+// or handle, the direction), never a pointer to the awaiter. The node and the
 // operation know of each other while both live (both sides of that link
 // change on the loop thread only): an operation that ends before its cancel
 // node runs disarms the node, so a late cancel never hits the next
@@ -52,8 +52,17 @@
 
 namespace cothread::detail {
 
-/// What a cancel names.
-enum class op_kind : unsigned char { tcp, udp, resolve };
+/// What a cancel names: a socket, a lookup, or a handle whose data is a
+/// handle_target (an object of these headers waited on without a C
+/// operation: signal.h).
+enum class op_kind : unsigned char { tcp, udp, resolve, handle };
+
+/// The object a handle of op_kind::handle points to: `cancel` ends its
+/// pending wait with COT_ECANCELED, later, from the loop (never inside the
+/// call: it runs inside request_stop).
+struct handle_target {
+    void (*cancel)(handle_target *self) noexcept = nullptr;
+};
 
 /// Cancels on the loop thread. The core checks the key: stale ones are refused.
 inline void cancel_now(cot_loop *lp, op_kind kind, std::uint64_t key, int events) noexcept {
@@ -61,6 +70,14 @@ inline void cancel_now(cot_loop *lp, op_kind kind, std::uint64_t key, int events
     case op_kind::tcp: cot_tcp_cancel(lp, key, events); break;
     case op_kind::udp: cot_udp_cancel(lp, key, events); break;
     case op_kind::resolve: cot_resolve_cancel(lp, key); break;
+    case op_kind::handle: {
+        void *data = nullptr;
+        if (cot_handle_data(lp, key, &data) == 0 && data) {
+            auto *t = static_cast<handle_target *>(data);
+            t->cancel(t);
+        }
+        break;
+    }
     }
 }
 

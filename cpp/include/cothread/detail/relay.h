@@ -94,7 +94,8 @@ private:
             if constexpr (std::is_void_v<result_t>) {
                 co_await by_ref<decltype(aw)>{aw};
             } else if constexpr (std::is_reference_v<result_t>) {
-                self->m_value = std::addressof(co_await by_ref<decltype(aw)>{aw});
+                auto &&v = co_await by_ref<decltype(aw)>{aw};  // named: an rvalue reference too
+                self->m_value = std::addressof(v);
             } else {
                 self->m_value.emplace(co_await by_ref<decltype(aw)>{aw});
             }
