@@ -46,16 +46,23 @@ if(NOT DEFINED CONSUMER_LUA)
 endif()
 file(REMOVE_RECURSE "${CONSUMER_PREFIX}" "${CONSUMER_BUILD_DIR}")
 
-# 0. The build, when asked: the project configured and built as the README says.
-if(COTHREAD_SOURCE_DIR)
-  set(_build_configure "${CMAKE_COMMAND}" -S "${COTHREAD_SOURCE_DIR}" -B "${COTHREAD_BUILD_DIR}"
-                       "-DCOTHREAD_LUA=${CONSUMER_LUA}")
+# configure_command(<out var> <source> <build> [options...]): cmake's configure of
+# <source> in <build> with the generator and build type given to this script.
+function(configure_command out src build)
+  set(_cmd "${CMAKE_COMMAND}" -S "${src}" -B "${build}" ${ARGN})
   if(CONSUMER_GENERATOR)
-    list(APPEND _build_configure -G "${CONSUMER_GENERATOR}")
+    list(APPEND _cmd -G "${CONSUMER_GENERATOR}")
   endif()
   if(CONSUMER_BUILD_TYPE)
-    list(APPEND _build_configure "-DCMAKE_BUILD_TYPE=${CONSUMER_BUILD_TYPE}")
+    list(APPEND _cmd "-DCMAKE_BUILD_TYPE=${CONSUMER_BUILD_TYPE}")
   endif()
+  set(${out} ${_cmd} PARENT_SCOPE)
+endfunction()
+
+# 0. The build, when asked: the project configured and built as the README says.
+if(COTHREAD_SOURCE_DIR)
+  configure_command(_build_configure "${COTHREAD_SOURCE_DIR}" "${COTHREAD_BUILD_DIR}"
+                    "-DCOTHREAD_LUA=${CONSUMER_LUA}")
   if(COTHREAD_CARGO_TARGET_DIR)
     list(APPEND _build_configure "-DCOTHREAD_CARGO_TARGET_DIR=${COTHREAD_CARGO_TARGET_DIR}")
   endif()
@@ -125,14 +132,8 @@ list(LENGTH _shared _n)
 message(STATUS "consumer: ${_n} shared objects and libcothread.a installed stripped")
 
 # 2. find_package(cothread) from an outside CMake project: shared, static and C++.
-set(_configure "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE_DIR}" -B "${CONSUMER_BUILD_DIR}"
-               "-DCMAKE_PREFIX_PATH=${CONSUMER_PREFIX}")
-if(CONSUMER_GENERATOR)
-  list(APPEND _configure -G "${CONSUMER_GENERATOR}")
-endif()
-if(CONSUMER_BUILD_TYPE)
-  list(APPEND _configure "-DCMAKE_BUILD_TYPE=${CONSUMER_BUILD_TYPE}")
-endif()
+configure_command(_configure "${CONSUMER_SOURCE_DIR}" "${CONSUMER_BUILD_DIR}"
+                  "-DCMAKE_PREFIX_PATH=${CONSUMER_PREFIX}")
 if(CONSUMER_C_COMPILER)
   list(APPEND _configure "-DCMAKE_C_COMPILER=${CONSUMER_C_COMPILER}")
 endif()
