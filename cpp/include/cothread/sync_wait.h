@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "detail/hop.h"
+#include "detail/in_place.h"
 #include "detail/strand.h"
 #include "loop.h"
 #include "task.h"
@@ -77,20 +78,6 @@ carried_t<R> carry(V &&v) {
     if constexpr (std::is_reference_v<R>) return std::addressof(v);
     else return static_cast<V &&>(v);
 }
-
-/// Awaits a native awaiter where it is: g++ 12 copies an lvalue operand of
-/// co_await (a reference to the awaiter's member would then dangle).
-template <typename Aw>
-struct in_place {
-    using cothread_awaitable = void;
-    Aw &aw;
-    bool await_ready() { return aw.await_ready(); }
-    template <typename P>
-    decltype(auto) await_suspend(std::coroutine_handle<P> h) {
-        return aw.await_suspend(h);
-    }
-    decltype(auto) await_resume() { return std::forward<Aw>(aw).await_resume(); }
-};
 
 /// The task that sync_wait runs for an awaitable: `a` is the caller's (a
 /// reference in the frame), alive until sync_wait returns. A cocls or

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "hop.h"
+#include "in_place.h"
 #include "strand.h"
 
 namespace cothread::detail {
@@ -92,28 +93,17 @@ private:
         try {
             auto &&aw = get_awaiter(std::forward<A>(self->m_a));  // lives in this frame
             if constexpr (std::is_void_v<result_t>) {
-                co_await by_ref<decltype(aw)>{aw};
+                co_await in_place<decltype(aw)>{aw};
             } else if constexpr (std::is_reference_v<result_t>) {
-                auto &&v = co_await by_ref<decltype(aw)>{aw};  // named: an rvalue reference too
+                auto &&v = co_await in_place<decltype(aw)>{aw};  // named: an rvalue reference too
                 self->m_value = std::addressof(v);
             } else {
-                self->m_value.emplace(co_await by_ref<decltype(aw)>{aw});
+                self->m_value.emplace(co_await in_place<decltype(aw)>{aw});
             }
         } catch (...) {
             self->m_error = std::current_exception();
         }
     }
-    // Awaits an awaiter in place (g++ 12 would copy a non-prvalue operand).
-    template <typename Aw>
-    struct by_ref {
-        Aw &aw;
-        bool await_ready() { return aw.await_ready(); }
-        template <typename P>
-        decltype(auto) await_suspend(std::coroutine_handle<P> h) {
-            return aw.await_suspend(h);
-        }
-        decltype(auto) await_resume() { return std::forward<Aw>(aw).await_resume(); }
-    };
     // Gives the relay its own promise without suspending.
     struct promise_access {
         relay::promise_type *p = nullptr;
