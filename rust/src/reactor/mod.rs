@@ -11,10 +11,12 @@
 //!    timer is re-armed before its callback; timers started by these callbacks
 //!    fire on a later iteration, never in this one;
 //! 3. poll for I/O, blocking at most until the next timer (not at all in
-//!    `RunMode::NoWait`, nor when a close callback is pending), then run the
-//!    callbacks of what is ready in the order epoll reports it: poll handles,
-//!    the inbox (finished work, async wakeups), signals, child exits;
-//! 4. close callbacks of the handles closed so far.
+//!    `RunMode::NoWait`, nor when a close callback or mail is pending), then
+//!    run the callbacks of what is ready in the order epoll reports it: poll
+//!    handles, signals, child exits;
+//! 4. the inbox, if mail is pending (`inbox.rs`): finished work, async
+//!    wakeups, posts;
+//! 5. close callbacks of the handles closed so far.
 //!
 //! `RunMode::Once` runs one iteration, blocking for I/O only if nothing ran
 //! before the poll (no due timer, no ready task); `NoWait` polls without blocking, and
@@ -32,15 +34,20 @@
 //! Timers are tasks of the core scheduler, postponed to their due time: the
 //! loop shares the scheduler's timer heap rather than keeping its own.
 //!
-//! A loop is single-threaded; only an [`AsyncSender`] crosses threads, through
-//! a mutex-protected inbox that wakes the loop with an eventfd.
+//! A loop is single-threaded. Other threads reach it through its inbox
+//! (`inbox.rs`): an [`AsyncSender`], a [`Remote`] (posts: functions run on
+//! the loop), a pool thread that finished work. The inbox is one mutex-
+//! protected queue and an eventfd that a sender writes only while the loop
+//! sleeps or is away (`sync::mailbox` has the protocol).
 
 mod async_;
 mod chan;
 mod child;
 mod handle;
+mod inbox;
 mod poll;
 mod pool;
+mod remote;
 mod request;
 mod signal;
 mod sys;
@@ -54,8 +61,8 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::sched::{Sched, Task, When};
 use crate::util::slab::Slab;
-pub(crate) use async_::Inbox;
 use handle::{Kind, Slot};
+pub(crate) use inbox::Inbox;
 use sys::Fd;
 
 pub use crate::sync::Pool;
@@ -65,6 +72,7 @@ pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
 pub use pool::Work;
+pub use remote::{Post, Remote};
 pub use request::{After, Request};
 pub use signal::SignalCallback;
 pub use signal::{raise, wait_in_thread};
@@ -103,6 +111,11 @@ pub struct Loop {
     signals: signal::Signals,
     epoll: Fd,
     inbox: Arc<Inbox>,
+    /// Rings of the inbox's eventfd claimed by senders while the loop slept
+    /// and not read yet: the poll is not skipped until they are.
+    owed_rings: u64,
+    /// The inbox's last batch, emptied: its memory serves the next.
+    batch: inbox::Batch,
     /// Handles whose close callback is due, in order of closing.
     closing: Vec<Handle>,
     /// Active handles and pending work requests: they keep `run` going.
@@ -140,6 +153,8 @@ impl Loop {
             signals: signal::Signals::default(),
             epoll,
             inbox,
+            owed_rings: 0,
+            batch: inbox::Batch::default(),
             closing: Vec::new(),
             active: 0,
             active_timers: 0,
@@ -195,23 +210,26 @@ impl Loop {
     }
 
     /// Could an iteration do anything besides running ready tasks? No when
-    /// nothing is active, closing or postponed, `run` runs by default and was
-    /// not stopped: then a batch's end may be passed without one.
+    /// nothing is active, closing, postponed or in the inbox, `run` runs by
+    /// default and was not stopped: then a batch's end may be passed without
+    /// one.
     pub(crate) fn only_ready_alive(&self) -> bool {
         self.continuous
             && !self.stopped
             && self.active == 0
             && self.closing.is_empty()
             && self.sched.next_wake().is_none()
+            && !self.inbox.pending()
     }
 
-    /// Is anything keeping `run` going: an active handle, a pending close, or
-    /// a loop task that is ready or postponed?
+    /// Is anything keeping `run` going: an active handle, a pending close, a
+    /// loop task that is ready or postponed, or mail in the inbox (a post)?
     pub fn alive(&self) -> bool {
         self.active > 0
             || !self.closing.is_empty()
             || self.sched.ready_head().is_some()
             || self.sched.next_wake().is_some()
+            || self.inbox.pending()
     }
 
     /// Makes `run` return after the current iteration.
@@ -226,9 +244,16 @@ impl Loop {
     }
 
     /// How long (ms, rounded up, from now) a host may block on `backend_fd`
-    /// before running this loop: -1 for no timer, 0 if something is due now.
+    /// before running this loop: -1 for no timer, 0 if something is due now
+    /// (mail in the inbox too). Between two runs the loop counts as asleep:
+    /// other threads' mail makes `backend_fd` readable.
     pub fn backend_timeout(&self) -> i32 {
-        if self.stopped || !self.closing.is_empty() || !self.alive() || self.sched.ready_head().is_some() {
+        if self.stopped
+            || !self.closing.is_empty()
+            || !self.alive()
+            || self.sched.ready_head().is_some()
+            || self.inbox.pending()
+        {
             return 0;
         }
         match self.sched.next_wake() {
@@ -249,7 +274,10 @@ impl Loop {
         }
         self.running = true;
         self.continuous = mode == RunMode::Default;
+        // Awake: senders stop ringing the eventfd until we sleep or leave.
+        self.inbox_woke();
         let r = self.iterate(mode);
+        self.inbox_leave();
         self.continuous = false;
         self.running = false;
         self.stopped = false;
@@ -275,9 +303,12 @@ impl Loop {
             };
             // With only timers alive nothing can arrive on the descriptors, so a
             // poll that would not block is skipped (it is the costly part of a
-            // busy timer loop).
-            if timeout != 0 || self.active != self.active_timers {
+            // busy timer loop), unless the inbox's eventfd owes a read.
+            if timeout != 0 || self.active != self.active_timers || self.owed_rings > 0 {
                 self.poll_io(timeout)?;
+            }
+            if self.inbox.pending() {
+                self.run_inbox();
             }
             if mode == RunMode::Once {
                 self.tick_time();
@@ -292,15 +323,20 @@ impl Loop {
         Ok(alive)
     }
 
-    /// Waits for I/O up to `timeout_ms` and dispatches what came.
+    /// Waits for I/O up to `timeout_ms` and dispatches what came. A wait
+    /// that may block is a sleep for the inbox (other threads' mail then
+    /// writes the eventfd), and does not block if mail is pending.
     fn poll_io(&mut self, timeout_ms: i32) -> Result<()> {
         let mut events = std::mem::take(&mut self.events);
-        let n = sys::epoll_wait(&self.epoll, &mut events, timeout_ms).map_err(|e| Error::from_io(&e));
-        let r = n.map(|n| {
+        let n = sys::epoll_wait(&self.epoll, &mut events, self.inbox_sleep(timeout_ms));
+        if timeout_ms != 0 {
+            self.inbox_woke();
+        }
+        let r = n.map_err(|e| Error::from_io(&e)).map(|n| {
             for ev in &events[..n] {
                 let (token, bits) = (ev.u64, ev.events);
                 if token == INBOX_TOKEN {
-                    self.run_inbox();
+                    self.inbox_read();
                 } else if token == signal::SIGNAL_TOKEN {
                     self.run_signals();
                 } else if let Some(h) = Handle::from_raw(token) {
@@ -485,6 +521,14 @@ impl Loop {
     }
 }
 
+impl Drop for Loop {
+    /// Closes the inbox: the posts still queued are dropped unrun, later
+    /// posts and sends are refused.
+    fn drop(&mut self) {
+        self.inbox.close();
+    }
+}
+
 impl std::fmt::Debug for Loop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Loop")
@@ -494,6 +538,8 @@ impl std::fmt::Debug for Loop {
     }
 }
 
+#[cfg(test)]
+mod remote_tests;
 #[cfg(test)]
 mod task_tests;
 #[cfg(test)]

@@ -67,12 +67,13 @@ pub(crate) fn eventfd_signal(fd: RawFd) {
     unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
 }
 
-/// Resets an eventfd's counter.
-pub(crate) fn eventfd_drain(fd: &Fd) {
+/// Resets an eventfd's counter; returns what it was (0 if it was 0).
+pub(crate) fn eventfd_drain(fd: &Fd) -> u64 {
     let mut n: u64 = 0;
     // SAFETY: reads at most 8 bytes into a valid u64; a non-blocking read of a
-    // zero counter fails with EAGAIN, which is fine.
-    unsafe { libc::read(fd.raw(), (&mut n as *mut u64).cast(), 8) };
+    // zero counter fails with EAGAIN and leaves `n` at 0, which is the answer.
+    let r = unsafe { libc::read(fd.raw(), (&mut n as *mut u64).cast(), 8) };
+    if r == 8 { n } else { 0 }
 }
 
 /// Blocks (`block`) or unblocks `signum` in the calling thread; returns

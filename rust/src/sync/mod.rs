@@ -13,18 +13,23 @@
 //! - [`park`]: blocking waits on a 32-bit word (futexes).
 //! - [`Pool`]: a thread pool running jobs in submission order, shared by loops
 //!   (their work requests) and plain jobs; stop cancels what has not started.
+//! - `mailbox`: items any thread puts and one owner (a loop) takes, with a
+//!   bell rung only while the owner sleeps; the protocol of the loop's inbox,
+//!   model-checked by loom through `shim` (std's or loom's atomics and mutex).
 //! - [`Timers`]: a thread-safe timer service (Mutex + Condvar over the timer
 //!   heap of `time`), entries cancellable by an identifier in O(log n).
 //!
-//! Thread rules: chains, the mutex, parking, the pool and the timers are safe
+//! Thread rules: chains, the mutex, parking, mailboxes, the pool and the timers are safe
 //! from any thread; the resume queue is per thread by construction.
 #![deny(unsafe_code)]
 
 pub(crate) mod chain;
+pub(crate) mod mailbox;
 pub(crate) mod mutex;
 pub mod park;
 mod pool;
 pub mod resume_queue;
+mod shim;
 mod timers;
 
 pub use pool::{JOB_WORDS, Job, Pool, Rejected, Words};

@@ -1,0 +1,49 @@
+//! Posts: a function run on a loop, sent from any thread through a
+//! [`Remote`], the loop's address that other threads hold. A post goes
+//! into the loop's inbox (`inbox.rs`) and runs once, on the loop's thread,
+//! in the iteration that takes it: in the order of its sender's posts, after
+//! those put before it. A post put while the loop runs posts (from one of
+//! them, too) runs in the next iteration, so a post that posts to its own
+//! loop does not starve it.
+//!
+//! A pending post keeps the loop alive (`run` takes it) and its poll from
+//! blocking. Once the loop is dropped, `post` fails with `Error::Pipe` and
+//! drops the function without running it, as the loop drops the posts still
+//! queued.
+
+use std::sync::Arc;
+
+use super::{Inbox, Loop};
+use crate::error::Result;
+
+/// A function to run on a loop, sent from any thread.
+pub type Post = Box<dyn FnOnce(&mut Loop) + Send>;
+
+/// A loop's address for other threads: [`Remote::post`] runs a function on
+/// it. Cheap to clone; it does not keep the loop alive.
+#[derive(Clone)]
+pub struct Remote {
+    pub(super) inbox: Arc<Inbox>,
+}
+
+impl Remote {
+    /// Runs `f` on the loop, once, from its next iteration on (see the
+    /// module documentation). `Error::Pipe` if the loop was dropped: `f` is
+    /// dropped here, never run.
+    pub fn post(&self, f: impl FnOnce(&mut Loop) + Send + 'static) -> Result<()> {
+        self.inbox.post(Box::new(f))
+    }
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote").finish_non_exhaustive()
+    }
+}
+
+impl Loop {
+    /// This loop's address for other threads, to post functions to it.
+    pub fn remote(&self) -> Remote {
+        Remote { inbox: self.inbox.clone() }
+    }
+}
