@@ -85,7 +85,7 @@ errors! {
     /// Sockets: the peer reset the connection.
     ConnReset = -104, "COT_ECONNRESET", "connection reset by peer";
     /// The other end is closed: a socket the peer closed (never a SIGPIPE),
-    /// or a closed channel.
+    /// a closed channel, or a dropped loop (`Remote::post`).
     Pipe = -32, "COT_EPIPE", "broken pipe";
     /// Sockets: nobody listens at the address.
     ConnRefused = -111, "COT_ECONNREFUSED", "connection refused";
