@@ -11,12 +11,13 @@
 //!    timer is re-armed before its callback; timers started by these callbacks
 //!    fire on a later iteration, never in this one;
 //! 3. poll for I/O, blocking at most until the next timer (not at all in
-//!    `RunMode::NoWait`, nor when a close callback or mail is pending), then
-//!    run the callbacks of what is ready in the order epoll reports it: poll
-//!    handles, signals, child exits;
-//! 4. the inbox, if mail is pending (`inbox.rs`): finished work, async
-//!    wakeups, posts;
-//! 5. close callbacks of the handles closed so far.
+//!    `RunMode::NoWait`, nor when a close callback or mail is pending); then
+//!    the inbox, if mail is pending (`inbox.rs`): finished work, async
+//!    wakeups, posts, in the order they came; then the callbacks of what is
+//!    ready, in the order epoll reports it: poll handles, signals, child
+//!    exits. When the poll is skipped, the inbox alone. Mail that comes
+//!    meanwhile waits for the next iteration, which then does not block;
+//! 4. close callbacks of the handles closed so far.
 //!
 //! `RunMode::Once` runs one iteration, blocking for I/O only if nothing ran
 //! before the poll (no due timer, no ready task); `NoWait` polls without blocking, and
@@ -305,9 +306,8 @@ impl Loop {
             // poll that would not block is skipped (it is the costly part of a
             // busy timer loop), unless the inbox's eventfd owes a read.
             if timeout != 0 || self.active != self.active_timers || self.owed_rings > 0 {
-                self.poll_io(timeout)?;
-            }
-            if self.inbox.pending() {
+                self.poll_io(timeout)?; // runs the inbox too
+            } else if self.inbox.pending() {
                 self.run_inbox();
             }
             if mode == RunMode::Once {
@@ -331,6 +331,11 @@ impl Loop {
         let n = sys::epoll_wait(&self.epoll, &mut events, self.inbox_sleep(timeout_ms));
         if timeout_ms != 0 {
             self.inbox_woke();
+        }
+        // Mail first: what other threads (and this one) sent before the poll
+        // runs before the I/O the poll found, in the order it was sent.
+        if self.inbox.pending() {
+            self.run_inbox();
         }
         let r = n.map_err(|e| Error::from_io(&e)).map(|n| {
             for ev in &events[..n] {
