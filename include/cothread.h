@@ -1322,6 +1322,13 @@ int cot_loop_close(struct cot_loop *loop);
 int cot_loop_run(struct cot_loop *loop, int mode);
 
 /**
+ * The loop the calling thread runs: the one whose `cot_loop_run` is in
+ * progress on this thread (its callbacks and coroutines see it), or, on a
+ * thread of a loop group, that thread's loop. NULL on any other thread.
+ */
+struct cot_loop *cot_loop_current(void);
+
+/**
  * Makes `cot_loop_run` return after the current iteration. Returns 0 or
  * `COT_EINVAL`.
  *

@@ -248,7 +248,50 @@ static void test_embedding(void) {
     CHECK_EQ(cot_loop_close(loop), 0);
 }
 
+/* cot_loop_current: the loop a run is in, restored after a nested run of
+ * another loop, NULL outside any run. */
+static cot_loop *seen[3];
+static cot_loop *inner_loop;
+
+static void on_inner(cot_loop *loop, cot_handle t, void *data) {
+    (void)loop;
+    (void)t;
+    (void)data;
+    seen[1] = cot_loop_current();
+}
+
+static void on_outer(cot_loop *loop, cot_handle t, void *data) {
+    (void)loop;
+    (void)t;
+    (void)data;
+    seen[0] = cot_loop_current();
+    CHECK_EQ(cot_loop_run(inner_loop, COT_RUN_DEFAULT), 0);
+    seen[2] = cot_loop_current();
+}
+
+static void test_current(void) {
+    CHECK(cot_loop_current() == NULL);
+    cot_loop *outer = cot_loop_new();
+    inner_loop = cot_loop_new();
+    CHECK(outer != NULL && inner_loop != NULL);
+    cot_handle a, b;
+    CHECK_EQ(cot_timer_init(outer, NULL, &a), 0);
+    CHECK_EQ(cot_timer_start(outer, a, on_outer, 0, 0), 0);
+    CHECK_EQ(cot_timer_init(inner_loop, NULL, &b), 0);
+    CHECK_EQ(cot_timer_start(inner_loop, b, on_inner, 0, 0), 0);
+    CHECK_EQ(cot_loop_run(outer, COT_RUN_DEFAULT), 0);
+    CHECK(seen[0] == outer);
+    CHECK(seen[1] == inner_loop);
+    CHECK(seen[2] == outer);
+    CHECK(cot_loop_current() == NULL);
+    CHECK_EQ(cot_close(outer, a, NULL), 0);
+    CHECK_EQ(cot_close(inner_loop, b, NULL), 0);
+    CHECK_EQ(cot_loop_close(outer), 0);
+    CHECK_EQ(cot_loop_close(inner_loop), 0);
+}
+
 int main(void) {
+    test_current();
     test_timers();
     test_repeat_and_close();
     test_poll_socketpair();

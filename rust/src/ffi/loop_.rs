@@ -239,9 +239,45 @@ pub unsafe extern "C" fn cot_loop_run(r#loop: *mut cot_loop, mode: c_int) -> c_i
         if !s.current.get().is_null() || s.busy.get() {
             return Error::Busy.code();
         }
+        let _running = Running::enter(r#loop);
         // Run without the busy flag: callbacks are lent the loop instead.
         boolean((*s.inner.get()).run(mode))
     }
+}
+
+thread_local! {
+    /// The loop this thread runs now: inside `cot_loop_run`, or for the
+    /// whole life of a group's thread. NULL elsewhere.
+    static RUNNING: Cell<*mut cot_loop> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// Marks a loop as the one this thread runs, until dropped (then the one it
+/// ran before, for a loop run from another's callback).
+pub(crate) struct Running(*mut cot_loop);
+
+impl Running {
+    pub(crate) fn enter(p: *mut cot_loop) -> Running {
+        Running(RUNNING.replace(p))
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.set(self.0);
+    }
+}
+
+/// The loop the calling thread runs now (see [`cot_loop_current`]).
+pub(crate) fn running() -> *mut cot_loop {
+    RUNNING.get()
+}
+
+/// The loop the calling thread runs: the one whose `cot_loop_run` is in
+/// progress on this thread (its callbacks and coroutines see it), or, on a
+/// thread of a loop group, that thread's loop. NULL on any other thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn cot_loop_current() -> *mut cot_loop {
+    running()
 }
 
 /// Makes `cot_loop_run` return after the current iteration. Returns 0 or
