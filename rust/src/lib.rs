@@ -25,6 +25,9 @@
 //! - [`net`]: TCP and UDP sockets: their system calls, LuaSocket's receive
 //!   patterns, and reads, writes, accepts, connects and recvfroms that wait
 //!   on a loop until a deadline. Uses `reactor`, `util`, `error`.
+//! - [`group`]: groups of loops, each on its own thread (optionally
+//!   pinned), with posts between them, a load per loop and a graceful
+//!   shutdown. Uses `reactor`, `os`, `error`.
 //! - [`stack`]: stackful coroutines: stacks with guard pages, the context
 //!   switch in assembly, coroutines that run as tasks of a loop. Uses
 //!   `reactor`, `sched`, `future`, `error`.
@@ -40,6 +43,8 @@ pub mod error;
 pub mod ffi;
 /// cbindgen:ignore
 pub mod future;
+/// cbindgen:ignore
+pub mod group;
 /// cbindgen:ignore
 pub mod net;
 /// cbindgen:ignore

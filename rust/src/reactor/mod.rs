@@ -123,6 +123,8 @@ pub struct Loop {
     active: usize,
     /// The active timers among them (when they are all, no I/O can come).
     active_timers: usize,
+    /// Holds taken by `hold`: they keep `run` going as an active handle does.
+    holds: usize,
     now: u64,
     stopped: bool,
     running: bool,
@@ -159,6 +161,7 @@ impl Loop {
             closing: Vec::new(),
             active: 0,
             active_timers: 0,
+            holds: 0,
             now: 0,
             stopped: false,
             running: false,
@@ -218,6 +221,7 @@ impl Loop {
         self.continuous
             && !self.stopped
             && self.active == 0
+            && self.holds == 0
             && self.closing.is_empty()
             && self.sched.next_wake().is_none()
             && !self.inbox.pending()
@@ -227,10 +231,23 @@ impl Loop {
     /// loop task that is ready or postponed, or mail in the inbox (a post)?
     pub fn alive(&self) -> bool {
         self.active > 0
+            || self.holds > 0
             || !self.closing.is_empty()
             || self.sched.ready_head().is_some()
             || self.sched.next_wake().is_some()
             || self.inbox.pending()
+    }
+
+    /// Keeps `run` going, with nothing else alive, until [`Loop::unhold`]:
+    /// for a loop whose work comes from other threads (a group's loop waits
+    /// for posts so).
+    pub fn hold(&mut self) {
+        self.holds += 1;
+    }
+
+    /// Gives back a hold taken by [`Loop::hold`] (none left: nothing).
+    pub fn unhold(&mut self) {
+        self.holds = self.holds.saturating_sub(1);
     }
 
     /// Makes `run` return after the current iteration.
