@@ -406,6 +406,22 @@ pub(crate) unsafe fn close(p: *mut cot_loop, id: u64, udp: bool) -> c_int {
     status(unsafe { end(p, id, udp, |l, s| s.close(Some(l))) })
 }
 
+/// Closes every socket of the loop, as `close` does each (a group's loop
+/// whose grace ran out).
+///
+/// # Safety
+/// `p` is NULL or a live loop.
+pub(crate) unsafe fn close_all(p: *mut cot_loop) {
+    // SAFETY: NULL or live (the contract); the table is read, then left.
+    let Some(t) = (unsafe { tables(p) }) else { return };
+    let keys = t.sockets.borrow().keys();
+    for k in keys {
+        let udp = t.sockets.borrow().get(k).is_some_and(|s| s.udp);
+        // SAFETY: `p` is live (checked above), all `close` asks.
+        unsafe { close(p, k.to_raw(), udp) };
+    }
+}
+
 /// Gives the socket's descriptor back into `*fd`, open, out of the loop's
 /// epoll; its key is invalid at once. `COT_EBUSY` while an operation waits
 /// on it (or bytes it read wait in its buffer), changing nothing.

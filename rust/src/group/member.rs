@@ -109,6 +109,8 @@ pub(super) fn run<F: Face>(face: &F, shared: &Shared, index: usize, cpu: Option<
     drop(started);
     let mut drained = false;
     while face.with_loop(&mut local, |lp| turn(face, me, index, lp, &mut drained)) {}
+    // Posts it took still run: none is lost, and from now on they fail.
+    face.with_loop(&mut local, Loop::close_posts);
     CURRENT.set((0, 0));
     face.close(index, local);
     me.abandon();

@@ -20,6 +20,10 @@
 //! | `Cancelling` | the grace period ended with the loop still alive | ran `Face::cancel` (close what remains: waiting operations end cancelled) and stopped; a few non-blocking passes run what that finished | refused (`Error::Pipe`) |
 //! | `Ended` | its `run` returned and the face closed the loop (`Face::close`) | gone; its thread returns | refused (`Error::Pipe`) |
 //!
+//! Every post a member's loop accepted runs, once, on its thread: the
+//! last of them after `Face::cancel`, as the loop closes its posts
+//! (`Loop::close_posts`) before `Face::close`.
+//!
 //! A member never leaves `Running` by itself: a `stop` of its loop makes it
 //! run again. `shutdown(grace)`, from a thread outside the group, moves
 //! every member to `Draining`, waits until all have ended or the grace is

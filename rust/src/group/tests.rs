@@ -251,3 +251,36 @@ fn pinned_members_run_on_one_processor_each() {
         assert_eq!(ask(&g, i, |_| crate::os::cpu::allowed()), vec![cpus[i % cpus.len()]]);
     }
 }
+
+#[test]
+fn every_post_accepted_runs_even_when_the_shutdown_cancels() {
+    for _ in 0..20 {
+        let (g, _) = start(2);
+        let g = Arc::new(g);
+        ask(&g, 0, |lp| {
+            busy(lp);
+        });
+        let ran = Arc::new(AtomicUsize::new(0));
+        let (g2, r2) = (g.clone(), ran.clone());
+        let poster = std::thread::spawn(move || {
+            let mut accepted = 0;
+            for k in 0..100_000 {
+                let r = r2.clone();
+                match g2.post(k % 2, move |_| {
+                    r.fetch_add(1, Ordering::SeqCst);
+                }) {
+                    Ok(()) => accepted += 1,
+                    Err(e) => {
+                        assert_eq!(e, Error::Pipe);
+                        break;
+                    }
+                }
+            }
+            accepted
+        });
+        std::thread::sleep(Duration::from_millis(2));
+        g.shutdown(Duration::ZERO).unwrap();
+        let accepted = poster.join().unwrap();
+        assert_eq!(ran.load(Ordering::SeqCst), accepted, "accepted posts ran, once each");
+    }
+}

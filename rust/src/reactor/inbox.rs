@@ -14,7 +14,8 @@
 //! put meanwhile waits for the next iteration. Pending mail keeps the loop
 //! alive and its poll from blocking.
 //!
-//! A dropped loop closes its inbox: the queued posts are dropped unrun; a
+//! A dropped loop closes its inbox: the queued posts are dropped unrun
+//! (`Loop::close_posts` runs them instead, as a group's loop does last); a
 //! later post fails with `Error::Pipe` and drops its function unrun, an async
 //! send fails with `Error::Inval` (its handle is gone), and a late work
 //! completion is ignored.
@@ -39,7 +40,7 @@ pub(super) struct Queue {
     queued: Vec<u64>,
     /// Finished or cancelled work requests (raw ids) and their status.
     completed: Vec<(u64, Result<()>)>,
-    posts: Vec<Post>,
+    pub(super) posts: Vec<Post>,
 }
 
 impl Queue {
@@ -141,10 +142,10 @@ impl Inbox {
         self.mail.pending()
     }
 
-    /// The loop is dropped: refuses further mail; the queued posts (and the
-    /// rest) are dropped here, outside the mutex.
-    pub(super) fn close(&self) {
-        drop(self.mail.close(std::mem::take));
+    /// Refuses further mail and returns what is queued (the caller drops
+    /// it, or runs its posts, outside the mutex).
+    pub(super) fn close(&self) -> Queue {
+        self.mail.close(std::mem::take)
     }
 
     #[cfg(test)]

@@ -547,7 +547,7 @@ impl Drop for Loop {
     /// Closes the inbox: the posts still queued are dropped unrun, later
     /// posts and sends are refused.
     fn drop(&mut self) {
-        self.inbox.close();
+        drop(self.inbox.close());
     }
 }
 

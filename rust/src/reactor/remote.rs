@@ -9,7 +9,8 @@
 //! A pending post keeps the loop alive (`run` takes it) and its poll from
 //! blocking. Once the loop is dropped, `post` fails with `Error::Pipe` and
 //! drops the function without running it, as the loop drops the posts still
-//! queued.
+//! queued. A loop that must lose no post it took closes its posts before
+//! it goes ([`Loop::close_posts`]): later posts fail, queued ones run.
 
 use std::sync::Arc;
 
@@ -45,5 +46,16 @@ impl Loop {
     /// This loop's address for other threads, to post functions to it.
     pub fn remote(&self) -> Remote {
         Remote { inbox: self.inbox.clone() }
+    }
+
+    /// Refuses posts from now on (`Error::Pipe`, as after the loop's drop;
+    /// async sends fail and late work completions are ignored the same way)
+    /// and runs, now, the posts already queued: every post `post` accepted
+    /// runs once. The loop's last step before it is dropped.
+    pub fn close_posts(&mut self) {
+        let queue = self.inbox.close();
+        for post in queue.posts {
+            post(self);
+        }
     }
 }

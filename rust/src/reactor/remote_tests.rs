@@ -223,3 +223,24 @@ fn a_dropped_loop_drops_its_queued_posts_and_refuses_new_ones() {
     assert_eq!(ran.load(Ordering::Relaxed), 0, "none ran");
     assert_eq!(sender.send(), Err(Error::Inval), "an async send: its handle is gone");
 }
+
+#[test]
+fn close_posts_runs_the_queued_posts_and_refuses_later_ones() {
+    let mut l = Loop::new().unwrap();
+    let remote = l.remote();
+    let order = Arc::new(std::sync::Mutex::new(Vec::new()));
+    for i in 0..3 {
+        let o = order.clone();
+        remote
+            .post(move |lp: &mut Loop| {
+                o.lock().unwrap().push(i);
+                // A post made while the posts close is refused, not lost.
+                assert_eq!(lp.remote().post(|_| {}), Err(Error::Pipe));
+            })
+            .unwrap();
+    }
+    l.close_posts();
+    assert_eq!(*order.lock().unwrap(), vec![0, 1, 2], "each ran once, in order");
+    assert_eq!(remote.post(|_| {}), Err(Error::Pipe));
+    assert!(!l.alive(), "nothing pending");
+}

@@ -92,6 +92,12 @@ impl<T> Slab<T> {
         self.slots.get_mut(key.index()).filter(|s| s.generation == key.generation())?.value.as_mut()
     }
 
+    /// The keys of the values there now.
+    pub fn keys(&self) -> Vec<Key> {
+        let live = self.slots.iter().enumerate().filter(|(_, s)| s.value.is_some());
+        live.map(|(i, s)| Key::new(i as u32, s.generation)).collect()
+    }
+
     /// Removes and returns the value of `key`; its key becomes invalid.
     pub fn remove(&mut self, key: Key) -> Option<T> {
         let slot = self.slots.get_mut(key.index()).filter(|s| s.generation == key.generation())?;
@@ -124,6 +130,17 @@ mod tests {
         assert_eq!(s.get(b), Some(&"B"));
         assert_eq!(Key::from_raw(0), None);
         assert_eq!(Key::from_raw(c.to_raw()), Some(c));
+    }
+
+    #[test]
+    fn keys_lists_the_values_there() {
+        let mut s = Slab::default();
+        let (a, b, c) = (s.insert('a'), s.insert('b'), s.insert('c'));
+        s.remove(b);
+        assert_eq!(s.keys(), vec![a, c]);
+        let d = s.insert('d'); // reuses b's slot, with a new generation
+        assert_eq!(s.keys(), vec![a, d, c]);
+        assert_ne!(d, b);
     }
 
     #[test]
