@@ -508,6 +508,12 @@ struct stat;
 #define COT_CHAN_RECV 2
 
 /**
+ * `cot_group_options` flag: pin loop `i`'s thread to the `i`-th processor
+ * the process may use (modulo their count).
+ */
+#define COT_GROUP_PIN 1
+
+/**
  * A channel (opaque): a FIFO of fixed-size items, copied in and out,
  * between the coroutines (and callbacks) of one loop. Made by
  * `cot_chan_new`, freed by `cot_chan_free`. On the loop's thread.
@@ -533,6 +539,12 @@ typedef struct cot_coro cot_coro;
  * safe from any thread.
  */
 typedef struct cot_future cot_future;
+
+/**
+ * A group of loops (opaque). Made by `cot_group_new`, freed by
+ * `cot_group_free`. Its functions may be called from any thread.
+ */
+typedef struct cot_group cot_group;
 
 /**
  * An event loop (opaque). Made by `cot_loop_new`, freed by `cot_loop_close`.
@@ -929,6 +941,56 @@ typedef struct cot_chan_case {
    */
   int result;
 } cot_chan_case;
+
+/**
+ * A callback on one of a group's loops: `cb(loop, index, data)`.
+ */
+typedef void (*cot_group_cb)(struct cot_loop *loop, size_t index, void *data);
+
+/**
+ * How `cot_group_new` makes a group. Zero it, then set what you need.
+ */
+typedef struct cot_group_options {
+  /**
+   * How many loops (threads): at least 1 (`cot_cpu_count()` for one per
+   * processor).
+   */
+  size_t loops;
+  /**
+   * 0 or `COT_GROUP_PIN`.
+   */
+  int flags;
+  /**
+   * Called on each loop's thread, once every loop runs, before
+   * `cot_group_new` returns: make its listeners, start its coroutines.
+   */
+  cot_group_cb start;
+  /**
+   * Called on each loop's thread when the shutdown begins: stop taking
+   * new work (close listeners); open work may go on for the grace.
+   */
+  cot_group_cb stop;
+  /**
+   * Called on each loop's thread when its loop has ended, before the
+   * loop is freed: free what the program made on it (coroutines).
+   */
+  cot_group_cb end;
+  /**
+   * Passed to the callbacks.
+   */
+  void *data;
+} cot_group_options;
+
+/**
+ * A function posted to a loop: `cb(loop, data)`, on that loop's thread.
+ */
+typedef void (*cot_post_cb)(struct cot_loop *loop, void *data);
+
+/**
+ * A function `cot_coro_invoke` calls on another loop: its result goes back
+ * to the waiting coroutine.
+ */
+typedef void *(*cot_invoke_cb)(struct cot_loop *loop, void *data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -3545,6 +3607,119 @@ int cot_coro_chan_recv(struct cot_chan *chan, void *item, uint64_t timeout_ns);
  * channels are NULL or live, their items NULL or valid for the item size.
  */
 int cot_coro_select(struct cot_chan_case *cases, size_t n, uint64_t timeout_ns);
+
+/**
+ * Starts a group of `opts->loops` loops, each run by its own thread, and
+ * returns it in `*out` once every loop runs and its `start` callback ran.
+ * Returns 0, `COT_EINVAL` (NULL, 0 loops, unknown flags) or `COT_ENOMEM`
+ * (a loop or thread could not be made: nothing is left running).
+ *
+ * # Safety
+ * `opts` is NULL or readable; `out` is NULL or writable; the callbacks may
+ * be called on the group's threads with `opts->data`.
+ */
+int cot_group_new(const struct cot_group_options *opts, struct cot_group **out);
+
+/**
+ * How many loops the group has (0 for NULL).
+ *
+ * # Safety
+ * `group` is NULL or a live group.
+ */
+size_t cot_group_size(const struct cot_group *group);
+
+/**
+ * The index of the group's loop that the calling thread runs, or
+ * `COT_ESRCH` on a thread that runs none of them (`COT_EINVAL` for NULL).
+ *
+ * # Safety
+ * `group` is NULL or a live group.
+ */
+int cot_group_index(const struct cot_group *group);
+
+/**
+ * Runs `cb(loop, data)` on loop `index` of the group, from any thread: once,
+ * from that loop's next iteration, in the order of the caller's posts to
+ * it. Returns 0, `COT_EINVAL` (NULL, an index out of range) or `COT_EPIPE`:
+ * the loop's shutdown is cancelling what remains, or it has ended. Once 0
+ * is returned `cb` runs, even if the shutdown cancels the loop first (it
+ * then runs as the loop ends); after an error it never does.
+ *
+ * # Safety
+ * `group` is NULL or a live group; `cb` may be called on that loop's
+ * thread with `data`.
+ */
+int cot_group_post(const struct cot_group *group, size_t index, cot_post_cb cb, void *data);
+
+/**
+ * The load of loop `index`: its open TCP connections (0 for NULL or an
+ * index out of range). Any thread; a snapshot.
+ *
+ * # Safety
+ * `group` is NULL or a live group.
+ */
+size_t cot_group_load(const struct cot_group *group, size_t index);
+
+/**
+ * The index of the running loop with the least load (the first of
+ * equals): where a new connection should go. `COT_EPIPE` once every loop
+ * is shutting down, `COT_EINVAL` for NULL. Any thread.
+ *
+ * # Safety
+ * `group` is NULL or a live group.
+ */
+int cot_group_least_loaded(const struct cot_group *group);
+
+/**
+ * Shuts the group down and waits for it: every loop gets its `stop`
+ * callback and runs until its open work is done; after `grace_ns`
+ * (`COT_FOREVER`: no limit) the loops still running close their sockets
+ * (waiting operations end with `COT_ECANCELED`) and stop; each gets its
+ * `end` callback; every thread is joined. Returns 0, `COT_EINVAL` (NULL,
+ * a bad `grace_ns`), or `COT_EBUSY` from one of the group's own threads
+ * (it would wait for itself). Other threads may still post meanwhile; a
+ * second call waits for the first. Free the group with `cot_group_free`.
+ *
+ * # Safety
+ * `group` is NULL or a live group.
+ */
+int cot_group_shutdown(const struct cot_group *group, uint64_t grace_ns);
+
+/**
+ * Frees the group, shutting it down first with no grace if that was not
+ * done (`cot_group_shutdown`). Returns 0 (NULL too), or `COT_EBUSY`,
+ * freeing nothing, from one of the group's own threads.
+ *
+ * # Safety
+ * `group` is NULL or a live group, not used after (nor during) this call.
+ */
+int cot_group_free(struct cot_group *group);
+
+/**
+ * The number of processors the calling thread may run on (at least 1): the
+ * usual size of a group.
+ */
+size_t cot_cpu_count(void);
+
+/**
+ * Calls `fn(loop, data)` on loop `index` of the group and parks the
+ * running coroutine (its loop runs on) until the answer comes; stores
+ * what `fn` returned in `*result` (if not NULL). Returns 0, `COT_EPIPE`
+ * (that loop is shutting down or gone: `fn` did not run), `COT_ECANCELED`
+ * (woken by `cot_coro_wake`: `fn` may still run, its answer is dropped),
+ * `COT_EINVAL` (NULL group or `fn`, an index out of range) or `COT_EPERM`
+ * outside coroutines. The coroutine's own loop is allowed: `fn` runs in a
+ * later iteration.
+ *
+ * # Safety
+ * `group` is NULL or a live group; `fn` may be called on that loop's
+ * thread with `data`; `result` is NULL or writable.
+ */
+int cot_coro_invoke(const struct cot_group *group,
+                    size_t index,
+                    cot_invoke_cb fn,
+                    void *data,
+                    void **result);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -215,6 +215,19 @@ pub unsafe extern "C" fn cot_loop_close(r#loop: *mut cot_loop) -> c_int {
     }
 }
 
+/// Frees a loop whatever it still holds: its handles and sockets are
+/// dropped (descriptors closed), its queued posts dropped unrun. For a
+/// group's loop once it ended.
+///
+/// # Safety
+/// `p` is a live loop made by `cot_loop_new`, not running and not lent to a
+/// callback, and never used after.
+pub(crate) unsafe fn free(p: *mut cot_loop) {
+    // SAFETY: made by `cot_loop_new`'s `Box`, live, and no reference into it
+    // is alive (the contract).
+    drop(unsafe { Box::from_raw(p) });
+}
+
 /// Runs the loop: `COT_RUN_DEFAULT` until nothing is alive (no active handle,
 /// no close callback due) or `cot_loop_stop`; `COT_RUN_ONCE` one iteration,
 /// blocking for I/O if nothing is due; `COT_RUN_NOWAIT` one iteration without

@@ -47,10 +47,12 @@ mod coro_net;
 
 // After coroutines, which wait on them.
 mod chan;
+mod group;
 
 pub use async_::*;
 pub use chain::*;
 pub use chan::*;
+pub use group::*;
 pub use context::*;
 pub use coro::*;
 pub use error::*;

@@ -1,0 +1,427 @@
+//! Loop groups (`cot_group_*`): N loops, each a `cot_loop` run by a thread
+//! of its own; posts between them (`cot_group_post`) and calls that park a
+//! coroutine until another loop answers (`cot_coro_invoke`). The group is
+//! `group::Group`; `CFace` makes its loops `cot_loop`s and calls the
+//! program's callbacks on them.
+
+use std::ffi::c_void;
+use std::os::raw::c_int;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use super::coro::wait_if;
+use super::guard::{status, write_out};
+use super::loop_::{Running, cot_loop, cot_loop_new, lend, running};
+use super::socket::close_all;
+use super::timeout::timeout;
+use crate::error::{Error, Result};
+use crate::group::{Face, Group, Options};
+use crate::reactor::{Loop, Remote};
+use crate::sched::When;
+use crate::stack::State;
+use crate::stack::coro;
+
+/// A group of loops (opaque). Made by `cot_group_new`, freed by
+/// `cot_group_free`. Its functions may be called from any thread.
+pub struct cot_group {
+    group: Group,
+}
+
+/// A callback on one of a group's loops: `cb(loop, index, data)`.
+pub type cot_group_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, index: usize, data: *mut c_void)>;
+
+/// A function posted to a loop: `cb(loop, data)`, on that loop's thread.
+pub type cot_post_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, data: *mut c_void)>;
+
+/// A function `cot_coro_invoke` calls on another loop: its result goes back
+/// to the waiting coroutine.
+pub type cot_invoke_cb = Option<unsafe extern "C" fn(r#loop: *mut cot_loop, data: *mut c_void) -> *mut c_void>;
+
+/// `cot_group_options` flag: pin loop `i`'s thread to the `i`-th processor
+/// the process may use (modulo their count).
+pub const COT_GROUP_PIN: c_int = 1;
+
+/// How `cot_group_new` makes a group. Zero it, then set what you need.
+#[repr(C)]
+pub struct cot_group_options {
+    /// How many loops (threads): at least 1 (`cot_cpu_count()` for one per
+    /// processor).
+    pub loops: usize,
+    /// 0 or `COT_GROUP_PIN`.
+    pub flags: c_int,
+    /// Called on each loop's thread, once every loop runs, before
+    /// `cot_group_new` returns: make its listeners, start its coroutines.
+    pub start: cot_group_cb,
+    /// Called on each loop's thread when the shutdown begins: stop taking
+    /// new work (close listeners); open work may go on for the grace.
+    pub stop: cot_group_cb,
+    /// Called on each loop's thread when its loop has ended, before the
+    /// loop is freed: free what the program made on it (coroutines).
+    pub end: cot_group_cb,
+    /// Passed to the callbacks.
+    pub data: *mut c_void,
+}
+
+/// A C pointer the program lets the group's threads use (its contract for
+/// `data`), carried between them.
+#[derive(Clone, Copy)]
+struct Shared(*mut c_void);
+
+// SAFETY: the pointer is only handed back to the program's own callbacks,
+// on the threads the program made it for (its documented contract: `data`
+// is used from every loop's thread); the group never reads through it.
+unsafe impl Send for Shared {}
+// SAFETY: as for `Send`: shared references only copy the pointer.
+unsafe impl Sync for Shared {}
+
+/// The C face of a group: its loops are `cot_loop`s.
+struct CFace {
+    stop: cot_group_cb,
+    end: cot_group_cb,
+    data: Shared,
+}
+
+/// One loop of a C group, on its thread: the loop, current there for the
+/// thread's life.
+struct CLoop {
+    p: *mut cot_loop,
+    _running: Running,
+}
+
+impl CFace {
+    /// Calls `cb` (if any) with the running loop lent as `lp`.
+    fn call(&self, cb: cot_group_cb, index: usize, lp: &mut Loop) {
+        if let Some(cb) = cb {
+            let p = running();
+            // SAFETY: on a member's thread `running()` is its live loop, whose
+            // core loop `lp` is; `cb` may be called there (the program's
+            // contract for the options' callbacks).
+            unsafe { lend(p, lp, || cb(p, index, self.data.0)) }
+        }
+    }
+}
+
+impl Face for CFace {
+    type Local = CLoop;
+
+    fn open(&self, _: usize) -> Result<CLoop> {
+        let p = cot_loop_new();
+        if p.is_null() {
+            return Err(Error::NoMem);
+        }
+        Ok(CLoop { p, _running: Running::enter(p) })
+    }
+
+    fn with_loop<R>(&self, local: &mut CLoop, f: impl FnOnce(&mut Loop) -> R) -> R {
+        // SAFETY: `local.p` is live until `close`, used on this thread; the
+        // group holds no other reference to its loop while `f` runs (it
+        // runs the loop inside `f`, and callbacks reborrow it).
+        f(unsafe { cot_loop::loop_mut(local.p) })
+    }
+
+    fn load(&self, _: &CLoop) -> Arc<AtomicUsize> {
+        Arc::default()
+    }
+
+    fn drain(&self, index: usize, lp: &mut Loop) {
+        self.call(self.stop, index, lp);
+    }
+
+    fn cancel(&self, _: usize, lp: &mut Loop) {
+        let p = running();
+        // SAFETY: `p` is this member's live loop, lent as `lp`.
+        unsafe { lend(p, lp, || close_all(p)) };
+    }
+
+    fn close(&self, index: usize, local: CLoop) {
+        if let Some(cb) = self.end {
+            // SAFETY: the loop is live and not running: the program may call
+            // on it (free its coroutines) from `end`, as its contract says.
+            unsafe { cb(local.p, index, self.data.0) };
+        }
+        // SAFETY: the loop ended and nothing refers to it any more: its
+        // thread is done with it, and other threads reach it only through
+        // its inbox, which outlives it (posts then fail).
+        unsafe { super::loop_::free(local.p) };
+    }
+}
+
+/// The group behind a C pointer.
+///
+/// # Safety
+/// `p` is NULL or a live group.
+unsafe fn check<'a>(p: *const cot_group) -> Result<&'a Group> {
+    // SAFETY: NULL or live (the caller's contract).
+    unsafe { p.as_ref() }.map(|g| &g.group).ok_or(Error::Inval)
+}
+
+/// Starts a group of `opts->loops` loops, each run by its own thread, and
+/// returns it in `*out` once every loop runs and its `start` callback ran.
+/// Returns 0, `COT_EINVAL` (NULL, 0 loops, unknown flags) or `COT_ENOMEM`
+/// (a loop or thread could not be made: nothing is left running).
+///
+/// # Safety
+/// `opts` is NULL or readable; `out` is NULL or writable; the callbacks may
+/// be called on the group's threads with `opts->data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_new(opts: *const cot_group_options, out: *mut *mut cot_group) -> c_int {
+    // SAFETY: NULL or readable (the contract).
+    let Some(o) = (unsafe { opts.as_ref() }) else { return Error::Inval.code() };
+    if out.is_null() || o.flags & !COT_GROUP_PIN != 0 {
+        return Error::Inval.code();
+    }
+    let face = CFace { stop: o.stop, end: o.end, data: Shared(o.data) };
+    let r = Group::start(Options { loops: o.loops, pin: o.flags & COT_GROUP_PIN != 0 }, face)
+        .and_then(|g| start_each(&g, o.start, Shared(o.data)).map(|()| g));
+    // SAFETY: `out` is non-NULL (checked) and writable (the contract).
+    unsafe { write_out(out, r.map(|group| Box::into_raw(Box::new(cot_group { group })))) }
+}
+
+/// Runs `start` on every loop and waits until each has.
+fn start_each(g: &Group, start: cot_group_cb, data: Shared) -> Result<()> {
+    let Some(cb) = start else { return Ok(()) };
+    let (tx, rx) = std::sync::mpsc::channel();
+    for index in 0..g.len() {
+        let tx = tx.clone();
+        g.post(index, move |lp| {
+            let data = data;
+            let p = running();
+            // SAFETY: `p` is this member's live loop, lent as `lp`; `cb`
+            // may run there (`cot_group_new`'s contract).
+            unsafe { lend(p, lp, || cb(p, index, data.0)) };
+            let _ = tx.send(());
+        })?;
+    }
+    drop(tx);
+    (0..g.len()).try_for_each(|_| rx.recv().map_err(|_| Error::NoMem))
+}
+
+/// How many loops the group has (0 for NULL).
+///
+/// # Safety
+/// `group` is NULL or a live group.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_size(group: *const cot_group) -> usize {
+    // SAFETY: NULL or live (the contract).
+    unsafe { check(group) }.map_or(0, Group::len)
+}
+
+/// The index of the group's loop that the calling thread runs, or
+/// `COT_ESRCH` on a thread that runs none of them (`COT_EINVAL` for NULL).
+///
+/// # Safety
+/// `group` is NULL or a live group.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_index(group: *const cot_group) -> c_int {
+    // SAFETY: NULL or live (the contract).
+    match unsafe { check(group) }.and_then(|g| g.current_index().ok_or(Error::Srch)) {
+        Ok(i) => i as c_int,
+        Err(e) => e.code(),
+    }
+}
+
+/// Runs `cb(loop, data)` on loop `index` of the group, from any thread: once,
+/// from that loop's next iteration, in the order of the caller's posts to
+/// it. Returns 0, `COT_EINVAL` (NULL, an index out of range) or `COT_EPIPE`:
+/// the loop's shutdown is cancelling what remains, or it has ended. Once 0
+/// is returned `cb` runs, even if the shutdown cancels the loop first (it
+/// then runs as the loop ends); after an error it never does.
+///
+/// # Safety
+/// `group` is NULL or a live group; `cb` may be called on that loop's
+/// thread with `data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_post(group: *const cot_group, index: usize, cb: cot_post_cb, data: *mut c_void) -> c_int {
+    let Some(cb) = cb else { return Error::Inval.code() };
+    let data = Shared(data);
+    // SAFETY: NULL or live (the contract).
+    status(unsafe { check(group) }.and_then(|g| {
+        g.post(index, move |lp| {
+            let data = data;
+            let p = running();
+            // SAFETY: `p` is the target member's live loop, lent as `lp`; `cb`
+            // may run there with `data` (the contract).
+            unsafe { lend(p, lp, || cb(p, data.0)) }
+        })
+    }))
+}
+
+/// The load of loop `index`: its open TCP connections (0 for NULL or an
+/// index out of range). Any thread; a snapshot.
+///
+/// # Safety
+/// `group` is NULL or a live group.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_load(group: *const cot_group, index: usize) -> usize {
+    // SAFETY: NULL or live (the contract).
+    unsafe { check(group) }.map_or(0, |g| g.load(index))
+}
+
+/// The index of the running loop with the least load (the first of
+/// equals): where a new connection should go. `COT_EPIPE` once every loop
+/// is shutting down, `COT_EINVAL` for NULL. Any thread.
+///
+/// # Safety
+/// `group` is NULL or a live group.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_least_loaded(group: *const cot_group) -> c_int {
+    // SAFETY: NULL or live (the contract).
+    match unsafe { check(group) }.and_then(|g| g.least_loaded().ok_or(Error::Pipe)) {
+        Ok(i) => i as c_int,
+        Err(e) => e.code(),
+    }
+}
+
+/// Shuts the group down and waits for it: every loop gets its `stop`
+/// callback and runs until its open work is done; after `grace_ns`
+/// (`COT_FOREVER`: no limit) the loops still running close their sockets
+/// (waiting operations end with `COT_ECANCELED`) and stop; each gets its
+/// `end` callback; every thread is joined. Returns 0, `COT_EINVAL` (NULL,
+/// a bad `grace_ns`), or `COT_EBUSY` from one of the group's own threads
+/// (it would wait for itself). Other threads may still post meanwhile; a
+/// second call waits for the first. Free the group with `cot_group_free`.
+///
+/// # Safety
+/// `group` is NULL or a live group.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_shutdown(group: *const cot_group, grace_ns: u64) -> c_int {
+    // SAFETY: NULL or live (the contract).
+    status(unsafe { check(group) }.and_then(|g| {
+        let grace = timeout(grace_ns)?.map_or(Duration::MAX, Duration::from_nanos);
+        g.shutdown(grace)
+    }))
+}
+
+/// Frees the group, shutting it down first with no grace if that was not
+/// done (`cot_group_shutdown`). Returns 0 (NULL too), or `COT_EBUSY`,
+/// freeing nothing, from one of the group's own threads.
+///
+/// # Safety
+/// `group` is NULL or a live group, not used after (nor during) this call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_free(group: *mut cot_group) -> c_int {
+    if group.is_null() {
+        return 0;
+    }
+    // SAFETY: live (the contract).
+    let g = unsafe { &(*group).group };
+    if let Err(e) = g.shutdown(Duration::ZERO) {
+        return e.code();
+    }
+    // SAFETY: live, made by `cot_group_new`'s `Box`, and no longer used.
+    drop(unsafe { Box::from_raw(group) });
+    0
+}
+
+/// The number of processors the calling thread may run on (at least 1): the
+/// usual size of a group.
+#[unsafe(no_mangle)]
+pub extern "C" fn cot_cpu_count() -> usize {
+    crate::os::cpu::allowed().len().max(1)
+}
+
+// ===== a coroutine's call on another loop =====
+
+/// An answer from another loop, where its asker waits for it.
+#[derive(Default)]
+struct Answer {
+    /// 0: none yet; 1: `value` holds it; 2: the call was never made.
+    state: std::sync::atomic::AtomicU8,
+    value: AtomicUsize,
+}
+
+/// The call, on its way to the other loop; dropped unrun, it answers that
+/// it was never made.
+struct Call {
+    f: unsafe extern "C" fn(*mut cot_loop, *mut c_void) -> *mut c_void,
+    data: Shared,
+    back: Option<(Remote, Arc<Answer>)>,
+}
+
+impl Call {
+    fn run(mut self, lp: &mut Loop) {
+        let p = running();
+        // SAFETY: `p` is this loop's live wrapper, lent as `lp`; `f` may run
+        // on it with `data` (`cot_coro_invoke`'s contract).
+        let v = unsafe { lend(p, lp, || (self.f)(p, self.data.0)) };
+        self.answer(1, v as usize);
+    }
+
+    fn answer(&mut self, state: u8, value: usize) {
+        if let Some((remote, answer)) = self.back.take() {
+            let key = Arc::as_ptr(&answer) as usize;
+            answer.value.store(value, Ordering::Relaxed);
+            answer.state.store(state, Ordering::Release);
+            // The asker's loop gone: nobody waits any more.
+            let _ = remote.post(move |lp| {
+                let _ = lp.task_notify(key, When::Later);
+            });
+        }
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.answer(2, 0);
+    }
+}
+
+/// Calls `fn(loop, data)` on loop `index` of the group and parks the
+/// running coroutine (its loop runs on) until the answer comes; stores
+/// what `fn` returned in `*result` (if not NULL). Returns 0, `COT_EPIPE`
+/// (that loop is shutting down or gone: `fn` did not run), `COT_ECANCELED`
+/// (woken by `cot_coro_wake`: `fn` may still run, its answer is dropped),
+/// `COT_EINVAL` (NULL group or `fn`, an index out of range) or `COT_EPERM`
+/// outside coroutines. The coroutine's own loop is allowed: `fn` runs in a
+/// later iteration.
+///
+/// # Safety
+/// `group` is NULL or a live group; `fn` may be called on that loop's
+/// thread with `data`; `result` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_coro_invoke(
+    group: *const cot_group,
+    index: usize,
+    r#fn: cot_invoke_cb,
+    data: *mut c_void,
+    result: *mut *mut c_void,
+) -> c_int {
+    // SAFETY: NULL or live (the contract).
+    let g = match unsafe { check(group) } {
+        Ok(g) => g,
+        Err(e) => return e.code(),
+    };
+    let Some(f) = r#fn else { return Error::Inval.code() };
+    let answer = Arc::new(Answer::default());
+    let key = Arc::as_ptr(&answer) as usize;
+    let mut posted = false;
+    // Parks until the answer is there: woken by it (or by a stray notify of
+    // its key, then parks again), or by `cot_coro_wake`.
+    loop {
+        let asked = wait_if(State::Waiting, |l, co| {
+            if !posted {
+                let call = Call { f, data: Shared(data), back: Some((l.remote(), answer.clone())) };
+                g.post(index, move |lp| call.run(lp))?;
+                posted = true;
+            }
+            if answer.state.load(Ordering::Acquire) != 0 {
+                return Ok(((), false));
+            }
+            coro::arm_wait(l, co, key, None).map(|()| ((), true))
+        });
+        match asked.and_then(|(_, wake)| wake.map_or(Ok(()), coro::wait_result)) {
+            Err(e) => return e.code(),
+            Ok(()) => match answer.state.load(Ordering::Acquire) {
+                0 => continue,
+                1 => break,
+                _ => return Error::Pipe.code(),
+            },
+        }
+    }
+    if !result.is_null() {
+        // SAFETY: non-NULL and writable (the contract).
+        unsafe { *result = answer.value.load(Ordering::Relaxed) as *mut c_void };
+    }
+    0
+}
