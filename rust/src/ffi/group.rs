@@ -232,7 +232,12 @@ pub unsafe extern "C" fn cot_group_index(group: *const cot_group) -> c_int {
 /// `group` is NULL or a live group; `cb` may be called on that loop's
 /// thread with `data`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn cot_group_post(group: *const cot_group, index: usize, cb: cot_post_cb, data: *mut c_void) -> c_int {
+pub unsafe extern "C" fn cot_group_post(
+    group: *const cot_group,
+    index: usize,
+    cb: cot_post_cb,
+    data: *mut c_void,
+) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
     let data = Shared(data);
     // SAFETY: NULL or live (the contract).
