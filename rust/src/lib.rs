@@ -5,7 +5,7 @@
 //! with `grep -rn 'crate::' rust/src`; doc/architecture.md has the graph).
 //! `sched`, `sync` and `op` do not use each other.
 //! - [`util`]: small building blocks (a generational slab,
-//!   the OS clock, futexes, intrusive node chains, a one-thread pointer
+//!   the OS clock, processors, futexes, intrusive node chains, a one-thread pointer
 //!   ring, a read buffer: the only public one). Uses nothing.
 //! - [`error`]: the core's error type (the C ABI's negative `COT_E*` codes).
 //!   Uses nothing.
@@ -25,9 +25,11 @@
 //! - [`net`]: TCP and UDP sockets: their system calls, LuaSocket's receive
 //!   patterns, and reads, writes, accepts, connects and recvfroms that wait
 //!   on a loop until a deadline. Uses `reactor`, `util`, `error`.
+//! - [`os`]: plain descriptors (files, pipes) and child processes for the
+//!   faces. Uses `net`, `reactor`.
 //! - [`group`]: groups of loops, each on its own thread (optionally
 //!   pinned), with posts between them, a load per loop and a graceful
-//!   shutdown. Uses `reactor`, `os`, `error`.
+//!   shutdown. Uses `reactor`, `util`, `error`.
 //! - [`stack`]: stackful coroutines: stacks with guard pages, the context
 //!   switch in assembly, coroutines that run as tasks of a loop. Uses
 //!   `reactor`, `sched`, `future`, `error`.

@@ -323,7 +323,7 @@ pub unsafe extern "C" fn cot_group_free(group: *mut cot_group) -> c_int {
 /// usual size of a group.
 #[unsafe(no_mangle)]
 pub extern "C" fn cot_cpu_count() -> usize {
-    crate::os::cpu::allowed().len().max(1)
+    crate::util::cpu::allowed().len().max(1)
 }
 
 // ===== a coroutine's call on another loop =====

@@ -88,7 +88,7 @@ pub(super) fn run<F: Face>(face: &F, shared: &Shared, index: usize, cpu: Option<
     let me = &shared.members[index];
     if let Some(cpu) = cpu {
         // Best effort: the processor came from this process's own mask.
-        let _ = crate::os::cpu::pin(cpu);
+        let _ = crate::util::cpu::pin(cpu);
     }
     let mut local = match face.open(index) {
         Ok(l) => l,

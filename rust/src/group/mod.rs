@@ -137,7 +137,7 @@ impl Group {
             return Err(Error::Inval);
         }
         let face = Arc::new(face);
-        let cpus = if opts.pin { crate::os::cpu::allowed() } else { Vec::new() };
+        let cpus = if opts.pin { crate::util::cpu::allowed() } else { Vec::new() };
         let shared = Arc::new(Shared {
             members: (0..opts.loops).map(|_| Member::default()).collect(),
             ended: Mutex::new(0),

@@ -244,11 +244,11 @@ fn a_loop_that_cannot_be_made_fails_the_start_and_ends_the_others() {
 
 #[test]
 fn pinned_members_run_on_one_processor_each() {
-    let cpus = crate::os::cpu::allowed();
+    let cpus = crate::util::cpu::allowed();
     let seen = Arc::new(Seen::default());
     let g = Group::start(Options { loops: 2, pin: true }, Plain { seen, fail_at: None }).unwrap();
     for i in 0..2 {
-        assert_eq!(ask(&g, i, |_| crate::os::cpu::allowed()), vec![cpus[i % cpus.len()]]);
+        assert_eq!(ask(&g, i, |_| crate::util::cpu::allowed()), vec![cpus[i % cpus.len()]]);
     }
 }
 

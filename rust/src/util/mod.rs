@@ -1,10 +1,12 @@
-//! Small building blocks: a generational slab, the OS clock, futexes, a
+//! Small building blocks: a generational slab, the OS clock, processors
+//! (affinity, for pinning a loop's thread), futexes, a
 //! test-only random source, intrusive chains of C-owned nodes, a one-thread
 //! pointer ring (the unsafe parts of `sync`), and a read buffer. Only the
 //! buffer is public: the faces read files and pipes into it too.
 
 pub mod buffer;
 pub(crate) mod chain;
+pub(crate) mod cpu;
 pub(crate) mod futex;
 pub(crate) mod os;
 pub(crate) mod ring;
