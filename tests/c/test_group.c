@@ -98,7 +98,7 @@ static void test_bad_input(void) {
 
 struct hop {
     struct seen *s;
-    long left;
+    atomic_long left; /* read by main while the loops pass it on */
 };
 
 static void on_hop(cot_loop *loop, void *data) {
@@ -107,7 +107,7 @@ static void on_hop(cot_loop *loop, void *data) {
     CHECK(i >= 0 && i < LOOPS);
     CHECK(cot_loop_current() == loop && h->s->loop[i] == loop);
     h->s->hops[i]++; /* only loop i's thread writes it */
-    if (--h->left > 0) CHECK_EQ(cot_group_post(h->s->group, (size_t)(i + 1) % LOOPS, on_hop, h), 0);
+    if (atomic_fetch_sub(&h->left, 1) > 1) CHECK_EQ(cot_group_post(h->s->group, (size_t)(i + 1) % LOOPS, on_hop, h), 0);
 }
 
 static void test_start_and_posts(void) {
@@ -123,11 +123,12 @@ static void test_start_and_posts(void) {
     /* 8 messages, each passed around the ring 10 000 times. */
     static struct hop hops[8];
     for (int k = 0; k < 8; k++) {
-        hops[k] = (struct hop){&s, 10000};
+        hops[k].s = &s;
+        atomic_store(&hops[k].left, 10000);
         CHECK_EQ(cot_group_post(g, (size_t)k % LOOPS, on_hop, &hops[k]), 0);
     }
     for (int k = 0; k < 8; k++)
-        while (__atomic_load_n(&hops[k].left, __ATOMIC_ACQUIRE) > 0) sched_yield();
+        while (atomic_load(&hops[k].left) > 0) sched_yield();
     CHECK_EQ(cot_group_shutdown(g, COT_FOREVER), 0);
     long total = 0;
     for (int i = 0; i < LOOPS; i++) {
