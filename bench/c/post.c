@@ -184,24 +184,36 @@ static struct result stream_cothread(cot_group *g, long messages) {
     return (struct result){messages / secs, (double)(atomic_load(&writes8) - w0) / (double)messages};
 }
 
-/* libuv: a queue under a mutex, and one uv_async_send per message (it
- * writes the eventfd only when no send is pending). */
+/* libuv: posting a function as its users do, a queue of (function, data)
+ * under a mutex and one uv_async_send per message (it writes the eventfd
+ * only when no send is pending); the loop calls each function. */
+struct job {
+    void (*fn)(void *);
+    void *data;
+};
+
 struct uv_stream {
     uv_loop_t loop;
     uv_async_t async;
     pthread_mutex_t mu;
-    long *queue, head, tail, cap;
+    struct job *queue;
+    long head, tail;
     long got, want;
     struct done done;
 };
 
+static void uv_count(void *data) {
+    struct uv_stream *s = data;
+    s->got++;
+}
+
 static void uv_on_async(uv_async_t *a) {
     struct uv_stream *s = a->data;
     pthread_mutex_lock(&s->mu);
-    long n = s->tail - s->head;
-    s->head = s->tail;
+    long from = s->head, to = s->tail;
+    s->head = to;
     pthread_mutex_unlock(&s->mu);
-    s->got += n;
+    for (long i = from; i < to; i++) s->queue[i].fn(s->queue[i].data);
     if (s->got == s->want) {
         uv_close((uv_handle_t *)&s->async, NULL);
         done_signal(&s->done);
@@ -215,7 +227,7 @@ static void *uv_thread(void *arg) {
 }
 
 static struct result stream_libuv(long messages) {
-    struct uv_stream s = {.want = messages, .cap = messages};
+    struct uv_stream s = {.want = messages};
     s.queue = calloc((size_t)messages, sizeof *s.queue);
     done_init(&s.done);
     pthread_mutex_init(&s.mu, NULL);
@@ -228,7 +240,7 @@ static struct result stream_libuv(long messages) {
     uint64_t t0 = wall_ns();
     for (long i = 0; i < messages; i++) {
         pthread_mutex_lock(&s.mu);
-        s.queue[s.tail++] = i;
+        s.queue[s.tail++] = (struct job){uv_count, &s};
         pthread_mutex_unlock(&s.mu);
         CHECK(uv_async_send(&s.async));
     }

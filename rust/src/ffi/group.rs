@@ -239,17 +239,19 @@ pub unsafe extern "C" fn cot_group_post(
     data: *mut c_void,
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
-    let data = Shared(data);
     // SAFETY: NULL or live (the contract).
-    status(unsafe { check(group) }.and_then(|g| {
-        g.post(index, move |lp| {
-            let data = data;
-            let p = running();
-            // SAFETY: `p` is the target member's live loop, lent as `lp`; `cb`
-            // may run there with `data` (the contract).
-            unsafe { lend(p, lp, || cb(p, data.0)) }
-        })
-    }))
+    status(unsafe { check(group) }.and_then(|g| g.post_call(index, run_post, [cb as usize, data as usize])))
+}
+
+/// A `cot_group_post` on its loop: `args` are its `cb` and `data`.
+fn run_post(lp: &mut Loop, [cb, data]: [usize; 2]) {
+    // SAFETY: `cot_group_post` made `cb` from a non-NULL function pointer of
+    // this type, whose address a `usize` holds unchanged.
+    let cb: unsafe extern "C" fn(*mut cot_loop, *mut c_void) = unsafe { std::mem::transmute(cb) };
+    let p = running();
+    // SAFETY: `p` is the target member's live loop, lent as `lp`; `cb` may
+    // run there with `data` (`cot_group_post`'s contract).
+    unsafe { lend(p, lp, || cb(p, data as *mut c_void)) }
 }
 
 /// The load of loop `index`: its open TCP connections (0 for NULL or an

@@ -62,7 +62,7 @@ impl Member {
         if self.state() >= State::Cancelling {
             return Err(Error::Pipe);
         }
-        self.remote.get().ok_or(Error::Pipe)?.post(f)
+        self.remote.get().ok_or(Error::Pipe)?.send(f)
     }
 
     /// Moves the member on to `to` if it is not there or past it, and
@@ -72,7 +72,7 @@ impl Member {
         if moved.is_ok()
             && let Some(r) = self.remote.get()
         {
-            let _ = r.post(Box::new(Loop::stop));
+            let _ = r.post_call(|l, _| l.stop(), [0; 2]);
         }
     }
 

@@ -43,7 +43,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
-use crate::reactor::Loop;
+use crate::reactor::{Loop, Post};
 use member::{Member, State};
 
 /// What a face does with the loops of a group. The group calls each method
@@ -194,7 +194,17 @@ impl Group {
     /// `Error::Inval` for an index out of range; `Error::Pipe` once that
     /// loop is cancelling or ended (`f` is dropped unrun).
     pub fn post(&self, index: usize, f: impl FnOnce(&mut Loop) + Send + 'static) -> Result<()> {
-        self.shared.members.get(index).ok_or(Error::Inval)?.post(Box::new(f))
+        self.send(index, Post::Boxed(Box::new(f)))
+    }
+
+    /// Runs `f(loop, args)` on loop `index`, as [`Group::post`] does a
+    /// closure, without allocating.
+    pub fn post_call(&self, index: usize, f: fn(&mut Loop, [usize; 2]), args: [usize; 2]) -> Result<()> {
+        self.send(index, Post::Call(f, args))
+    }
+
+    fn send(&self, index: usize, p: Post) -> Result<()> {
+        self.shared.members.get(index).ok_or(Error::Inval)?.post(p)
     }
 
     /// Member `index`'s load (its face's counter; 0 out of range).

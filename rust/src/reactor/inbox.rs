@@ -213,7 +213,7 @@ impl Loop {
             self.async_fire(raw);
         }
         for post in b.posts.drain(..) {
-            post(self);
+            post.run(self);
         }
         self.batch = b;
     }

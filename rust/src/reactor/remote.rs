@@ -17,8 +17,24 @@ use std::sync::Arc;
 use super::{Inbox, Loop};
 use crate::error::Result;
 
-/// A function to run on a loop, sent from any thread.
-pub type Post = Box<dyn FnOnce(&mut Loop) + Send>;
+/// A function to run on a loop, sent from any thread: a closure, or a plain
+/// function with two words to call it with, which needs no allocation (the
+/// C face's posts are such calls).
+pub enum Post {
+    /// A closure.
+    Boxed(Box<dyn FnOnce(&mut Loop) + Send>),
+    /// `f(loop, args)`.
+    Call(fn(&mut Loop, [usize; 2]), [usize; 2]),
+}
+
+impl Post {
+    pub(super) fn run(self, l: &mut Loop) {
+        match self {
+            Post::Boxed(f) => f(l),
+            Post::Call(f, args) => f(l, args),
+        }
+    }
+}
 
 /// A loop's address for other threads: [`Remote::post`] runs a function on
 /// it. Cheap to clone; it does not keep the loop alive.
@@ -32,7 +48,18 @@ impl Remote {
     /// module documentation). `Error::Pipe` if the loop was dropped: `f` is
     /// dropped here, never run.
     pub fn post(&self, f: impl FnOnce(&mut Loop) + Send + 'static) -> Result<()> {
-        self.inbox.post(Box::new(f))
+        self.send(Post::Boxed(Box::new(f)))
+    }
+
+    /// Runs `f(loop, args)` on the loop, as [`Remote::post`] does a closure,
+    /// without allocating.
+    pub fn post_call(&self, f: fn(&mut Loop, [usize; 2]), args: [usize; 2]) -> Result<()> {
+        self.send(Post::Call(f, args))
+    }
+
+    /// Sends a post made already (as [`Remote::post`]).
+    pub fn send(&self, p: Post) -> Result<()> {
+        self.inbox.post(p)
     }
 }
 
@@ -55,7 +82,7 @@ impl Loop {
     pub fn close_posts(&mut self) {
         let queue = self.inbox.close();
         for post in queue.posts {
-            post(self);
+            post.run(self);
         }
     }
 }
