@@ -573,6 +573,12 @@ typedef struct cot_promise cot_promise;
 typedef struct cot_sched cot_sched;
 
 /**
+ * A TCP socket between loops (opaque): from `cot_tcp_export`, for
+ * `cot_tcp_import` on any loop of any thread, or `cot_tcp_exported_free`.
+ */
+typedef struct cot_tcp_exported cot_tcp_exported;
+
+/**
  * A thread-safe timer service (opaque): entries with a deadline, an
  * identifier and a user pointer, added and cancelled from any thread, and
  * threads waiting for the next one to fall due. Made by `cot_timers_new`,
@@ -1483,6 +1489,19 @@ int cot_handle_set_data(struct cot_loop *loop, cot_handle handle, void *data);
  * `loop` is NULL or a live loop.
  */
 int cot_handle_is_active(struct cot_loop *loop, cot_handle handle);
+
+/**
+ * How many of the loop's `cot_tcp` are connections: accepted, connected
+ * (`cot_tcp_connect` or `cot_coro_connect` that succeeded), imported
+ * (`cot_tcp_import` of a connection), or adopted connected
+ * (`cot_tcp_open`), counted until their close, release or export. Not
+ * listeners, not UDP. `COT_EINVAL` for NULL. **Safe from any thread**
+ * while the loop lives: a balancer reads it while the loop runs elsewhere.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int64_t cot_loop_connections(struct cot_loop *loop);
 
 /**
  * Creates a loop task (a handle: close it with `cot_close`) in no queue;
@@ -2451,6 +2470,44 @@ int cot_tcp_open(struct cot_loop *loop, int fd, cot_tcp *tcp);
 int cot_tcp_release(struct cot_loop *loop, cot_tcp tcp, int *fd);
 
 /**
+ * Takes the socket out of its loop, to go on on another loop (of any
+ * thread): `*out` gets an object owning the open descriptor and the bytes
+ * read from it and not taken yet, which `cot_tcp_import` turns into a
+ * socket again (its reads give those bytes first). The key is invalid at
+ * once, as after `cot_tcp_close`, and the socket no longer counts in
+ * `cot_loop_connections`. A listener may be exported too. Returns 0,
+ * `COT_EINVAL` (NULL `out`, a UDP key), `COT_EBADF` (closed), or
+ * `COT_EBUSY`, changing nothing, while an operation waits on the socket
+ * (cancel it and let the loop run its callback first).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `out` is NULL or writable.
+ */
+int cot_tcp_export(struct cot_loop *loop, cot_tcp tcp, struct cot_tcp_exported **out);
+
+/**
+ * Makes an exported socket a `cot_tcp` of `loop`, on whatever thread runs
+ * it; its key into `*out`. A connection counts in the loop's
+ * `cot_loop_connections`. Returns 0, consuming `ex`; or, leaving `ex` the
+ * caller's, `COT_EINVAL` (NULL `loop`, `ex` or `out`) or `COT_EBUSY`
+ * (called from inside another call on the loop).
+ *
+ * # Safety
+ * `loop` is NULL or a live loop; `ex` is NULL or from `cot_tcp_export`, not
+ * imported or freed since; `out` is NULL or writable.
+ */
+int cot_tcp_import(struct cot_loop *loop, struct cot_tcp_exported *ex, cot_tcp *out);
+
+/**
+ * Frees an exported socket that will not be imported: closes its
+ * descriptor and drops its buffered bytes. NULL is fine. Any thread.
+ *
+ * # Safety
+ * `ex` is NULL or from `cot_tcp_export`, not imported or freed since.
+ */
+void cot_tcp_exported_free(struct cot_tcp_exported *ex);
+
+/**
  * Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,
  * `sockaddr_in6` or `sockaddr_un`). Returns 0 or an error
  * (`COT_EADDRINUSE`, `COT_EACCES`, ...).
@@ -2660,6 +2717,17 @@ int cot_tcp_shutdown(struct cot_loop *loop, cot_tcp tcp);
  * `loop` is NULL or a live loop.
  */
 int cot_tcp_nodelay(struct cot_loop *loop, cot_tcp tcp, int enable);
+
+/**
+ * Lets other sockets bind the same address and port (`enable` 1:
+ * `SO_REUSEPORT`), each with the option set, so that listeners on several
+ * loops share the connections (the kernel spreads them by a hash of the
+ * peer). Call it before `cot_tcp_bind`. Returns 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_tcp_reuseport(struct cot_loop *loop, cot_tcp tcp, int enable);
 
 /**
  * `setsockopt(2)`: `len` bytes of `value` for option `name` of `level`.
@@ -2996,6 +3064,17 @@ int64_t cot_udp_try_send(struct cot_loop *loop,
                          size_t len,
                          const struct sockaddr *to,
                          uint32_t tolen);
+
+/**
+ * Lets other sockets bind the same address and port (`enable` 1:
+ * `SO_REUSEPORT`), each with the option set: the kernel spreads the
+ * datagrams among them by a hash of the sender. Call it before
+ * `cot_udp_bind`. Returns 0 or an error.
+ *
+ * # Safety
+ * `loop` is NULL or a live loop.
+ */
+int cot_udp_reuseport(struct cot_loop *loop, cot_udp udp, int enable);
 
 /**
  * `setsockopt(2)`, as `cot_tcp_setopt` (`SO_BROADCAST`, `IP_MULTICAST_TTL`,

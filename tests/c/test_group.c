@@ -328,6 +328,42 @@ static void test_shutdown_inside(void) {
     CHECK_EQ(cot_group_free(g), 0);
 }
 
+/* ---- load: a loop's open connections ---- */
+
+static cot_tcp pair_tcp[2];
+static atomic_int pair_step;
+
+static void open_pair(cot_loop *loop, void *data) {
+    (void)data;
+    int fds[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    for (int i = 0; i < 2; i++) CHECK_EQ(cot_tcp_open(loop, fds[i], &pair_tcp[i]), 0);
+    atomic_store(&pair_step, 1);
+}
+
+static void close_pair(cot_loop *loop, void *data) {
+    (void)data;
+    for (int i = 0; i < 2; i++) CHECK_EQ(cot_tcp_close(loop, pair_tcp[i]), 0);
+    atomic_store(&pair_step, 2);
+}
+
+static void test_load(void) {
+    struct seen s;
+    cot_group *g = new_group(&s, 3, 0);
+    CHECK_EQ(cot_group_least_loaded(g), 0); /* all equal: the first */
+    CHECK_EQ(cot_group_post(g, 0, open_pair, NULL), 0);
+    while (atomic_load(&pair_step) != 1) sched_yield();
+    CHECK_EQ(cot_group_load(g, 0), 2);
+    CHECK_EQ(cot_group_load(g, 1), 0);
+    CHECK_EQ(cot_group_load(g, 3), 0); /* out of range */
+    CHECK_EQ(cot_group_least_loaded(g), 1);
+    CHECK_EQ(cot_group_post(g, 0, close_pair, NULL), 0);
+    while (atomic_load(&pair_step) != 2) sched_yield();
+    CHECK_EQ(cot_group_load(g, 0), 0);
+    CHECK_EQ(cot_group_least_loaded(g), 0);
+    CHECK_EQ(cot_group_free(g), 0);
+}
+
 static void test_pin(void) {
     struct seen s;
     cot_group *g = new_group(&s, 2, COT_GROUP_PIN);
@@ -345,6 +381,7 @@ int main(void) {
     test_invoke_gone();
     test_shutdown_grace();
     test_shutdown_inside();
+    test_load();
     test_pin();
     puts("test_group ok");
     return 0;

@@ -3,7 +3,8 @@
 // SO_REUSEPORT listener accepting and echoing, a connected socket, a
 // released descriptor used with plain read/write, descriptors refused (a
 // pipe, a file, the other socket type, -1, a closed one) and left as they
-// were, and a release refused while an operation waits.
+// were, a release refused while an operation waits, and listeners and UDP
+// sockets bound with reuse_port sharing a port.
 #include <cothread/endpoint.h>
 #include <cothread/error.h>
 #include <cothread/loop.h>
@@ -242,12 +243,54 @@ static void test_release_while_reading() {
     close(fds[1]);
 }
 
+// The options of bind: listeners with reuse_port share one port, and a
+// socket without it is refused there; the same for UDP. Two listeners of
+// one loop: the kernel gives each connection to one of them.
+static task<std::string> ask_either(tcp_listener &a, tcp_listener &b) {
+    cothread::loop &lp = co_await cothread::this_task::get_loop();
+    tcp_socket c = co_await tcp_socket::connect(lp, a.local_endpoint(), 5s);
+    co_await c.write("hello", 5s);
+    // The connection waits in one queue: a try of each finds it.
+    for (int i = 0; i < 500; i++) {
+        for (tcp_listener *l : {&a, &b}) {
+            std::error_code ec;
+            tcp_socket s = co_await l->accept(std::chrono::nanoseconds(0), ec);
+            if (!ec) {
+                lp.spawn_detached(echo_one(std::move(s)));
+                std::string back(5, '\0');
+                co_await c.read_exact(std::as_writable_bytes(std::span(back)), 5s);
+                co_return back;
+            }
+            CHECK(ec == std::errc::timed_out);
+        }
+        co_await cothread::sleep_for(1ms);
+    }
+    co_return "";
+}
+
+static void test_reuse_port() {
+    cothread::loop lp;
+    tcp_listener a = tcp_listener::bind(lp, endpoint::v4("127.0.0.1", 0), {.backlog = 8, .reuse_port = true});
+    endpoint at = a.local_endpoint();
+    tcp_listener b = tcp_listener::bind(lp, at, {.reuse_port = true});
+    CHECK(b.local_endpoint() == at);
+    CHECK(error_of([&] { (void)tcp_listener::bind(lp, at); }) == std::errc::address_in_use);
+    CHECK(error_of([&] { (void)tcp_listener::bind(lp, at, {.reuse_address = false}); }) == std::errc::address_in_use);
+    CHECK(cothread::sync_wait(lp, ask_either(a, b)) == "hello");
+
+    udp_socket u = udp_socket::bind(lp, endpoint::v4("127.0.0.1", 0), {.reuse_port = true});
+    udp_socket v = udp_socket::bind(lp, u.local_endpoint(), {.reuse_port = true});
+    CHECK(v.local_endpoint() == u.local_endpoint());
+    CHECK(error_of([&] { (void)udp_socket::bind(lp, u.local_endpoint()); }) == std::errc::address_in_use);
+}
+
 int main() {
     RUN(test_adopted_listener);
     RUN(test_adopted_connection_then_release);
     RUN(test_adopted_udp_then_release);
     RUN(test_refused_descriptors);
     RUN(test_release_while_reading);
+    RUN(test_reuse_port);
     std::puts("test_adopt: ok");
     return 0;
 }

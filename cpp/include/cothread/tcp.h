@@ -254,25 +254,48 @@ inline detail::tcp_connect_op tcp_socket::connect(loop &lp, const endpoint &ep, 
     return {lp.native(), ep, dl, &ec};
 }
 
+/// How tcp_listener::bind makes its socket:
+/// `tcp_listener::bind(lp, ep, {.reuse_port = true})`.
+struct listen_options {
+    /// The queue of connections not accepted yet.
+    int backlog = 511;
+    /// SO_REUSEADDR (IP only): a restarted server binds its port at once,
+    /// whatever connections of the last run linger.
+    bool reuse_address = true;
+    /// SO_REUSEPORT: several listeners bind the same port, each with it
+    /// set, and the kernel spreads the connections among them: one
+    /// listener per loop, each loop on its own thread.
+    bool reuse_port = false;
+};
+
 class tcp_listener : public detail::tcp_handle {
 public:
     tcp_listener() noexcept = default;
     /// Adopts descriptor `fd`, a listening stream socket (bound with options
-    /// of your own, SO_REUSEPORT, ...), as tcp_socket(lp, fd) does.
+    /// of your own), as tcp_socket(lp, fd) does.
     explicit tcp_listener(loop &lp, int fd) : socket_handle(lp.native(), adopt(lp.native(), fd)) {}
 
     /// Binds `ep` (SO_REUSEADDR for IP; port 0 picks one) and listens.
     /// Throws on failure (address_in_use, ...).
     static tcp_listener bind(loop &lp, const endpoint &ep, int backlog = 511) {
+        listen_options o;
+        o.backlog = backlog;
+        return bind(lp, ep, o);
+    }
+    /// Binds `ep` with `opt`'s options set first, and listens. Throws on
+    /// failure (address_in_use: the port is taken by a socket without
+    /// reuse_port, or `opt` lacks it).
+    static tcp_listener bind(loop &lp, const endpoint &ep, const listen_options &opt) {
         tcp_listener l;
         l.m_lp = lp.native();
         detail::check(cot_tcp_init(l.m_lp, ep.family(), &l.m_key));
-        if (ep.family() == AF_INET || ep.family() == AF_INET6) {
+        if (opt.reuse_address && (ep.family() == AF_INET || ep.family() == AF_INET6)) {
             int one = 1;
             detail::check(cot_tcp_setopt(l.m_lp, l.m_key, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one));
         }
+        if (opt.reuse_port) detail::check(cot_tcp_reuseport(l.m_lp, l.m_key, 1));
         detail::check(cot_tcp_bind(l.m_lp, l.m_key, ep.data(), ep.size()));
-        detail::check(cot_tcp_listen(l.m_lp, l.m_key, backlog));
+        detail::check(cot_tcp_listen(l.m_lp, l.m_key, opt.backlog));
         return l;
     }
 

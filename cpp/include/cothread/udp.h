@@ -106,6 +106,18 @@ private:
 
 }  // namespace detail
 
+/// How udp_socket::bind makes its socket:
+/// `udp_socket::bind(lp, ep, {.reuse_port = true})`.
+struct udp_options {
+    /// SO_REUSEADDR: share the port with other sockets that set it (for
+    /// multicast receivers).
+    bool reuse_address = false;
+    /// SO_REUSEPORT: several sockets bind the same port, each with it set,
+    /// and the kernel spreads the datagrams among them by their sender: one
+    /// socket per loop, each loop on its own thread.
+    bool reuse_port = false;
+};
+
 // close(), release(), operator bool, native(), native_loop(),
 // local_endpoint() and the moves come from detail::socket_handle.
 class udp_socket
@@ -128,9 +140,14 @@ public:
         return u;
     }
     /// A socket bound to `ep` (port 0 picks one).
-    static udp_socket bind(loop &lp, const endpoint &ep) {
+    static udp_socket bind(loop &lp, const endpoint &ep) { return bind(lp, ep, udp_options{}); }
+    /// A socket bound to `ep`, `opt`'s options set first.
+    static udp_socket bind(loop &lp, const endpoint &ep, const udp_options &opt) {
         udp_socket u = open(lp, ep.family());
-        int r = cot_udp_bind(u.m_lp, u.m_key, ep.data(), ep.size());
+        int one = 1, r = 0;
+        if (opt.reuse_address) r = cot_udp_setopt(u.m_lp, u.m_key, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (r == 0 && opt.reuse_port) r = cot_udp_reuseport(u.m_lp, u.m_key, 1);
+        if (r == 0) r = cot_udp_bind(u.m_lp, u.m_key, ep.data(), ep.size());
         if (r < 0) throw_error(r);
         return u;
     }

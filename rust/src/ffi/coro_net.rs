@@ -247,7 +247,7 @@ pub unsafe extern "C" fn cot_coro_accept(server: cot_tcp, client: *mut cot_tcp, 
     let me = coro::running().map(|co| co.owner() as *mut cot_loop);
     // SAFETY: the running coroutine's loop is live; `client` is writable
     // (the caller's contract).
-    unsafe { write_out(client, me.and_then(|me| socket::insert(me, c, false))) }
+    unsafe { write_out(client, me.and_then(|me| socket::insert(me, c, socket::Kind::Connection))) }
 }
 
 /// Connects `tcp` to the `len` bytes of `addr`, waiting at most
@@ -267,7 +267,10 @@ pub unsafe extern "C" fn cot_coro_connect(
     let r = park(tcp, false, Dir::Write, timeout_ns, |l, s, d, done| {
         // SAFETY: NULL or readable for `len` bytes (the caller's contract).
         let a = unsafe { socket::addr_arg(addr, len) }?;
-        socket::connect(l, s, &a, d, done)
+        let me = coro::running()?.owner() as *mut cot_loop;
+        // SAFETY: the running coroutine's loop is live and wraps `l`, the
+        // loop `park` lent this start.
+        unsafe { socket::connect(me, tcp, l, s, &a, d, done) }
     });
     code(r, |()| 0) as c_int
 }

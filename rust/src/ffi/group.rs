@@ -120,8 +120,9 @@ impl Face for CFace {
         f(unsafe { cot_loop::loop_mut(local.p) })
     }
 
-    fn load(&self, _: &CLoop) -> Arc<AtomicUsize> {
-        Arc::default()
+    fn load(&self, local: &CLoop) -> Arc<AtomicUsize> {
+        // SAFETY: `local.p` is live, on this thread.
+        unsafe { super::loop_::connection_counter(local.p) }
     }
 
     fn drain(&self, index: usize, lp: &mut Loop) {

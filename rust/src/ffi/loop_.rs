@@ -11,6 +11,7 @@ use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_void;
 use std::os::raw::c_int;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::guard::{boolean, status};
 use crate::error::{Error, Result};
@@ -23,6 +24,27 @@ pub(crate) struct CSocket {
     pub sock: Socket,
     /// A `cot_udp` (else a `cot_tcp`): each kind's functions refuse the other.
     pub udp: bool,
+    /// A TCP connection, counted in its loop's `cot_loop_connections` until
+    /// the entry leaves the table (close, release, export, the loop's end).
+    pub counted: Option<Counted>,
+}
+
+/// One connection in a loop's count: added when made, taken back when
+/// dropped, so every way out of the table uncounts it alike.
+pub(crate) struct Counted(Arc<AtomicUsize>);
+
+impl Counted {
+    pub(crate) fn new(count: &Arc<AtomicUsize>) -> Counted {
+        // Relaxed: the count is a hint for a balancer, ordering nothing else.
+        count.fetch_add(1, Ordering::Relaxed);
+        Counted(count.clone())
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// The callback of a name lookup (`cot_getaddrinfo_cb`, non-NULL).
@@ -50,6 +72,9 @@ pub(crate) struct Tables {
 pub struct cot_loop {
     /// The thread-safe part, for `cot_async_send` from other threads.
     inbox: Arc<crate::reactor::Inbox>,
+    /// How many of its `cot_tcp` are connections (`Counted`); read from any
+    /// thread (`cot_loop_connections`, a loop group's balancer).
+    connections: Arc<AtomicUsize>,
     current: Cell<*mut Loop>,
     busy: Cell<bool>,
     tables: Tables,
@@ -181,6 +206,7 @@ pub extern "C" fn cot_loop_new() -> *mut cot_loop {
     match Loop::new() {
         Ok(l) => Box::into_raw(Box::new(cot_loop {
             inbox: l.inbox().clone(),
+            connections: Arc::default(),
             current: Cell::new(std::ptr::null_mut()),
             busy: Cell::new(false),
             tables: Tables::default(),
@@ -464,4 +490,45 @@ pub(crate) unsafe fn inbox<'a>(p: *mut cot_loop) -> Option<&'a Arc<crate::reacto
     // SAFETY: a reference to the immutable, thread-safe `inbox` field only; no
     // reference to the whole wrapper (whose cells the loop thread uses) is made.
     unsafe { (!p.is_null()).then(|| &*std::ptr::addr_of!((*p).inbox)) }
+}
+
+/// The connection count of a loop, without touching the loop.
+///
+/// # Safety
+/// `p` is NULL or a live loop (possibly running on another thread).
+pub(crate) unsafe fn connections<'a>(p: *mut cot_loop) -> Option<&'a Arc<AtomicUsize>> {
+    // SAFETY: as in `inbox`: a reference to the `connections` field alone,
+    // which is never written after `cot_loop_new` and is `Sync`; the loop's
+    // thread uses the other fields (cells, tables, the loop), none of which
+    // this reference covers.
+    unsafe { (!p.is_null()).then(|| &*std::ptr::addr_of!((*p).connections)) }
+}
+
+/// The counter behind `cot_loop_connections`, for a loop group choosing the
+/// least loaded of its loops: it stays readable after the loop is closed.
+///
+/// # Safety
+/// `p` is a live loop (possibly running on another thread).
+pub(crate) unsafe fn connection_counter(p: *mut cot_loop) -> Arc<AtomicUsize> {
+    // SAFETY: live by the contract, which is what `connections` asks.
+    unsafe { connections(p) }.cloned().unwrap_or_default()
+}
+
+/// How many of the loop's `cot_tcp` are connections: accepted, connected
+/// (`cot_tcp_connect` or `cot_coro_connect` that succeeded), imported
+/// (`cot_tcp_import` of a connection), or adopted connected
+/// (`cot_tcp_open`), counted until their close, release or export. Not
+/// listeners, not UDP. `COT_EINVAL` for NULL. **Safe from any thread**
+/// while the loop lives: a balancer reads it while the loop runs elsewhere.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_loop_connections(r#loop: *mut cot_loop) -> i64 {
+    // SAFETY: NULL or live (the contract), as `connections` asks; it forms no
+    // reference to the parts the loop's own thread uses.
+    match unsafe { connections(r#loop) } {
+        Some(c) => c.load(Ordering::Relaxed) as i64,
+        None => Error::Inval.code() as i64,
+    }
 }

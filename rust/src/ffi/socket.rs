@@ -11,10 +11,10 @@ use std::ffi::c_void;
 use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
-use super::loop_::{CSocket, cot_loop, lend, tables, with_loop};
+use super::loop_::{CSocket, Counted, connections, cot_loop, lend, tables, with_loop};
 use super::poll::{COT_READABLE, COT_WRITABLE};
 use crate::error::{Error, Result};
-use crate::net::{Addr, Dir, Done, Fail, Socket};
+use crate::net::{Addr, Dir, Done, Exported, Fail, Socket};
 use crate::reactor::Loop;
 use crate::util::slab::Key;
 
@@ -74,14 +74,54 @@ pub(crate) unsafe fn with_socket<R>(
     }
 }
 
+/// What a socket is to its table: its kind, and for TCP whether it is a
+/// connection (counted in `cot_loop_connections`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Udp,
+    /// A listener, or a socket not connected yet.
+    Tcp,
+    Connection,
+}
+
 /// Adds `sock` to the table of `p`: its key.
 ///
 /// # Safety
 /// `p` is a live loop.
-pub(crate) unsafe fn insert(p: *mut cot_loop, sock: Socket, udp: bool) -> Result<u64> {
+pub(crate) unsafe fn insert(p: *mut cot_loop, sock: Socket, kind: Kind) -> Result<u64> {
     // SAFETY: `tables` asks `p` NULL or live; `insert`'s contract says live.
     let table = unsafe { tables(p) }.map(|t| &t.sockets).ok_or(Error::Inval)?;
-    Ok(table.borrow_mut().insert(CSocket { sock, udp }).to_raw())
+    // SAFETY: live, as above.
+    let counted = unsafe { counted(p, kind == Kind::Connection) };
+    Ok(table.borrow_mut().insert(CSocket { sock, udp: kind == Kind::Udp, counted }).to_raw())
+}
+
+/// A place in the count of `p` if `conn`.
+///
+/// # Safety
+/// `p` is a live loop.
+unsafe fn counted(p: *mut cot_loop, conn: bool) -> Option<Counted> {
+    // SAFETY: live (the contract), as `connections` asks.
+    conn.then(|| unsafe { connections(p) }.map(Counted::new)).flatten()
+}
+
+/// Counts the TCP socket `id` of `p` as a connection from now (its connect
+/// succeeded), if it is still `sock` and not counted yet.
+///
+/// # Safety
+/// `p` is a live loop, on its thread.
+unsafe fn count_connected(p: *mut cot_loop, id: u64, sock: &Socket) {
+    // SAFETY: live, on its thread (the contract): `tables` and `counted` ask
+    // that.
+    let Some(t) = (unsafe { tables(p) }) else { return };
+    let mut table = t.sockets.borrow_mut();
+    if let Some(s) = Key::from_raw(id).and_then(|k| table.get_mut(k))
+        && s.sock.same(sock)
+        && s.counted.is_none()
+    {
+        // SAFETY: as above.
+        s.counted = unsafe { counted(p, true) };
+    }
 }
 
 /// A new socket of `family` and `socktype` in the table; its key in `*out`.
@@ -92,7 +132,7 @@ pub(crate) unsafe fn open(p: *mut cot_loop, family: c_int, socktype: c_int, out:
     if out.is_null() {
         return Error::Inval.code();
     }
-    let udp = socktype == libc::SOCK_DGRAM;
+    let kind = if socktype == libc::SOCK_DGRAM { Kind::Udp } else { Kind::Tcp };
     // SAFETY: `p` is NULL or live (the contract): `with_loop` refuses NULL, so
     // `insert` inside gets a live loop; `out` is non-NULL (checked above) and
     // writable, as `write_out` asks.
@@ -101,7 +141,7 @@ pub(crate) unsafe fn open(p: *mut cot_loop, family: c_int, socktype: c_int, out:
             out,
             with_loop(p, |_| {
                 let sock = Socket::new(family, socktype).map_err(sys_error)?;
-                insert(p, sock, udp)
+                insert(p, sock, kind)
             }),
         )
     }
@@ -129,7 +169,13 @@ pub(crate) unsafe fn adopt(p: *mut cot_loop, fd: c_int, socktype: c_int, out: *m
                     return Err(Error::Inval);
                 }
                 crate::net::sys::set_nonblocking(fd).map_err(sys_error)?;
-                insert(p, Socket::from_fd(fd), socktype == libc::SOCK_DGRAM)
+                // A stream with a peer is a connection (a listener has none).
+                let kind = match socktype {
+                    libc::SOCK_DGRAM => Kind::Udp,
+                    _ if crate::net::sys::name(fd, true).is_ok() => Kind::Connection,
+                    _ => Kind::Tcp,
+                };
+                insert(p, Socket::from_fd(fd), kind)
             }),
         )
     }
@@ -160,15 +206,39 @@ pub(crate) unsafe fn datagram_arg<'a>(buf: *const c_void, len: usize) -> Result<
     }
 }
 
-/// Starts connecting `s` to `a` on `l`, until `d`: the one start of the
-/// callback and the stackful connect. `Error::Busy` while a write or
-/// connect waits; a refusal the system gives at once is the error.
-pub(crate) fn connect(l: &mut Loop, s: &Socket, a: &Addr, d: Option<u64>, done: Done<()>) -> Result<()> {
+/// Starts connecting `s` (the socket `id` of `p`) to `a` on `l`, until `d`:
+/// the one start of the callback and the stackful connect. `Error::Busy`
+/// while a write or connect waits; a refusal the system gives at once is
+/// the error. Once connected, the socket counts as a connection of `p`.
+///
+/// # Safety
+/// `p` is the live wrapper of `l`.
+pub(crate) unsafe fn connect(
+    p: *mut cot_loop,
+    id: u64,
+    l: &mut Loop,
+    s: &Socket,
+    a: &Addr,
+    d: Option<u64>,
+    done: Done<()>,
+) -> Result<()> {
     if s.waiting(Dir::Write) {
         return Err(Error::Busy);
     }
     s.connect_start(a).map_err(try_error)?;
-    s.connect(l, d, done)
+    let sock = s.clone();
+    s.connect(
+        l,
+        d,
+        Box::new(move |lp, r| {
+            if r.is_ok() {
+                // SAFETY: `p` wraps `lp` (the contract), and lives while its
+                // loop runs this completion, on its thread.
+                unsafe { count_connected(p, id, &sock) };
+            }
+            done(lp, r)
+        }),
+    )
 }
 
 /// The error of a try that failed: a socket closed under it is `COT_EBADF`.
@@ -310,6 +380,17 @@ pub(crate) unsafe fn setopt(
     })
 }
 
+/// `SO_REUSEPORT` on (`enable` not 0) or off, before the bind.
+///
+/// # Safety
+/// `p` is NULL or a live loop.
+pub(crate) unsafe fn reuseport(p: *mut cot_loop, id: u64, udp: bool, enable: c_int) -> c_int {
+    let v = c_int::from(enable != 0).to_ne_bytes();
+    // SAFETY: `p` NULL or live is the contract; `value` points to `v`, a
+    // local of the 4 bytes passed, as `setopt` asks.
+    unsafe { setopt(p, id, udp, libc::SOL_SOCKET, libc::SO_REUSEPORT, v.as_ptr().cast(), 4) }
+}
+
 /// `getsockopt(2)` on the socket: `*len` bytes of room at `value`, the
 /// value's length back in `*len`.
 ///
@@ -378,20 +459,27 @@ pub(crate) unsafe fn cancel(p: *mut cot_loop, id: u64, udp: bool, events: c_int)
     super::guard::boolean(r)
 }
 
-/// Ends the socket's life in the table with `end` (a close or a release):
-/// once `end` succeeded, its key is invalid; if it failed, nothing changed.
+/// Ends the socket's life in the table with `end` (a close, a release or
+/// an export): once `end` succeeded, its key is invalid, and it is no longer
+/// counted; if it failed, nothing changed. With `end`'s result: whether it
+/// was a connection.
 ///
 /// # Safety
 /// `p` is NULL or a live loop.
-unsafe fn end<R>(p: *mut cot_loop, id: u64, udp: bool, end: impl FnOnce(&mut Loop, &Socket) -> Result<R>) -> Result<R> {
+unsafe fn end<R>(
+    p: *mut cot_loop,
+    id: u64,
+    udp: bool,
+    end: impl FnOnce(&mut Loop, &Socket) -> Result<R>,
+) -> Result<(R, bool)> {
     // SAFETY: `with_socket` gets `p` NULL or live (`end`'s contract); inside,
     // the loop is live, so `tables(p)` may look at it.
     unsafe {
         with_socket(p, id, udp, |l, s| {
             let r = end(l, s)?;
             let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
-            Key::from_raw(id).and_then(|k| table.borrow_mut().remove(k));
-            Ok(r)
+            let gone = Key::from_raw(id).and_then(|k| table.borrow_mut().remove(k));
+            Ok((r, gone.is_some_and(|g| g.counted.is_some())))
         })
     }
 }
@@ -403,7 +491,7 @@ unsafe fn end<R>(p: *mut cot_loop, id: u64, udp: bool, end: impl FnOnce(&mut Loo
 /// `p` is NULL or a live loop.
 pub(crate) unsafe fn close(p: *mut cot_loop, id: u64, udp: bool) -> c_int {
     // SAFETY: `end` asks only `p` NULL or live, `close`'s contract.
-    status(unsafe { end(p, id, udp, |l, s| s.close(Some(l))) })
+    status(unsafe { end(p, id, udp, |l, s| s.close(Some(l))) }.map(drop))
 }
 
 /// Closes every socket of the loop, as `close` does each (a group's loop
@@ -435,7 +523,77 @@ pub(crate) unsafe fn release(p: *mut cot_loop, id: u64, udp: bool, fd: *mut c_in
     }
     // SAFETY: `end` needs `p` NULL or live; `fd` is non-NULL (checked above)
     // and writable, both by `release`'s contract.
-    unsafe { write_out(fd, end(p, id, udp, |l, s| s.release(Some(l)))) }
+    unsafe { write_out(fd, end(p, id, udp, |l, s| s.release(Some(l))).map(|(fd, _)| fd)) }
+}
+
+/// A TCP socket between loops (opaque): from `cot_tcp_export`, for
+/// `cot_tcp_import` on any loop of any thread, or `cot_tcp_exported_free`.
+pub struct cot_tcp_exported {
+    ex: Exported,
+    /// It was a connection: the importing loop counts it.
+    conn: bool,
+}
+
+/// Takes the TCP socket out of `p` into `*out`, its buffered bytes with it;
+/// its key is invalid at once. Refused as a release is (`COT_EBUSY` while an
+/// operation waits), changing nothing.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `out` is NULL or writable.
+pub(crate) unsafe fn export(p: *mut cot_loop, id: u64, out: *mut *mut cot_tcp_exported) -> c_int {
+    // Checked first: an exported socket must not be lost.
+    if out.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: `end` needs `p` NULL or live; `out` is non-NULL (checked) and
+    // writable: `export`'s contract.
+    unsafe {
+        write_out(
+            out,
+            end(p, id, false, |l, s| s.export(Some(l)))
+                .map(|(ex, conn)| Box::into_raw(Box::new(cot_tcp_exported { ex, conn }))),
+        )
+    }
+}
+
+/// Makes `ex` a TCP socket of `p`, its key in `*out`; consumes `ex` on
+/// success only.
+///
+/// # Safety
+/// `p` is NULL or a live loop; `ex` is NULL or from `export`, not freed or
+/// imported since; `out` is NULL or writable.
+pub(crate) unsafe fn import(p: *mut cot_loop, ex: *mut cot_tcp_exported, out: *mut u64) -> c_int {
+    if ex.is_null() || out.is_null() {
+        return Error::Inval.code();
+    }
+    // SAFETY: `with_loop` refuses a NULL `p`, so `tables` and `counted` see
+    // the live loop of the contract; `ex` is taken back only after the last
+    // step that can fail, so a refusal leaves it the caller's; `out` is
+    // non-NULL (checked) and writable.
+    unsafe {
+        write_out(
+            out,
+            with_loop(p, |_| {
+                let table = tables(p).map(|t| &t.sockets).ok_or(Error::Inval)?;
+                let ex = Box::from_raw(ex);
+                let sock = Socket::import(ex.ex);
+                let counted = counted(p, ex.conn);
+                Ok(table.borrow_mut().insert(CSocket { sock, udp: false, counted }).to_raw())
+            }),
+        )
+    }
+}
+
+/// Frees an exported socket, closing its descriptor.
+///
+/// # Safety
+/// `ex` is NULL or from `export`, not freed or imported since.
+pub(crate) unsafe fn exported_free(ex: *mut cot_tcp_exported) {
+    if !ex.is_null() {
+        // SAFETY: made by `Box::into_raw` in `export` and still the caller's
+        // (the contract); dropping it closes the descriptor.
+        drop(unsafe { Box::from_raw(ex) });
+    }
 }
 
 /// A completion that calls `cb` with the loop lent, as a handle callback.
@@ -445,5 +603,57 @@ pub(crate) fn complete(me: *mut cot_loop, cb: SocketFn, id: u64, data: *mut c_vo
         // sockets (they end before `cot_loop_close` succeeds); `cb` may be
         // called from the loop (the starting caller's contract).
         unsafe { lend(me, lp, || cb(me, id, result, data)) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ffi::{
+        cot_loop_close, cot_loop_connections, cot_loop_new, cot_tcp_close, cot_tcp_export, cot_tcp_import,
+        cot_tcp_open, cot_tcp_try_read,
+    };
+    use crate::net::Pattern;
+
+    #[test]
+    fn an_export_carries_the_buffered_bytes_to_a_loop_of_another_thread() {
+        let (a, b) = crate::net::sys::socketpair().unwrap();
+        let lp = cot_loop_new();
+        let mut t = 0;
+        let mut ex = std::ptr::null_mut();
+        // SAFETY: `lp` is live until closed below, on this thread; the out
+        // pointers are locals.
+        unsafe {
+            assert_eq!(cot_tcp_open(lp, b, &mut t), 0);
+            assert_eq!(cot_loop_connections(lp), 1, "a socket pair has a peer");
+            let counter = super::super::loop_::connection_counter(lp);
+            assert_eq!(counter.load(std::sync::atomic::Ordering::Relaxed), 1);
+            assert_eq!(crate::net::sys::send(a, b"one\ntwo\nthree"), Ok(13));
+            // A line read (as the Lua face reads) leaves the rest buffered.
+            let line = with_socket(lp, t, false, |_, s| Ok(s.try_read(Pattern::Line)));
+            assert_eq!(line, Ok(Some(Ok(b"one".to_vec()))));
+            assert_eq!(cot_tcp_export(lp, t, &mut ex), 0);
+            assert_eq!(cot_loop_connections(lp), 0);
+            assert_eq!(cot_loop_close(lp), 0);
+            assert_eq!(counter.load(std::sync::atomic::Ordering::Relaxed), 0, "readable after the close");
+        }
+        let ex = ex as usize; // the object may go to any thread
+        let far = std::thread::spawn(move || {
+            let lp = cot_loop_new();
+            let (mut t, mut out) = (0, [0u8; 64]);
+            // SAFETY: `lp` is this thread's until closed; `ex` came from
+            // `cot_tcp_export` and is imported once; `out` is a local.
+            unsafe {
+                assert_eq!(cot_tcp_import(lp, ex as *mut cot_tcp_exported, &mut t), 0);
+                assert_eq!(cot_loop_connections(lp), 1);
+                let n = cot_tcp_try_read(lp, t, out.as_mut_ptr().cast(), out.len());
+                assert_eq!(&out[..n as usize], b"two\nthree", "the buffered bytes first, once");
+                assert_eq!(cot_tcp_try_read(lp, t, out.as_mut_ptr().cast(), out.len()), Error::Again.code() as i64);
+                assert_eq!(cot_tcp_close(lp, t), 0);
+                assert_eq!(cot_loop_close(lp), 0);
+            }
+        });
+        far.join().unwrap();
+        crate::net::sys::close(a);
     }
 }

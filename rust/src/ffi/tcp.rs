@@ -12,7 +12,7 @@ use std::os::raw::c_int;
 
 use super::guard::{status, write_out};
 use super::loop_::{cot_loop, lend};
-use super::socket::{self, SocketFn, cot_socket_cb, fail_code, sys_error, with_socket};
+use super::socket::{self, SocketFn, cot_socket_cb, cot_tcp_exported, fail_code, sys_error, with_socket};
 use super::timeout::deadline;
 use crate::error::{Error, Result};
 use crate::net::{Dir, Fail, Pattern, Socket, WriteBuf};
@@ -77,6 +77,51 @@ pub unsafe extern "C" fn cot_tcp_release(r#loop: *mut cot_loop, tcp: cot_tcp, fd
     unsafe { socket::release(r#loop, tcp, false, fd) }
 }
 
+/// Takes the socket out of its loop, to go on on another loop (of any
+/// thread): `*out` gets an object owning the open descriptor and the bytes
+/// read from it and not taken yet, which `cot_tcp_import` turns into a
+/// socket again (its reads give those bytes first). The key is invalid at
+/// once, as after `cot_tcp_close`, and the socket no longer counts in
+/// `cot_loop_connections`. A listener may be exported too. Returns 0,
+/// `COT_EINVAL` (NULL `out`, a UDP key), `COT_EBADF` (closed), or
+/// `COT_EBUSY`, changing nothing, while an operation waits on the socket
+/// (cancel it and let the loop run its callback first).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_export(r#loop: *mut cot_loop, tcp: cot_tcp, out: *mut *mut cot_tcp_exported) -> c_int {
+    // SAFETY: `socket::export` asks `loop` NULL or live and `out` NULL or
+    // writable: this contract.
+    unsafe { socket::export(r#loop, tcp, out) }
+}
+
+/// Makes an exported socket a `cot_tcp` of `loop`, on whatever thread runs
+/// it; its key into `*out`. A connection counts in the loop's
+/// `cot_loop_connections`. Returns 0, consuming `ex`; or, leaving `ex` the
+/// caller's, `COT_EINVAL` (NULL `loop`, `ex` or `out`) or `COT_EBUSY`
+/// (called from inside another call on the loop).
+///
+/// # Safety
+/// `loop` is NULL or a live loop; `ex` is NULL or from `cot_tcp_export`, not
+/// imported or freed since; `out` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_import(r#loop: *mut cot_loop, ex: *mut cot_tcp_exported, out: *mut cot_tcp) -> c_int {
+    // SAFETY: `socket::import` asks what this contract gives, clause by clause.
+    unsafe { socket::import(r#loop, ex, out) }
+}
+
+/// Frees an exported socket that will not be imported: closes its
+/// descriptor and drops its buffered bytes. NULL is fine. Any thread.
+///
+/// # Safety
+/// `ex` is NULL or from `cot_tcp_export`, not imported or freed since.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_exported_free(ex: *mut cot_tcp_exported) {
+    // SAFETY: the contract is `socket::exported_free`'s.
+    unsafe { socket::exported_free(ex) }
+}
+
 /// Binds the socket to the `len` bytes of `addr` (a `sockaddr_in`,
 /// `sockaddr_in6` or `sockaddr_un`). Returns 0 or an error
 /// (`COT_EADDRINUSE`, `COT_EACCES`, ...).
@@ -128,7 +173,7 @@ pub unsafe extern "C" fn cot_tcp_accept(
     let done = move |lp: &mut crate::reactor::Loop, r: std::result::Result<Socket, Fail>| {
         let (code, client) = match r {
             // SAFETY: `me` is live while its loop runs this completion.
-            Ok(c) => match unsafe { socket::insert(me, c, false) } {
+            Ok(c) => match unsafe { socket::insert(me, c, socket::Kind::Connection) } {
                 Ok(id) => (0, id),
                 Err(e) => (e.code(), 0),
             },
@@ -170,12 +215,16 @@ pub unsafe extern "C" fn cot_tcp_connect(
     let done = socket::complete(r#loop, cb, tcp, data);
     // SAFETY: `with_socket` gets `loop` NULL or live, and `addr_arg` reads
     // `addr`, NULL or readable for `len` bytes: both clauses of the contract.
-    // `done` calls `cb` from the loop only.
+    // Inside, `loop` is live and wraps `l`, as `socket::connect` asks. `done`
+    // calls `cb` from the loop only.
     status(unsafe {
         with_socket(r#loop, tcp, false, |l, s| {
             let d = deadline(l, timeout_ns)?;
             let a = socket::addr_arg(addr, len)?;
-            socket::connect(l, s, &a, d, Box::new(move |lp, r| done(lp, r.map_or_else(fail_code, |()| 0))))
+            let done = Box::new(move |lp: &mut crate::reactor::Loop, r: std::result::Result<(), Fail>| {
+                done(lp, r.map_or_else(fail_code, |()| 0))
+            });
+            socket::connect(r#loop, tcp, l, s, &a, d, done)
         })
     })
 }
@@ -551,7 +600,7 @@ pub unsafe extern "C" fn cot_tcp_try_accept(r#loop: *mut cot_loop, listener: cot
         write_out(
             conn,
             with_socket(r#loop, listener, false, |_, s| {
-                socket::try_accept(s).and_then(|c| socket::insert(me, c, false))
+                socket::try_accept(s).and_then(|c| socket::insert(me, c, socket::Kind::Connection))
             }),
         )
     }
@@ -593,6 +642,19 @@ pub unsafe extern "C" fn cot_tcp_nodelay(r#loop: *mut cot_loop, tcp: cot_tcp, en
     // SAFETY: `loop` NULL or live is the contract; `value` points to `v`, a
     // local of the 4 bytes passed, as `setopt` asks.
     unsafe { socket::setopt(r#loop, tcp, false, libc::IPPROTO_TCP, libc::TCP_NODELAY, v.as_ptr().cast(), 4) }
+}
+
+/// Lets other sockets bind the same address and port (`enable` 1:
+/// `SO_REUSEPORT`), each with the option set, so that listeners on several
+/// loops share the connections (the kernel spreads them by a hash of the
+/// peer). Call it before `cot_tcp_bind`. Returns 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_tcp_reuseport(r#loop: *mut cot_loop, tcp: cot_tcp, enable: c_int) -> c_int {
+    // SAFETY: `socket::reuseport` asks only `loop` NULL or live: the contract.
+    unsafe { socket::reuseport(r#loop, tcp, false, enable) }
 }
 
 /// `setsockopt(2)`: `len` bytes of `value` for option `name` of `level`.

@@ -273,6 +273,19 @@ pub unsafe extern "C" fn cot_udp_try_send(
     })
 }
 
+/// Lets other sockets bind the same address and port (`enable` 1:
+/// `SO_REUSEPORT`), each with the option set: the kernel spreads the
+/// datagrams among them by a hash of the sender. Call it before
+/// `cot_udp_bind`. Returns 0 or an error.
+///
+/// # Safety
+/// `loop` is NULL or a live loop.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_udp_reuseport(r#loop: *mut cot_loop, udp: cot_udp, enable: c_int) -> c_int {
+    // SAFETY: `socket::reuseport` asks only `loop` NULL or live: the contract.
+    unsafe { socket::reuseport(r#loop, udp, true, enable) }
+}
+
 /// `setsockopt(2)`, as `cot_tcp_setopt` (`SO_BROADCAST`, `IP_MULTICAST_TTL`,
 /// ...).
 ///

@@ -9,7 +9,7 @@
 //! | `pattern.rs` | LuaSocket's receive patterns (line, count, all) over a read [`Buffer`](crate::util::buffer::Buffer) |
 //! | `io.rs` | a socket's descriptor and read buffer, and one non-blocking try of each operation |
 //! | `ops.rs` | operations waiting on a loop: the loop's callbacks drive them, cancel and detach end them |
-//! | `socket.rs` | [`Socket`], what a face holds |
+//! | `socket.rs` | [`Socket`], what a face holds, and [`Exported`], a socket between loops |
 //!
 //! The API has no face's types in it: the Lua face calls it, and the C and
 //! C++ faces can wrap a [`Socket`] the same way (a completion is a Rust
@@ -95,7 +95,7 @@ pub use accept::{ACCEPT_RETRY_NS, AcceptError, accept_error, retry_wait};
 pub use ops::{Done, WriteDone};
 pub use pattern::{Pattern, line_too_long};
 pub use resolve::ResolveError;
-pub use socket::Socket;
+pub use socket::{Exported, Socket};
 pub use sys::{Addr, SysResult};
 pub use write_buf::WriteBuf;
 

@@ -16,6 +16,43 @@ use super::{Dir, Fail};
 use crate::error::Error;
 use crate::reactor::Loop;
 
+/// A socket taken out of its loop by [`Socket::export`]: the open
+/// descriptor and the bytes read from it and not taken yet. `Send`: hand it
+/// to another thread, whose loop imports it ([`Socket::import`]). Dropped,
+/// it closes the descriptor.
+#[derive(Debug)]
+pub struct Exported {
+    fd: RawFd,
+    unread: Vec<u8>,
+}
+
+impl Exported {
+    /// The descriptor (open, non-blocking), to look at; the `Exported` keeps
+    /// it.
+    pub fn fd(&self) -> RawFd {
+        self.fd
+    }
+
+    /// The bytes the socket had read and not handed out: its next reads give
+    /// them first.
+    pub fn buffered(&self) -> &[u8] {
+        &self.unread
+    }
+
+    /// The descriptor and the bytes, now the caller's.
+    fn into_parts(mut self) -> (RawFd, Vec<u8>) {
+        (std::mem::replace(&mut self.fd, -1), std::mem::take(&mut self.unread))
+    }
+}
+
+impl Drop for Exported {
+    fn drop(&mut self) {
+        if self.fd >= 0 {
+            sys::close(self.fd);
+        }
+    }
+}
+
 /// A socket: its descriptor (owned: closed by `close`, or when the last
 /// handle and operation are gone), its read buffer, and its operations on
 /// at most one loop. Handles are cheap clones of one socket; single-threaded.
@@ -273,12 +310,46 @@ impl Socket {
     /// would run on a descriptor no longer the socket's) or while read bytes
     /// wait in the buffer (they would be lost: take them first).
     pub fn release(&self, lp: Option<&mut Loop>) -> Result<RawFd, Error> {
+        if !self.0.borrow().io.buf.unread().is_empty() && self.fd() >= 0 {
+            return Err(Error::Busy);
+        }
+        self.give_up(lp)
+    }
+
+    /// Takes the socket out, to go on on another loop or thread: the open
+    /// descriptor and the bytes read and not taken yet, in an [`Exported`]
+    /// that [`Socket::import`] makes a socket again. Detached from `lp` as
+    /// `release` does; this handle (and its clones) is closed after. Refused
+    /// as `release` is, changing nothing (`BadF`, `Busy` while an operation
+    /// waits), except that buffered bytes go along instead of refusing it.
+    pub fn export(&self, lp: Option<&mut Loop>) -> Result<Exported, Error> {
+        let fd = self.give_up(lp)?;
+        let buf = std::mem::take(&mut self.0.borrow_mut().io.buf);
+        let mut unread = buf.buf;
+        unread.drain(..buf.first);
+        Ok(Exported { fd, unread })
+    }
+
+    /// A socket again, from what `export` took: its first reads give the
+    /// bytes that were buffered, then what the descriptor has. No system
+    /// call; it waits on whichever loop its first operation names.
+    pub fn import(ex: Exported) -> Socket {
+        let (fd, unread) = ex.into_parts();
+        let s = Socket::from_fd(fd);
+        s.0.borrow_mut().io.buf.buf = unread;
+        s
+    }
+
+    /// What `release` and `export` share: refused (`BadF`, `Busy`) while
+    /// closed or while an operation waits; else detached from `lp` and the
+    /// descriptor handed over, no handle closing it any more.
+    fn give_up(&self, lp: Option<&mut Loop>) -> Result<RawFd, Error> {
         {
             let s = self.0.borrow();
             if s.io.fd < 0 {
                 return Err(Error::BadF);
             }
-            if s.waiting(Dir::Read) || s.waiting(Dir::Write) || !s.io.buf.unread().is_empty() {
+            if s.waiting(Dir::Read) || s.waiting(Dir::Write) {
                 return Err(Error::Busy);
             }
         }

@@ -745,3 +745,66 @@ fn release_is_refused_while_an_operation_waits_or_bytes_are_buffered() {
     lp.run(RunMode::NoWait).unwrap();
     assert_eq!(lp.check_close(), Ok(()));
 }
+
+#[test]
+fn export_takes_the_buffered_bytes_and_import_reads_them_first() {
+    let mut lp = Loop::new().unwrap();
+    let (a, b) = pair();
+    // Attached (a read waited), then a line read leaves the rest buffered.
+    let g = got();
+    b.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+    a.try_write(b"one\ntwo\nthr").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"one".to_vec()));
+    assert_eq!(b.buffered(), 7);
+    let ex = b.export(Some(&mut lp)).unwrap();
+    assert_eq!(ex.buffered(), b"two\nthr");
+    assert_eq!(b.fd(), -1, "the exporting handle is closed");
+    assert_eq!(b.buffered(), 0, "the bytes went with it");
+    assert!(matches!(b.export(Some(&mut lp)), Err(Error::BadF)), "twice");
+    // Imported on another thread's loop: the buffered bytes first, in order,
+    // then what the descriptor holds.
+    a.try_write(b"ee\n").unwrap();
+    let far = std::thread::spawn(move || {
+        let mut lp = Loop::new().unwrap();
+        let s = Socket::import(ex);
+        assert!(!s.drained(), "an import tries its first read");
+        let mut lines = Vec::new();
+        for _ in 0..2 {
+            let g = got();
+            s.read(&mut lp, Pattern::Line, None, catch(&g)).unwrap();
+            run_until(&mut lp, &g);
+            lines.push(take(&g).unwrap());
+        }
+        s.close(Some(&mut lp)).unwrap();
+        lp.run(RunMode::NoWait).unwrap();
+        assert_eq!(lp.check_close(), Ok(()));
+        lines
+    });
+    assert_eq!(far.join().unwrap(), [b"two".to_vec(), b"three".to_vec()]);
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(lp.check_close(), Ok(()), "the exported socket's handles are gone");
+}
+
+#[test]
+fn export_is_refused_while_an_operation_waits_and_changes_nothing() {
+    let mut lp = Loop::new().unwrap();
+    let mut other = Loop::new().unwrap();
+    let (a, b) = pair();
+    let g = got();
+    b.read(&mut lp, Pattern::Count(3), None, catch(&g)).unwrap();
+    assert!(matches!(b.export(Some(&mut lp)), Err(Error::Busy)), "a read waits");
+    a.try_write(b"abc").unwrap();
+    run_until(&mut lp, &g);
+    assert_eq!(take(&g), Ok(b"abc".to_vec()), "the refused export left the read alone");
+    assert!(matches!(b.export(Some(&mut other)), Err(Error::Inval)), "another loop");
+    assert!(matches!(b.export(None), Err(Error::Inval)), "attached: export needs its loop");
+    assert!(b.fd() >= 0);
+    let ex = b.export(Some(&mut lp)).unwrap();
+    assert!(ex.fd() >= 0 && ex.buffered().is_empty());
+    drop(ex);
+    let mut out = [0u8; 4];
+    assert_eq!(a.try_read_into(&mut out), Some(Ok(0)), "a dropped export closed the descriptor: the peer sees the end");
+    lp.run(RunMode::NoWait).unwrap();
+    assert_eq!(lp.check_close(), Ok(()));
+}
