@@ -514,6 +514,12 @@ struct stat;
 #define COT_GROUP_PIN 1
 
 /**
+ * `cot_group_handoff` target: the running loop with the fewest connections
+ * (`SIZE_MAX`: the library is built for 64-bit systems only).
+ */
+#define COT_LEAST_LOADED UINT64_MAX
+
+/**
  * A channel (opaque): a FIFO of fixed-size items, copied in and out,
  * between the coroutines (and callbacks) of one loop. Made by
  * `cot_chan_new`, freed by `cot_chan_free`. On the loop's thread.
@@ -991,6 +997,12 @@ typedef struct cot_group_options {
  * A function posted to a loop: `cb(loop, data)`, on that loop's thread.
  */
 typedef void (*cot_post_cb)(struct cot_loop *loop, void *data);
+
+/**
+ * Where a handed-off connection arrived: `cb(loop, status, tcp, data)` on
+ * the target loop's thread; `tcp` is its key there when `status` is 0.
+ */
+typedef void (*cot_handoff_cb)(struct cot_loop *loop, int status, cot_tcp tcp, void *data);
 
 /**
  * A function `cot_coro_invoke` calls on another loop: its result goes back
@@ -3773,6 +3785,30 @@ int cot_group_shutdown(const struct cot_group *group, uint64_t grace_ns);
  * `group` is NULL or a live group, not used after (nor during) this call.
  */
 int cot_group_free(struct cot_group *group);
+
+/**
+ * Moves connection `tcp` of `loop` (the calling thread's loop) to loop
+ * `index` of the group, or to the running loop with the fewest connections
+ * (`COT_LEAST_LOADED`), with the bytes it had buffered: `cb(target, 0,
+ * key, data)` then runs on the target loop's thread with its new key
+ * there (or `cb(target, error, 0, data)` if it could not be added, the
+ * connection closed). The key in `loop` is invalid at once. Returns 0, or,
+ * changing nothing: `COT_EINVAL` (NULL, an index out of range, a UDP key),
+ * `COT_EBADF` (closed), `COT_EBUSY` (an operation waits on it: cancel it
+ * first), `COT_EPIPE` (the target is cancelling or ended). A target that
+ * begins cancelling during the call closes the connection, as its cancel
+ * would have: `COT_EPIPE` then too.
+ *
+ * # Safety
+ * `group` is NULL or a live group; `loop` is NULL or the calling thread's
+ * live loop; `cb` may be called on the target loop's thread with `data`.
+ */
+int cot_group_handoff(const struct cot_group *group,
+                      struct cot_loop *loop,
+                      cot_tcp tcp,
+                      size_t index,
+                      cot_handoff_cb cb,
+                      void *data);
 
 /**
  * The number of processors the calling thread may run on (at least 1): the

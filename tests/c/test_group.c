@@ -364,6 +364,77 @@ static void test_load(void) {
     CHECK_EQ(cot_group_free(g), 0);
 }
 
+/* ---- handoff: a connection moves to the least loaded loop ---- */
+
+static struct {
+    cot_group *g;
+    int peer;
+    cot_tcp conn;
+    char first, second;
+    atomic_int busy_result, read_done, arrived, index, status;
+    char rest[8];
+} ho;
+
+static void on_read(cot_loop *loop, uint64_t sock, int64_t result, void *data) {
+    (void)loop;
+    (void)sock;
+    (void)data;
+    CHECK_EQ(result, 1); /* the waiting read, left unharmed by the refusal */
+    atomic_store(&ho.read_done, 1);
+}
+
+static void on_arrived(cot_loop *loop, int status, cot_tcp tcp, void *data) {
+    CHECK(data == &ho);
+    atomic_store(&ho.status, status);
+    atomic_store(&ho.index, cot_group_index(ho.g));
+    CHECK_EQ(cot_tcp_try_read(loop, tcp, ho.rest, sizeof ho.rest), 3);
+    CHECK_EQ(cot_tcp_close(loop, tcp), 0);
+    atomic_store(&ho.arrived, 1);
+}
+
+static void hand_off(cot_loop *loop, void *data) {
+    (void)data;
+    int fds[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
+    ho.peer = fds[1];
+    CHECK_EQ(cot_tcp_open(loop, fds[0], &ho.conn), 0);
+    /* A waiting read: the handoff is refused, nothing changes. */
+    CHECK_EQ(cot_tcp_read(loop, ho.conn, &ho.first, 1, COT_FOREVER, on_read, NULL), 0);
+    atomic_store(&ho.busy_result, cot_group_handoff(ho.g, loop, ho.conn, COT_LEAST_LOADED, on_arrived, &ho));
+}
+
+static void hand_off_now(cot_loop *loop, void *data) {
+    (void)data;
+    CHECK_EQ(cot_tcp_try_read(loop, ho.conn, &ho.second, 1), 1); /* 2 of 5 bytes here */
+    CHECK_EQ(cot_group_handoff(ho.g, loop, ho.conn, 3, on_arrived, &ho), COT_EINVAL);
+    CHECK_EQ(cot_group_handoff(ho.g, loop, ho.conn, 1, NULL, &ho), COT_EINVAL);
+    CHECK_EQ(cot_group_handoff(ho.g, loop, ho.conn, COT_LEAST_LOADED, on_arrived, &ho), 0);
+    CHECK_EQ(cot_tcp_close(loop, ho.conn), COT_EBADF); /* the key left with it */
+    CHECK_EQ(cot_group_handoff(ho.g, loop, ho.conn, 1, on_arrived, &ho), COT_EBADF);
+}
+
+static void test_handoff(void) {
+    struct seen s;
+    ho.g = new_group(&s, 3, 0);
+    CHECK_EQ(cot_group_post(ho.g, 0, hand_off, NULL), 0);
+    while (atomic_load(&ho.busy_result) == 0) sched_yield();
+    CHECK_EQ(atomic_load(&ho.busy_result), COT_EBUSY);
+    CHECK_EQ(write(ho.peer, "hello", 5), 5);
+    while (!atomic_load(&ho.read_done)) sched_yield();
+    CHECK_EQ(cot_group_load(ho.g, 0), 1);
+    CHECK_EQ(cot_group_post(ho.g, 0, hand_off_now, NULL), 0);
+    while (!atomic_load(&ho.arrived)) sched_yield();
+    CHECK_EQ(atomic_load(&ho.status), 0);
+    CHECK_EQ(atomic_load(&ho.index), 1); /* loop 0 held it: loop 1 had fewest */
+    CHECK_EQ(ho.first, 'h');
+    CHECK_EQ(ho.second, 'e');
+    CHECK(memcmp(ho.rest, "llo", 3) == 0); /* every byte once, in order */
+    CHECK_EQ(cot_group_shutdown(ho.g, 0), 0);
+    CHECK_EQ(cot_group_handoff(ho.g, NULL, 0, 0, on_arrived, &ho), COT_EPIPE);
+    CHECK_EQ(cot_group_free(ho.g), 0);
+    close(ho.peer);
+}
+
 static void test_pin(void) {
     struct seen s;
     cot_group *g = new_group(&s, 2, COT_GROUP_PIN);
@@ -382,6 +453,7 @@ int main(void) {
     test_shutdown_grace();
     test_shutdown_inside();
     test_load();
+    test_handoff();
     test_pin();
     puts("test_group ok");
     return 0;

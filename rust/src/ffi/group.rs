@@ -14,6 +14,8 @@ use super::coro::wait_if;
 use super::guard::{status, write_out};
 use super::loop_::{Running, cot_loop, cot_loop_new, lend, running};
 use super::socket::close_all;
+use super::socket::cot_tcp_exported;
+use super::tcp::cot_tcp;
 use super::timeout::timeout;
 use crate::error::{Error, Result};
 use crate::group::{Face, Group, Options};
@@ -320,6 +322,101 @@ pub unsafe extern "C" fn cot_group_free(group: *mut cot_group) -> c_int {
     // SAFETY: live, made by `cot_group_new`'s `Box`, and no longer used.
     drop(unsafe { Box::from_raw(group) });
     0
+}
+
+/// `cot_group_handoff` target: the running loop with the fewest connections
+/// (`SIZE_MAX`: the library is built for 64-bit systems only).
+pub const COT_LEAST_LOADED: u64 = u64::MAX;
+
+/// Where a handed-off connection arrived: `cb(loop, status, tcp, data)` on
+/// the target loop's thread; `tcp` is its key there when `status` is 0.
+pub type cot_handoff_cb =
+    Option<unsafe extern "C" fn(r#loop: *mut cot_loop, status: c_int, tcp: cot_tcp, data: *mut c_void)>;
+
+/// A connection on its way to another loop; dropped before it arrives (a
+/// refused post), it is closed.
+struct Handoff {
+    ex: *mut cot_tcp_exported,
+    cb: unsafe extern "C" fn(*mut cot_loop, c_int, cot_tcp, *mut c_void),
+    data: Shared,
+}
+
+// SAFETY: an exported socket is made to cross threads (`cot_tcp_export`);
+// `data` is the program's, passed back on the target loop as its contract
+// allows; the callback is a plain function.
+unsafe impl Send for Handoff {}
+
+impl Handoff {
+    /// Imports the connection on this loop (lent as `lp`) and tells `cb`.
+    fn arrive(mut self, lp: &mut Loop) {
+        let p = running();
+        let ex = std::mem::replace(&mut self.ex, std::ptr::null_mut());
+        let (cb, data) = (self.cb, self.data.0);
+        // SAFETY: `p` is this member's live loop, lent as `lp`; `ex` came
+        // from `cot_tcp_export` and is imported once (taken out of `self`);
+        // `cb` may run here (`cot_group_handoff`'s contract).
+        unsafe {
+            lend(p, lp, || {
+                let mut tcp: cot_tcp = 0;
+                let r = super::socket::import(p, ex, &mut tcp);
+                if r != 0 {
+                    super::socket::exported_free(ex);
+                }
+                cb(p, r, if r == 0 { tcp } else { 0 }, data)
+            })
+        }
+    }
+}
+
+impl Drop for Handoff {
+    fn drop(&mut self) {
+        // SAFETY: not imported (`arrive` nulls it), from `cot_tcp_export`.
+        unsafe { super::socket::exported_free(self.ex) };
+    }
+}
+
+/// Moves connection `tcp` of `loop` (the calling thread's loop) to loop
+/// `index` of the group, or to the running loop with the fewest connections
+/// (`COT_LEAST_LOADED`), with the bytes it had buffered: `cb(target, 0,
+/// key, data)` then runs on the target loop's thread with its new key
+/// there (or `cb(target, error, 0, data)` if it could not be added, the
+/// connection closed). The key in `loop` is invalid at once. Returns 0, or,
+/// changing nothing: `COT_EINVAL` (NULL, an index out of range, a UDP key),
+/// `COT_EBADF` (closed), `COT_EBUSY` (an operation waits on it: cancel it
+/// first), `COT_EPIPE` (the target is cancelling or ended). A target that
+/// begins cancelling during the call closes the connection, as its cancel
+/// would have: `COT_EPIPE` then too.
+///
+/// # Safety
+/// `group` is NULL or a live group; `loop` is NULL or the calling thread's
+/// live loop; `cb` may be called on the target loop's thread with `data`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn cot_group_handoff(
+    group: *const cot_group,
+    r#loop: *mut cot_loop,
+    tcp: cot_tcp,
+    index: usize,
+    cb: cot_handoff_cb,
+    data: *mut c_void,
+) -> c_int {
+    // SAFETY: NULL or live (the contract).
+    let g = match unsafe { check(group) } {
+        Ok(g) => g,
+        Err(e) => return e.code(),
+    };
+    let Some(cb) = cb else { return Error::Inval.code() };
+    let target = if index as u64 == COT_LEAST_LOADED { g.least_loaded().ok_or(Error::Pipe) } else { Ok(index) };
+    if let Err(e) = target.and_then(|i| g.accepts(i)) {
+        return e.code();
+    }
+    let mut ex = std::ptr::null_mut();
+    // SAFETY: `loop` NULL or live, `ex` writable: the contract and a local.
+    let r = unsafe { super::socket::export(r#loop, tcp, &mut ex) };
+    if r != 0 {
+        return r;
+    }
+    let h = Handoff { ex, cb, data: Shared(data) };
+    status(target.and_then(|i| g.post(i, move |lp| h.arrive(lp))))
 }
 
 /// The number of processors the calling thread may run on (at least 1): the

@@ -207,6 +207,15 @@ impl Group {
         self.shared.members.get(index).ok_or(Error::Inval)?.post(p)
     }
 
+    /// Would a post to member `index` be taken now? `Error::Inval` out of
+    /// range, `Error::Pipe` once it is cancelling or ended.
+    pub fn accepts(&self, index: usize) -> Result<()> {
+        match self.shared.members.get(index).ok_or(Error::Inval)?.state() {
+            State::Running | State::Draining => Ok(()),
+            _ => Err(Error::Pipe),
+        }
+    }
+
     /// Member `index`'s load (its face's counter; 0 out of range).
     pub fn load(&self, index: usize) -> usize {
         self.shared.members.get(index).map_or(0, Member::load)
