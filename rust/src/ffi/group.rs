@@ -334,11 +334,13 @@ pub type cot_handoff_cb =
     Option<unsafe extern "C" fn(r#loop: *mut cot_loop, status: c_int, tcp: cot_tcp, data: *mut c_void)>;
 
 /// A connection on its way to another loop; dropped before it arrives (a
-/// refused post), it is closed.
+/// refused post), it is closed. It counts in the target's load until then,
+/// so that handoffs made in a burst spread out.
 struct Handoff {
     ex: *mut cot_tcp_exported,
     cb: unsafe extern "C" fn(*mut cot_loop, c_int, cot_tcp, *mut c_void),
     data: Shared,
+    load: Option<Arc<AtomicUsize>>,
 }
 
 // SAFETY: an exported socket is made to cross threads (`cot_tcp_export`);
@@ -372,6 +374,9 @@ impl Drop for Handoff {
     fn drop(&mut self) {
         // SAFETY: not imported (`arrive` nulls it), from `cot_tcp_export`.
         unsafe { super::socket::exported_free(self.ex) };
+        if let Some(l) = &self.load {
+            l.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -406,17 +411,22 @@ pub unsafe extern "C" fn cot_group_handoff(
     };
     let Some(cb) = cb else { return Error::Inval.code() };
     let target = if index as u64 == COT_LEAST_LOADED { g.least_loaded().ok_or(Error::Pipe) } else { Ok(index) };
-    if let Err(e) = target.and_then(|i| g.accepts(i)) {
-        return e.code();
-    }
+    let target = match target.and_then(|i| g.accepts(i).map(|()| i)) {
+        Ok(i) => i,
+        Err(e) => return e.code(),
+    };
     let mut ex = std::ptr::null_mut();
     // SAFETY: `loop` NULL or live, `ex` writable: the contract and a local.
     let r = unsafe { super::socket::export(r#loop, tcp, &mut ex) };
     if r != 0 {
         return r;
     }
-    let h = Handoff { ex, cb, data: Shared(data) };
-    status(target.and_then(|i| g.post(i, move |lp| h.arrive(lp))))
+    let load = g.load_counter(target);
+    if let Some(l) = &load {
+        l.fetch_add(1, Ordering::Relaxed);
+    }
+    let h = Handoff { ex, cb, data: Shared(data), load };
+    status(g.post(target, move |lp| h.arrive(lp)))
 }
 
 /// The number of processors the calling thread may run on (at least 1): the

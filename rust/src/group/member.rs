@@ -57,6 +57,10 @@ impl Member {
         self.load.get().map_or(0, |l| l.load(Ordering::Relaxed))
     }
 
+    pub(super) fn load_counter(&self) -> Option<Arc<AtomicUsize>> {
+        self.load.get().cloned()
+    }
+
     /// Posts `f` to the loop unless it is cancelling or gone.
     pub(super) fn post(&self, f: Post) -> Result<()> {
         if self.state() >= State::Cancelling {

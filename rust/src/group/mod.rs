@@ -216,6 +216,12 @@ impl Group {
         }
     }
 
+    /// Member `index`'s load counter itself (the face's), to count work on
+    /// its way there. `None` out of range.
+    pub fn load_counter(&self, index: usize) -> Option<Arc<AtomicUsize>> {
+        self.shared.members.get(index)?.load_counter()
+    }
+
     /// Member `index`'s load (its face's counter; 0 out of range).
     pub fn load(&self, index: usize) -> usize {
         self.shared.members.get(index).map_or(0, Member::load)
