@@ -28,6 +28,8 @@
 
 namespace cothread {
 
+class loop_group;
+
 class loop : public detail::loop_core {
 public:
     /// A new cot_loop of its own; throws std::bad_alloc if the system refuses.
@@ -44,7 +46,7 @@ public:
             cot_loop_run(m_loop, COT_RUN_ONCE);
             drain();
         }
-        cot_close(m_loop, m_async, nullptr);
+        release_native();
         while (m_senders.load(std::memory_order_acquire) > 0) std::this_thread::yield();
         drain();  // late cancels: their handles are refused now
         if (m_owned) {
@@ -110,6 +112,24 @@ public:
     template <typename T>
     cocls::future<T> spawn(task<T> t) {
         return cocls::future<T>([&](cocls::promise<T> p) { launch(new spawn_root<T>(*this, std::move(t), std::move(p))); });
+    }
+
+    /// spawn(t), with `tok` (the caller's) stopping it as well.
+    template <typename T>
+    cocls::future<T> spawn(task<T> t, std::stop_token tok) {
+        return cocls::future<T>([&](cocls::promise<T> p) {
+            launch(new spawn_root<T>(*this, std::move(t), std::move(p), std::move(tok)));
+        });
+    }
+
+    /// A loop_group's shutdown, on the loop's thread: asks every task to
+    /// stop (their stop tokens fire), and every task started from now on,
+    /// at once; once no task or post is left, lets the native loop end.
+    void request_stop_all() noexcept {
+        m_closing = true;
+        for (detail::strand *s = m_strands; s; s = s->next_live) s->stop.request_stop();
+        m_release_when_idle = true;
+        if (m_work.load(std::memory_order_acquire) == 0) release_native();
     }
 
     /// Starts `t` with nobody waiting for it; `tok` (the caller's) stops it.
@@ -190,6 +210,7 @@ private:
     }
 
     bool m_stopped = false;
+    friend class loop_group;  // keeps a group's loop current on its thread (enter)
 };
 
 namespace this_task {

@@ -52,11 +52,6 @@ struct sync_root : strand {
     }
 };
 
-template <typename A>
-inline constexpr bool is_task = false;
-template <typename T>
-inline constexpr bool is_task<task<T>> = true;
-
 /// What `co_await a` gives for an `A`.
 template <typename A>
 using await_result_t = decltype(get_awaiter(std::declval<A>()).await_resume());

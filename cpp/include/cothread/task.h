@@ -197,6 +197,12 @@ inline task<void> task_promise<void>::get_return_object() noexcept {
     return task<void>(std::coroutine_handle<task_promise<void>>::from_promise(*this));
 }
 
+/// Is A a task<T>?
+template <typename A>
+inline constexpr bool is_task = false;
+template <typename T>
+inline constexpr bool is_task<task<T>> = true;
+
 /// The awaitable of this_task::stop_token(): never suspends.
 struct stop_token_awaiter {
     using cothread_awaitable = void;

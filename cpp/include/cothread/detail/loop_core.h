@@ -38,7 +38,7 @@ public:
     void push(inbox_node *n) noexcept {
         m_senders.fetch_add(1, std::memory_order_acq_rel);
         cot_chain_push(reinterpret_cast<void **>(&m_inbox), n, nullptr);
-        cot_async_send(m_loop, m_async);
+        cot_async_send(m_loop, m_async.load(std::memory_order_acquire));
         m_senders.fetch_sub(1, std::memory_order_acq_rel);
     }
 
@@ -46,7 +46,9 @@ public:
     void add_work() noexcept { m_work.fetch_add(1, std::memory_order_relaxed); }
     /// On the loop thread: one root or post ended.
     void work_done() noexcept {
-        if (m_work.fetch_sub(1, std::memory_order_acq_rel) == 1 && m_running) cot_loop_stop(m_loop);
+        if (m_work.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+        if (m_release_when_idle) release_native();
+        else if (m_running) cot_loop_stop(m_loop);
     }
 
     /// Live strands (loop thread only), for ~loop.
@@ -56,10 +58,12 @@ public:
 
 protected:
     explicit loop_core(cot_loop *lp, bool owned) : m_loop(lp), m_owned(owned) {
-        if (!m_loop || cot_async_init(m_loop, &on_async, this, &m_async) != 0) {
+        cot_handle async = 0;
+        if (!m_loop || cot_async_init(m_loop, &on_async, this, &async) != 0) {
             if (m_owned && m_loop) cot_loop_close(m_loop);
             throw std::bad_alloc();
         }
+        m_async.store(async, std::memory_order_release);
     }
     ~loop_core() = default;
 
@@ -82,6 +86,13 @@ protected:
         }
     };
 
+    /// Closes the inbox's async handle, which alone keeps the native loop
+    /// alive when no work is left: a loop_group's shutdown lets that loop
+    /// end so. Later pushes wait in the chain for ~loop's drain. Once.
+    void release_native() noexcept {
+        if (cot_handle h = m_async.exchange(0, std::memory_order_acq_rel)) cot_close(m_loop, h, nullptr);
+    }
+
     /// Runs what the inbox holds, oldest first.
     void drain() noexcept {
         auto *n = static_cast<inbox_node *>(cot_chain_take(reinterpret_cast<void **>(&m_inbox), nullptr, nullptr));
@@ -98,7 +109,8 @@ protected:
     cot_loop *m_loop;
     bool m_owned;
     bool m_running = false;
-    cot_handle m_async = 0;
+    std::atomic<cot_handle> m_async{0};  // 0 once released; read by pushes on any thread
+    bool m_release_when_idle = false;  // release_native() when the work ends
     std::atomic<inbox_node *> m_inbox{nullptr};
     std::atomic<std::size_t> m_work{0};
     std::atomic<int> m_senders{0};
