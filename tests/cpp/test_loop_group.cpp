@@ -4,6 +4,8 @@
 // shutdown of ~loop_group stopping tasks that would run forever. Threaded:
 // also under ThreadSanitizer (scripts/tsan-c).
 #include <cothread/loop_group.h>
+#include <cothread/switch_to.h>
+#include <cothread/when_all.h>
 #include <cothread/tcp.h>
 #include <cothread/timer.h>
 
@@ -146,6 +148,37 @@ static void test_hand_off() {
     });
 }
 
+// switch_to moves a spawned task from loop to loop; a when_all child cannot.
+static task<int> traveller(cothread::loop_group &g) {
+    std::vector<int> seen{index_of(g)};
+    co_await cothread::switch_to(g[1]);
+    seen.push_back(index_of(g));
+    co_await cothread::sleep_for(1ms);  // the sleep runs on loop 1 too
+    seen.push_back(index_of(g));
+    co_await cothread::switch_to(g[1]);  // there already: nothing
+    co_await cothread::switch_to(g[2]);
+    seen.push_back(index_of(g));
+    int refused = 0;
+    try {
+        co_await cothread::when_all([](cothread::loop_group &g) -> task<void> { co_await cothread::switch_to(g[0]); }(g));
+    } catch (const std::system_error &e) {
+        refused = e.code() == std::errc::operation_not_supported;
+    }
+    std::vector<int> want{0, 1, 1, 2};
+    co_return seen == want && refused && index_of(g) == 2;
+}
+
+static void test_switch_to() {
+    cothread::loop_group g({.loops = 3});
+    std::promise<int> p;
+    auto f = p.get_future();
+    g[0].spawn_detached([](cothread::loop_group &g, std::promise<int> &p) -> task<void> {
+        p.set_value(co_await cothread::invoke_on(g[0], [&] { return traveller(g); }));
+    }(g, p));
+    CHECK(f.wait_for(60s) == std::future_status::ready);
+    CHECK_EQ(f.get(), 1);
+}
+
 // ~loop_group asks every task to stop: a sleep of an hour ends at once.
 static void test_shutdown_stops_tasks() {
     auto started = std::chrono::steady_clock::now();
@@ -171,6 +204,7 @@ int main() {
     test_invoke();
     test_stop_reaches_the_invoked_task();
     test_hand_off();
+    test_switch_to();
     test_shutdown_stops_tasks();
     std::puts("test_loop_group ok");
     return 0;

@@ -176,6 +176,7 @@ private:
         spawn_root(loop &l, cothread::task<T> &&t, cocls::promise<T> &&p, std::stop_token tok = {})
             : strand(l, std::move(tok)), h(t.release()), prom(std::move(p)) {
             h.promise().m_strand = this;
+            movable = true;
             done = &finish;
             run = &begin;
         }

@@ -68,6 +68,9 @@ struct strand : inbox_node {  // the node starts the root from another thread
     }
 
     loop_core *owner;
+    /// A spawned root, which switch_to may move to another loop (a when_*
+    /// child or a sync_wait root stays where its parent waits).
+    bool movable = false;
     std::stop_source stop;
     /// Called by the root's final suspend (loop thread), with the strand.
     void (*done)(strand *) noexcept = nullptr;
