@@ -124,9 +124,12 @@ static task<void> accept_and_hand_off(cothread::loop_group &g, cothread::tcp_lis
 
 static void test_hand_off() {
     cothread::loop_group g({.loops = 2});
-    cothread::tcp_listener l;
+    cothread::tcp_listener l;  // loop 0's: used on its thread only
+    cothread::endpoint ep;
     g.each([&](cothread::loop &lp, std::size_t i) {
-        if (i == 0) l = cothread::tcp_listener::bind(lp, cothread::endpoint::v4("127.0.0.1", 0));
+        if (i != 0) return;
+        l = cothread::tcp_listener::bind(lp, cothread::endpoint::v4("127.0.0.1", 0));
+        ep = l.local_endpoint();
     });
     std::promise<std::string> out;
     std::promise<char> first;
@@ -134,7 +137,6 @@ static void test_hand_off() {
     auto ff = first.get_future();
     g[0].spawn_detached(accept_and_hand_off(g, l, out, first));
     int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cothread::endpoint ep = l.local_endpoint();
     CHECK_EQ(connect(fd, ep.data(), ep.size()), 0);
     CHECK_EQ(write(fd, "h", 1), 1);
     CHECK(ff.wait_for(60s) == std::future_status::ready);
