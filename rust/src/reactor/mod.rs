@@ -68,7 +68,7 @@ use sys::Fd;
 
 pub use crate::sync::Pool;
 pub use async_::AsyncSender;
-pub use chan::Chan;
+pub use chan::{Chan, Side};
 pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
@@ -123,6 +123,9 @@ pub struct Loop {
     active: usize,
     /// The active timers among them (when they are all, no I/O can come).
     active_timers: usize,
+    /// Tasks parked on channels (`chan.rs`): another thread may wake them,
+    /// so they keep `run` going.
+    chan_parked: usize,
     now: u64,
     stopped: bool,
     running: bool,
@@ -159,6 +162,7 @@ impl Loop {
             closing: Vec::new(),
             active: 0,
             active_timers: 0,
+            chan_parked: 0,
             now: 0,
             stopped: false,
             running: false,
@@ -224,9 +228,11 @@ impl Loop {
     }
 
     /// Is anything keeping `run` going: an active handle, a pending close, a
-    /// loop task that is ready or postponed, or mail in the inbox (a post)?
+    /// loop task that is ready, postponed or parked on a channel, or mail in
+    /// the inbox (a post)?
     pub fn alive(&self) -> bool {
         self.active > 0
+            || self.chan_parked > 0
             || !self.closing.is_empty()
             || self.sched.ready_head().is_some()
             || self.sched.next_wake().is_some()
