@@ -3440,17 +3440,17 @@ int64_t cot_coro_sendto(cot_udp udp,
  * `capacity` items (0: unbounded; there is no rendezvous channel: a send
  * never waits for a receiver, and a capacity of 1 comes nearest). Items
  * are copied in and out. Stores it in `*chan`. Returns 0 or `COT_EINVAL`
- * (NULL `loop` or `chan`, an `item_size` of 0, a capacity whose bytes
- * overflow). Its ring grows as items come (up to the capacity), so a send
- * may return `COT_ENOMEM`.
+ * (NULL `chan`, an `item_size` of 0, a capacity whose bytes overflow). Its
+ * ring grows as items come (up to the capacity), so a send may return
+ * `COT_ENOMEM`. Safe from any thread.
  *
  * The channel belongs to no loop: coroutines and callbacks of any loops,
  * on any threads, and threads running no loop may use it (see
- * `cot_chan_try_send`). `loop` is only checked (not NULL), for
- * compatibility: a channel once belonged to it.
+ * `cot_chan_try_send`). `loop` is not used and may be NULL: it remains
+ * from when a channel served one loop.
  *
  * # Safety
- * `loop` is NULL or a live loop; `chan` is NULL or writable.
+ * `chan` is NULL or writable.
  */
 int cot_chan_new(struct cot_loop *loop, size_t item_size, size_t capacity, struct cot_chan **chan);
 

@@ -258,17 +258,17 @@ unsafe fn one<'a>(chan: *mut cot_chan, side: Side, item: *mut c_void) -> Result<
 /// `capacity` items (0: unbounded; there is no rendezvous channel: a send
 /// never waits for a receiver, and a capacity of 1 comes nearest). Items
 /// are copied in and out. Stores it in `*chan`. Returns 0 or `COT_EINVAL`
-/// (NULL `loop` or `chan`, an `item_size` of 0, a capacity whose bytes
-/// overflow). Its ring grows as items come (up to the capacity), so a send
-/// may return `COT_ENOMEM`.
+/// (NULL `chan`, an `item_size` of 0, a capacity whose bytes overflow). Its
+/// ring grows as items come (up to the capacity), so a send may return
+/// `COT_ENOMEM`. Safe from any thread.
 ///
 /// The channel belongs to no loop: coroutines and callbacks of any loops,
 /// on any threads, and threads running no loop may use it (see
-/// `cot_chan_try_send`). `loop` is only checked (not NULL), for
-/// compatibility: a channel once belonged to it.
+/// `cot_chan_try_send`). `loop` is not used and may be NULL: it remains
+/// from when a channel served one loop.
 ///
 /// # Safety
-/// `loop` is NULL or a live loop; `chan` is NULL or writable.
+/// `chan` is NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_chan_new(
     r#loop: *mut cot_loop,
@@ -276,7 +276,8 @@ pub unsafe extern "C" fn cot_chan_new(
     capacity: usize,
     chan: *mut *mut cot_chan,
 ) -> c_int {
-    if r#loop.is_null() || chan.is_null() {
+    let _ = r#loop;
+    if chan.is_null() {
         return Error::Inval.code();
     }
     let made = Chan::new(item_size, capacity).map(|chan| Box::into_raw(Box::new(cot_chan { chan })));
