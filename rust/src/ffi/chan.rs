@@ -18,7 +18,7 @@ use super::guard::{boolean, status, write_out};
 use super::loop_::{cot_loop, running, with_loop};
 use super::timeout::timeout;
 use crate::error::{Error, Result};
-use crate::reactor::{Chan, Loop, Side};
+use crate::reactor::{Chan, Loop, Parked, Side};
 use crate::stack::State;
 use crate::stack::coro::{self, Source, Undo};
 
@@ -84,23 +84,23 @@ struct Case<'a> {
 
 impl Case<'_> {
     /// Tries the case once: `Ok(true)` done, `Ok(false)` it must wait.
-    /// With `park`, a case that must wait is counted as parked on `l` (see
-    /// `Chan::recv_or_park`).
+    /// With `park`, a case that must wait is counted as parked on `l`, and
+    /// `parked` says whether it was (see `Chan::recv_or_park`).
     ///
     /// # Safety
     /// `item` is valid for the channel's item size (written for a receive).
-    unsafe fn try_in(&self, l: &mut Loop, park: bool) -> Result<bool> {
+    unsafe fn try_in(&self, l: &mut Loop, park: bool, parked: Parked) -> Result<bool> {
         let (c, n, item) = (&self.chan.chan, self.chan.chan.item_size(), self.item.cast::<u8>());
         match self.side {
             Side::Send => {
                 // SAFETY: readable for the item size (caller's contract).
                 let item = unsafe { std::slice::from_raw_parts(item, n) };
-                if park { c.send_or_park(l, item) } else { c.try_send(Some(l), item) }
+                if park { c.send_or_park(l, item, parked) } else { c.try_send(Some(l), item) }
             }
             Side::Recv => {
                 // SAFETY: writable for the item size (caller's contract).
                 let out = unsafe { std::slice::from_raw_parts_mut(item, n) };
-                if park { c.recv_or_park(l, out) } else { c.try_recv(Some(l), out) }
+                if park { c.recv_or_park(l, out, parked) } else { c.try_recv(Some(l), out) }
             }
         }
     }
@@ -127,11 +127,27 @@ impl Case<'_> {
 
 /// The cases a coroutine is counted as parked on, for `cot_coro_free` to
 /// uncount if it frees the coroutine meanwhile (its stack is abandoned).
-struct Parked(Vec<(Chan, Side)>);
+/// One allocation for the usual single case.
+enum Hook {
+    One(Chan, Side),
+    Many(Vec<(Chan, Side)>),
+}
 
-impl Undo for Parked {
+impl Hook {
+    fn new(cases: &[Case<'_>]) -> Hook {
+        match cases {
+            [c] => Hook::One(c.chan.chan.clone(), c.side),
+            _ => Hook::Many(cases.iter().map(|c| (c.chan.chan.clone(), c.side)).collect()),
+        }
+    }
+}
+
+impl Undo for Hook {
     fn undo(&self, l: &mut Loop) {
-        self.0.iter().for_each(|(c, side)| c.unpark(l, *side));
+        match self {
+            Hook::One(c, side) => c.unpark(l, *side),
+            Hook::Many(all) => all.iter().for_each(|(c, side)| c.unpark(l, *side)),
+        }
     }
 }
 
@@ -141,15 +157,15 @@ fn unpark_all(cases: &[Case<'_>], l: &mut Loop) {
 
 /// Tries each case once, in order: the first that ends (done, or its
 /// channel closed) with its index. With `park`, the cases that must wait
-/// are counted as parked on `l`, until one ends (then the others are
-/// uncounted again).
+/// are counted as parked on `l`, until one ends: then the others are
+/// uncounted. `parked`: they were all counted by the previous round.
 ///
 /// # Safety
 /// The cases' items are valid for their channels' item size.
-unsafe fn attempt(cases: &[Case<'_>], l: &mut Loop, park: bool) -> Result<Option<(usize, Result<()>)>> {
+unsafe fn attempt(cases: &[Case<'_>], l: &mut Loop, park: bool, parked: Parked) -> Result<Option<(usize, Result<()>)>> {
     for (i, c) in cases.iter().enumerate() {
         // SAFETY: each item is valid for its channel's item size (the contract).
-        let r = unsafe { c.try_in(l, park) };
+        let r = unsafe { c.try_in(l, park, parked) };
         let end = match r {
             Ok(false) => continue,
             Ok(true) => Ok(Some((i, Ok(())))),
@@ -157,7 +173,10 @@ unsafe fn attempt(cases: &[Case<'_>], l: &mut Loop, park: bool) -> Result<Option
             Err(e) => Err(e),
         };
         if park {
-            unpark_all(&cases[..i], l); // each counted by its failed try
+            unpark_all(&cases[..i], l); // counted by their failed tries
+            if parked == Parked::Again {
+                unpark_all(&cases[i + 1..], l); // still counted from the last round
+            }
         }
         return end;
     }
@@ -188,16 +207,32 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
         many.extend(cases.iter().map(|c| Source::Signal(c.key())));
         &many
     };
+    fair();
+    // SAFETY: the items are valid for their item sizes (this function's contract).
+    let r = unsafe { wait_for_cases(me, cases, sources, limit) };
+    me.set_on_free(None); // counted nowhere any more
+    r
+}
+
+/// [`select`]'s loop: tries, parks, and again, until a case ends, the
+/// time is up, or the coroutine is woken otherwise.
+///
+/// # Safety
+/// As for `select`.
+unsafe fn wait_for_cases(
+    me: &coro::Coro,
+    cases: &[Case<'_>],
+    sources: &[Source<'_>],
+    limit: Option<u64>,
+) -> Result<(usize, Result<()>)> {
     // A call that may not wait only tries: nothing to count, nothing to undo.
     let park = limit != Some(0);
-    let mut hook: Option<Rc<Parked>> = None;
-    let mut deadline = None;
-    fair();
+    let (mut parked, mut hook, mut deadline) = (Parked::No, None, None);
     loop {
         let (ended, wake) = wait_if(State::Waiting, |l, co| {
             // SAFETY: `select`'s contract: each case's item is valid for its channel's
             // item size; `l` is the coroutine's loop, lent by `wait_if`.
-            if let Some(end) = unsafe { attempt(cases, l, park)? } {
+            if let Some(end) = unsafe { attempt(cases, l, park, parked)? } {
                 return Ok((Some(end), false));
             }
             let left = limit.map(|ns| {
@@ -216,27 +251,30 @@ unsafe fn select(cases: &[Case<'_>], timeout_ns: u64) -> Result<(usize, Result<(
                 }
                 return Err(e);
             }
-            let undo = hook
-                .get_or_insert_with(|| Rc::new(Parked(cases.iter().map(|c| (c.chan.chan.clone(), c.side)).collect())));
+            let undo: &std::rc::Rc<Hook> = hook.get_or_insert_with(|| Rc::new(Hook::new(cases)));
             co.set_on_free(Some(undo.clone()));
             Ok((None, true))
         })?;
         if let Some(r) = ended {
             return Ok(r);
         }
-        // SAFETY: as in `wait_if`: the running coroutine's loop is live and
-        // lent to it; no other reference into it is held here.
-        unsafe {
-            with_loop(me.owner() as *mut cot_loop, |l| {
-                unpark_all(cases, l);
-                Ok(())
-            })?
-        };
-        me.set_on_free(None);
+        parked = Parked::Again;
         let wake = wake.unwrap_or(crate::reactor::Wake::Resumed);
-        match sources {
-            [_] => coro::wait_result(wake)?,
-            _ => drop(coro::any_result(sources, wake)?),
+        let woke = match sources {
+            [_] => coro::wait_result(wake),
+            _ => coro::any_result(sources, wake).map(drop),
+        };
+        if let Err(e) = woke {
+            // Given up (timed out, woken by `cot_coro_wake`): uncounted.
+            // SAFETY: as in `wait_if`: the running coroutine's loop is live
+            // and lent to it; no other reference into it is held here.
+            unsafe {
+                with_loop(me.owner() as *mut cot_loop, |l| {
+                    unpark_all(cases, l);
+                    Ok(())
+                })?
+            };
+            return Err(e);
         }
     }
 }

@@ -19,7 +19,7 @@
 //! while anything may notify them. It is `Send` and `Sync`; every call may
 //! come from any thread, on a loop (the caller passes it: `here`) or not.
 //!
-//! # State (under one mutex, `waiters.rs`)
+//! # State (under one lock, `waiters.rs`)
 //! - the items and `closed`;
 //! - the waiters: for each loop with tasks parked on the channel, its
 //!   [`Remote`], its identity, the count of tasks parked per side, and
@@ -27,22 +27,25 @@
 //!
 //! # Protocol
 //! - **Park.** A task of loop L that must wait tries and, if it fails,
-//!   counts itself in L's entry *in the same hold of the mutex*
+//!   counts itself in L's entry *in the same hold of the lock*
 //!   ([`Chan::recv_or_park`], [`Chan::send_or_park`]), then parks on the key
 //!   in L's scheduler (`When::Wait(key)`) before it yields to L. When it
-//!   runs again it uncounts itself ([`Chan::unpark`]) and tries again.
-//! - **Change.** A send, receive or close, under the mutex, owes a wake to
+//!   runs again it tries again, still counted ([`Parked::Again`]): the try
+//!   drops the count if it succeeds or fails for good, keeps it if the task
+//!   must wait again. A task that gives up (a timeout, a wake of another
+//!   kind, its coroutine freed) uncounts itself ([`Chan::unpark`]).
+//! - **Change.** A send, receive or close, under the lock, owes a wake to
 //!   each loop with tasks parked on the side it unblocks. After releasing
-//!   the mutex the caller delivers them: on its own loop, `task_notify(key,
+//!   the lock the caller delivers them: on its own loop, `task_notify(key,
 //!   Later)` at once; on another loop, a post (`Remote::post`) that, there,
-//!   takes the loop's `pending` sides under the mutex and notifies their
+//!   takes the loop's `pending` sides under the lock and notifies their
 //!   keys. A loop whose `pending` is set already gets no second post: the
 //!   change only adds its side, which the post on its way will take.
 //! - **Gone.** A post refused (the loop was dropped) forgets that loop's
 //!   entry: nothing parks there any more.
 //!
 //! # Why no wake-up is lost
-//! The mutex orders every try, park and change. Take a task of L parked by
+//! The lock orders every try, park and change. Take a task of L parked by
 //! a failed try, and a later change that unblocks it:
 //! - the change sees L's entry (it was counted in the failed try's hold)
 //!   and owes L a wake: a notify (L is the caller's loop, and the task
@@ -53,16 +56,18 @@
 //!   finished parking the task (the try, the count and `When::Wait` happen in
 //!   one step of L) before it runs any post.
 //!
-//! A change before the failed try is seen by the try itself. A task that is
-//! notified while it is not parked (it timed out, was woken otherwise, or
-//! a change came between its unpark and its next try) loses nothing: it
-//! tries under the mutex before it parks again. loom checks this
+//! A change before the failed try is seen by the try itself. A wake that
+//! finds a task not parked in its scheduler (it timed out, was woken
+//! otherwise, or is woken and waits for its turn) is spurious and harmless:
+//! the task tries under the lock before it parks again. loom checks this
 //! (`loom_tests.rs`).
 //!
 //! # Costs
-//! A try with nobody parked takes the mutex once and copies the item. Posts
-//! go out only to loops with parked tasks, at most one on its way per loop:
-//! a flood of sends to a parked receiver costs its loop one post.
+//! A try with nobody parked takes the lock once (a spin lock: one atomic
+//! exchange, `util/spin.rs`) and copies the item; a retry after a wake
+//! takes it once too. Posts go out only to loops with parked tasks, at most
+//! one on its way per loop: a flood of sends to a parked receiver costs its
+//! loop one post.
 //!
 //! It counts its parked tasks ([`Chan::is_waited`]) so that freeing a
 //! channel waited on can be refused. A loop counts its tasks parked on
@@ -78,8 +83,8 @@ use super::{Loop, Remote};
 use crate::error::{Error, Result};
 use crate::sched::When;
 use ring::Ring;
-pub use waiters::Side;
 use waiters::{Home, Locked, Wakes};
+pub use waiters::{Parked, Side};
 
 /// A channel of items of one size. See the [module documentation](self).
 #[derive(Clone)]
@@ -105,6 +110,16 @@ impl Loop {
     /// The identity a channel knows this loop by (its `Remote`'s).
     fn chan_id(&self) -> usize {
         Arc::as_ptr(&self.inbox) as usize
+    }
+
+    /// Follows a task's count in a channel (see `Core::count`): the tasks
+    /// parked on channels keep the loop alive.
+    fn chan_count(&mut self, before: Parked, r: &Result<bool>) {
+        match (before, Parked::after(r)) {
+            (Parked::No, Parked::Again) => self.chan_parked += 1,
+            (Parked::Again, Parked::No) => self.chan_parked = self.chan_parked.saturating_sub(1),
+            _ => {}
+        }
     }
 }
 
@@ -212,33 +227,28 @@ impl Chan {
     /// [`Chan::try_send`] for a task of `l` that will wait: when full,
     /// `Ok(false)` also counts it as parked on [`Chan::send_key`] (in the
     /// same hold of the lock as the try). It then parks there with
-    /// `When::Wait` before `l` runs anything else, and calls
-    /// [`Chan::unpark`] when it runs again.
-    pub fn send_or_park(&self, l: &mut Loop, item: &[u8]) -> Result<bool> {
+    /// `When::Wait` before `l` runs anything else. When it runs again it
+    /// retries with `parked` = [`Parked::Again`] (the count is kept if it
+    /// must wait again, else dropped), or gives up with [`Chan::unpark`].
+    pub fn send_or_park(&self, l: &mut Loop, item: &[u8], parked: Parked) -> Result<bool> {
         self.check(item.len())?;
         let mut w = Wakes::default();
-        let id = l.chan_id();
-        let sent = self.0.state.send_or_park(item, id, || l.remote(), &mut w)?;
-        if !sent {
-            l.chan_parked += 1;
-        }
+        let r = self.0.state.send_or_park(item, (l.chan_id(), parked), || l.remote(), &mut w);
+        l.chan_count(parked, &r);
         self.deliver(Some(l), w)?;
-        Ok(sent)
+        r
     }
 
     /// [`Chan::try_recv`] for a task of `l` that will wait: when empty,
     /// `Ok(false)` also counts it as parked on [`Chan::recv_key`], as
     /// [`Chan::send_or_park`] does.
-    pub fn recv_or_park(&self, l: &mut Loop, out: &mut [u8]) -> Result<bool> {
+    pub fn recv_or_park(&self, l: &mut Loop, out: &mut [u8], parked: Parked) -> Result<bool> {
         self.check(out.len())?;
         let mut w = Wakes::default();
-        let id = l.chan_id();
-        let got = self.0.state.recv_or_park(out, id, || l.remote(), &mut w)?;
-        if !got {
-            l.chan_parked += 1;
-        }
+        let r = self.0.state.recv_or_park(out, (l.chan_id(), parked), || l.remote(), &mut w);
+        l.chan_count(parked, &r);
         self.deliver(Some(l), w)?;
-        Ok(got)
+        r
     }
 
     /// A task of `l` counted as parked on `side` (by `send_or_park`,

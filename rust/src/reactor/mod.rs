@@ -68,7 +68,7 @@ use sys::Fd;
 
 pub use crate::sync::Pool;
 pub use async_::AsyncSender;
-pub use chan::{Chan, Side};
+pub use chan::{Chan, Parked, Side};
 pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};

@@ -11,7 +11,7 @@ use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
 
 use super::ring::Ring;
-use super::waiters::{Home, Locked, Side, Wakes};
+use super::waiters::{Home, Locked, Parked, Side, Wakes};
 use crate::error::{Error, Result};
 
 struct Inbox {
@@ -78,39 +78,42 @@ fn deliver(w: Wakes<ModelLoop>) {
 
 /// The parked task's loop runs the posts that come (each takes its
 /// pending sides, as `Chan::post_wake` does) until one notifies `side`; the
-/// task then runs and uncounts itself.
+/// task then runs (and retries, still counted).
 fn sleep_until_woken(c: &Chan, me: &ModelLoop, side: Side) {
     loop {
         me.next_post();
         if c.lock().woken(me.id()) & side.bit() != 0 {
-            break;
+            return;
         }
     }
-    assert!(c.lock().unpark(side, me.id()));
 }
 
 /// A task of `me` receiving one item, parking while the channel is empty.
 fn recv(c: &Chan, me: &ModelLoop) -> Result<u8> {
+    let mut parked = Parked::No;
     loop {
         let (mut w, mut out) = (Wakes::default(), [0]);
-        let got = c.recv_or_park(&mut out, me.id(), || me.clone(), &mut w);
+        let got = c.recv_or_park(&mut out, (me.id(), parked), || me.clone(), &mut w);
         deliver(w);
         if got? {
             return Ok(out[0]);
         }
+        parked = Parked::Again;
         sleep_until_woken(c, me, Side::Recv);
     }
 }
 
 /// A task of `me` sending `v`, parking while the channel is full.
 fn send(c: &Chan, me: &ModelLoop, v: u8) -> Result<()> {
+    let mut parked = Parked::No;
     loop {
         let mut w = Wakes::default();
-        let sent = c.send_or_park(&[v], me.id(), || me.clone(), &mut w);
+        let sent = c.send_or_park(&[v], (me.id(), parked), || me.clone(), &mut w);
         deliver(w);
         if sent? {
             return Ok(());
         }
+        parked = Parked::Again;
         sleep_until_woken(c, me, Side::Send);
     }
 }
@@ -231,6 +234,28 @@ fn loom_close_wakes_a_parked_sender() {
         assert!(close(&c));
         assert_eq!(tx.join().unwrap(), Err(Error::Pipe));
         assert_eq!(recv(&c, &ModelLoop::new(2)), Ok(1));
+        assert!(!c.lock().is_waited());
+    });
+}
+
+/// Receivers on loops 1 and 2 race for two items sent by a thread with no
+/// loop: the first item may wake both, and the loser, still counted, parks
+/// again; the second item must wake it (a post after the first one's was
+/// taken).
+#[test]
+fn loom_the_loser_of_a_race_is_woken_again() {
+    model(|| {
+        let c = chan(0);
+        let spawn_rx = |id| {
+            let c = c.clone();
+            thread::spawn(move || recv(&c, &ModelLoop::new(id)))
+        };
+        let (a, b) = (spawn_rx(1), spawn_rx(2));
+        assert!(try_send(&c, 1).unwrap());
+        assert!(try_send(&c, 2).unwrap());
+        let mut got = [a.join().unwrap().unwrap(), b.join().unwrap().unwrap()];
+        got.sort_unstable();
+        assert_eq!(got, [1, 2]);
         assert!(!c.lock().is_waited());
     });
 }

@@ -21,7 +21,7 @@ fn bad_sizes_are_refused() {
     let c = Chan::new(4, 1).unwrap();
     assert_eq!(c.try_send(Some(&mut l), &[1, 2, 3]), Err(Error::Inval));
     assert_eq!(c.try_recv(None, &mut [0; 5]), Err(Error::Inval));
-    assert_eq!(c.send_or_park(&mut l, &[1]), Err(Error::Inval));
+    assert_eq!(c.send_or_park(&mut l, &[1], Parked::No), Err(Error::Inval));
     assert!(c.is_empty() && !c.is_waited());
 }
 
@@ -87,13 +87,11 @@ fn waiter(l: &mut Loop, c: &Chan, side: Side) -> Waiter {
         0,
         Box::new(move |l, h, _| {
             r.set(r.get() + 1);
-            if r.get() > 1 {
-                ch.unpark(l, side);
-            }
+            let parked = if r.get() > 1 { Parked::Again } else { Parked::No };
             let mut b = [0u8; 4];
             let done = match side {
-                Side::Recv => ch.recv_or_park(l, &mut b),
-                Side::Send => ch.send_or_park(l, &9u32.to_ne_bytes()),
+                Side::Recv => ch.recv_or_park(l, &mut b, parked),
+                Side::Send => ch.send_or_park(l, &9u32.to_ne_bytes(), parked),
             };
             match done {
                 Ok(false) => drop(l.task_schedule(h, When::Wait(ch.key(side)))),
@@ -154,19 +152,16 @@ fn drain_on_a_loop(c: Chan) -> std::thread::JoinHandle<Vec<u32>> {
     std::thread::spawn(move || {
         let mut l = Loop::new().unwrap();
         let got = Rc::new(std::cell::RefCell::new(Vec::new()));
-        let (g, parked) = (got.clone(), Cell::new(false));
+        let (g, parked) = (got.clone(), Cell::new(Parked::No));
         let t = l.task_init(
             0,
             Box::new(move |l, h, _| {
-                if parked.replace(false) {
-                    c.unpark(l, Side::Recv);
-                }
                 let mut b = [0u8; 4];
                 loop {
-                    match c.recv_or_park(l, &mut b) {
+                    match c.recv_or_park(l, &mut b, parked.replace(Parked::No)) {
                         Ok(true) => g.borrow_mut().push(u32::from_ne_bytes(b)),
                         Ok(false) => {
-                            parked.set(true);
+                            parked.set(Parked::Again);
                             l.task_schedule(h, When::Wait(c.recv_key())).unwrap();
                             return;
                         }
@@ -187,16 +182,13 @@ fn drain_on_a_loop(c: Chan) -> std::thread::JoinHandle<Vec<u32>> {
 fn send_on_a_loop(c: Chan, items: u32) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let mut l = Loop::new().unwrap();
-        let (next, parked) = (Cell::new(0u32), Cell::new(false));
+        let (next, parked) = (Cell::new(0u32), Cell::new(Parked::No));
         let t = l.task_init(
             0,
             Box::new(move |l, h, _| {
-                if parked.replace(false) {
-                    c.unpark(l, Side::Send);
-                }
                 while next.get() < items {
-                    if !c.send_or_park(l, &next.get().to_ne_bytes()).unwrap() {
-                        parked.set(true);
+                    if !c.send_or_park(l, &next.get().to_ne_bytes(), parked.replace(Parked::No)).unwrap() {
+                        parked.set(Parked::Again);
                         l.task_schedule(h, When::Wait(c.send_key())).unwrap();
                         return;
                     }
@@ -240,7 +232,7 @@ fn a_thread_with_no_loop_feeds_and_closes_a_parked_receiver() {
 fn a_post_to_a_dropped_loop_forgets_its_waiters() {
     let c = Chan::new(4, 0).unwrap();
     let mut l = Loop::new().unwrap();
-    assert!(!c.recv_or_park(&mut l, &mut [0; 4]).unwrap());
+    assert!(!c.recv_or_park(&mut l, &mut [0; 4], Parked::No).unwrap());
     assert!(c.is_waited() && l.alive(), "a parked task keeps its loop alive");
     drop(l);
     assert!(c.try_send(None, &[1; 4]).unwrap());
@@ -251,8 +243,26 @@ fn a_post_to_a_dropped_loop_forgets_its_waiters() {
 fn unpark_uncounts_once() {
     let c = Chan::new(4, 1).unwrap();
     let mut l = Loop::new().unwrap();
-    assert!(!c.recv_or_park(&mut l, &mut [0; 4]).unwrap());
+    assert!(!c.recv_or_park(&mut l, &mut [0; 4], Parked::No).unwrap());
     c.unpark(&mut l, Side::Recv);
     c.unpark(&mut l, Side::Recv);
     assert!(!c.is_waited() && !l.alive());
+}
+
+#[test]
+fn a_retry_keeps_the_count_while_it_must_wait_and_drops_it_after() {
+    let c = Chan::new(4, 1).unwrap();
+    let mut l = Loop::new().unwrap();
+    assert!(!c.recv_or_park(&mut l, &mut [0; 4], Parked::No).unwrap());
+    assert!(!c.recv_or_park(&mut l, &mut [0; 4], Parked::Again).unwrap());
+    assert_eq!(l.chan_parked, 1, "counted once");
+    c.try_send(None, &[1; 4]).unwrap();
+    assert!(c.recv_or_park(&mut l, &mut [0; 4], Parked::Again).unwrap());
+    assert!(!c.is_waited() && l.chan_parked == 0);
+    assert!(c.send_or_park(&mut l, &[2; 4], Parked::No).unwrap());
+    assert!(!c.send_or_park(&mut l, &[3; 4], Parked::No).unwrap(), "full: counted");
+    assert_eq!(l.chan_parked, 1);
+    c.close(Some(&mut l)).unwrap();
+    assert_eq!(c.send_or_park(&mut l, &[4; 4], Parked::Again), Err(Error::Pipe));
+    assert!(!c.is_waited() && l.chan_parked == 0, "a retry that fails for good drops the count");
 }

@@ -6,7 +6,11 @@
 
 use super::ring::Ring;
 use crate::error::{Error, Result};
-use crate::sync::shim::{Mutex, MutexGuard};
+#[cfg(all(test, loom))]
+use loom::sync::{Mutex as Lock, MutexGuard as Guard};
+
+#[cfg(not(all(test, loom)))]
+use crate::util::spin::{SpinGuard as Guard, SpinLock as Lock};
 
 /// A loop as a channel knows it: a handle to reach it from any thread.
 pub(super) trait Home: Clone {
@@ -65,39 +69,73 @@ impl<H> Default for Wakes<H> {
     }
 }
 
-/// The channel's state under its mutex: each call takes the lock once.
-pub(super) struct Locked<H>(Mutex<Core<H>>);
+/// The channel's state under its lock: each call takes it once. The lock
+/// is a spin lock (`util::spin`: the critical sections are a few loads and
+/// an item's copy), loom's mutex in the model checks.
+pub(super) struct Locked<H>(Lock<Core<H>>);
+
+/// A task's place in a try of [`Locked::send_or_park`] or
+/// [`Locked::recv_or_park`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Parked {
+    /// It is not counted as parked on this side.
+    No,
+    /// It was counted by the previous try and runs again: the retry keeps
+    /// the count if it must wait again, else drops it (one hold of the lock
+    /// for both).
+    Again,
+}
+
+impl Parked {
+    /// Where a try that answered `r` leaves its task: counted if it must wait.
+    pub fn after(r: &Result<bool>) -> Parked {
+        if matches!(r, Ok(false)) { Parked::Again } else { Parked::No }
+    }
+}
 
 impl<H: Home> Locked<H> {
     pub fn new(ring: Ring) -> Self {
-        Locked(Mutex::new(Core::new(ring)))
+        Locked(Lock::new(Core::new(ring)))
     }
 
-    pub fn lock(&self) -> MutexGuard<'_, Core<H>> {
-        // A panic while holding the lock leaves plain data behind: keep going.
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    #[cfg(not(all(test, loom)))]
+    pub fn lock(&self) -> Guard<'_, Core<H>> {
+        self.0.lock()
+    }
+
+    #[cfg(all(test, loom))]
+    pub fn lock(&self) -> Guard<'_, Core<H>> {
+        self.0.lock().unwrap()
     }
 
     /// [`Core::send`]; when full, the caller's task of loop `id` is counted
     /// as parked on the senders' side, in the same hold of the lock.
-    pub fn send_or_park(&self, item: &[u8], id: usize, home: impl FnOnce() -> H, w: &mut Wakes<H>) -> Result<bool> {
+    pub fn send_or_park(
+        &self,
+        item: &[u8],
+        at: (usize, Parked),
+        home: impl FnOnce() -> H,
+        w: &mut Wakes<H>,
+    ) -> Result<bool> {
         let mut core = self.lock();
-        let sent = core.send(item, id, w)?;
-        if !sent {
-            core.park(Side::Send, id, home);
-        }
-        Ok(sent)
+        let r = core.send(item, at.0, w);
+        core.count(Side::Send, at, &r, home);
+        r
     }
 
     /// [`Core::recv`]; when empty, the caller's task of loop `id` is counted
     /// as parked on the receivers' side, in the same hold of the lock.
-    pub fn recv_or_park(&self, out: &mut [u8], id: usize, home: impl FnOnce() -> H, w: &mut Wakes<H>) -> Result<bool> {
+    pub fn recv_or_park(
+        &self,
+        out: &mut [u8],
+        at: (usize, Parked),
+        home: impl FnOnce() -> H,
+        w: &mut Wakes<H>,
+    ) -> Result<bool> {
         let mut core = self.lock();
-        let got = core.recv(out, id, w)?;
-        if !got {
-            core.park(Side::Recv, id, home);
-        }
-        Ok(got)
+        let r = core.recv(out, at.0, w);
+        core.count(Side::Recv, at, &r, home);
+        r
     }
 }
 
@@ -151,6 +189,16 @@ impl<H: Home> Core<H> {
         self.wake(Side::Recv, here, w);
         self.wake(Side::Send, here, w);
         true
+    }
+
+    /// After a try `r` of a task at `(id, parked)` on `side`: counts it if
+    /// it must wait and was not counted, uncounts it if it need not and was.
+    fn count(&mut self, side: Side, (id, parked): (usize, Parked), r: &Result<bool>, home: impl FnOnce() -> H) {
+        match (parked, Parked::after(r)) {
+            (Parked::No, Parked::Again) => self.park(side, id, home),
+            (Parked::Again, Parked::No) => drop(self.unpark(side, id)),
+            _ => {}
+        }
     }
 
     /// A task of loop `id` parks on `side` (`home` makes its handle, for
@@ -242,11 +290,11 @@ mod tests {
         assert!(c.send(b"a", 0, &mut w).unwrap());
         assert!(c.send(b"b", 0, &mut w).unwrap());
         assert_eq!(w.posts, [H(7)], "the second send finds a wake on its way");
+        c.park(Side::Send, 7, || unreachable!());
         assert!(c.close(0, &mut w));
         assert_eq!(w.posts.len(), 1, "the close adds its sides to it");
-        assert_eq!(c.woken(7), Side::Recv.bit());
+        assert_eq!(c.woken(7), Side::Recv.bit() | Side::Send.bit());
         let mut w = Wakes::default();
-        c.park(Side::Send, 7, || H(7));
         assert!(!c.close(0, &mut w), "once");
         let mut out = [0];
         assert!(c.recv(&mut out, 0, &mut w).unwrap());
