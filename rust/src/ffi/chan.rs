@@ -127,26 +127,33 @@ impl Case<'_> {
 
 /// The cases a coroutine is counted as parked on, for `cot_coro_free` to
 /// uncount if it frees the coroutine meanwhile (its stack is abandoned).
-/// One allocation for the usual single case.
+/// One allocation for the usual single case, and no reference count of the
+/// channels: a channel a coroutine is counted on cannot be freed.
 enum Hook {
-    One(Chan, Side),
-    Many(Vec<(Chan, Side)>),
+    One(*const cot_chan, Side),
+    Many(Vec<(*const cot_chan, Side)>),
 }
 
 impl Hook {
     fn new(cases: &[Case<'_>]) -> Hook {
         match cases {
-            [c] => Hook::One(c.chan.chan.clone(), c.side),
-            _ => Hook::Many(cases.iter().map(|c| (c.chan.chan.clone(), c.side)).collect()),
+            [c] => Hook::One(c.chan, c.side),
+            _ => Hook::Many(cases.iter().map(|c| (c.chan as *const cot_chan, c.side)).collect()),
         }
     }
 }
 
 impl Undo for Hook {
     fn undo(&self, l: &mut Loop) {
+        let mut unpark = |&(c, side): &(*const cot_chan, Side)| {
+            // SAFETY: the hook is set only while the coroutine is counted as
+            // parked on these channels, and `cot_chan_free` refuses a channel
+            // with a task counted: each is live.
+            unsafe { &*c }.chan.unpark(l, side)
+        };
         match self {
-            Hook::One(c, side) => c.unpark(l, *side),
-            Hook::Many(all) => all.iter().for_each(|(c, side)| c.unpark(l, *side)),
+            Hook::One(c, side) => unpark(&(*c, *side)),
+            Hook::Many(all) => all.iter().for_each(unpark),
         }
     }
 }
