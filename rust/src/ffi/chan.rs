@@ -4,8 +4,10 @@
 //! and, if none can be done, counts itself parked on their channels in the
 //! same try (`Chan::recv_or_park`, `send_or_park`), parks on their keys as
 //! `cot_coro_wait` does (or `cot_coro_wait_any`, for several cases), then
-//! uncounts itself and tries again, until it succeeds, a channel closes, or
-//! its time is up. A call outside a wait uses the loop the calling thread
+//! tries again, still counted (`Parked::Again`), until it succeeds, a
+//! channel closes, or its time is up; then it is uncounted everywhere (and
+//! by `cot_coro_free`, through the coroutine's undo hook, if it is freed
+//! meanwhile). A call outside a wait uses the loop the calling thread
 //! runs (`loop_::running`), if any: its parked coroutines are woken at once,
 //! those of other loops through a post.
 

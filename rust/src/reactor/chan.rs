@@ -252,7 +252,8 @@ impl Chan {
     }
 
     /// A task of `l` counted as parked on `side` (by `send_or_park`,
-    /// `recv_or_park`) runs again, gave up before parking, or was freed.
+    /// `recv_or_park`) gives up: its wait ended otherwise (a timeout, a
+    /// wake of another kind), it failed to park, or it is freed.
     pub fn unpark(&self, l: &mut Loop, side: Side) {
         if self.0.state.lock().unpark(side, l.chan_id()) {
             l.chan_parked = l.chan_parked.saturating_sub(1);
