@@ -521,8 +521,8 @@ struct stat;
 
 /**
  * A channel (opaque): a FIFO of fixed-size items, copied in and out,
- * between the coroutines (and callbacks) of one loop. Made by
- * `cot_chan_new`, freed by `cot_chan_free`. On the loop's thread.
+ * between the coroutines and callbacks of any loops and any threads. Made
+ * by `cot_chan_new`, freed by `cot_chan_free`.
  */
 typedef struct cot_chan cot_chan;
 
@@ -3589,25 +3589,30 @@ int64_t cot_coro_sendto(cot_udp udp,
                         uint64_t timeout_ns);
 
 /**
- * Creates a channel of items of `item_size` bytes on `loop`, holding at
- * most `capacity` items (0: unbounded; there is no rendezvous channel: a
- * send never waits for a receiver, and a capacity of 1 comes nearest).
- * Items are copied in and out. Stores it in `*chan`. Returns 0 or
- * `COT_EINVAL` (NULL `loop` or `chan`, an `item_size` of 0, a capacity
- * whose bytes overflow). Its ring grows as items come (up to the capacity),
- * so a send may return `COT_ENOMEM`. On the loop's thread; the loop
- * outlives the channel's use.
+ * Creates a channel of items of `item_size` bytes, holding at most
+ * `capacity` items (0: unbounded; there is no rendezvous channel: a send
+ * never waits for a receiver, and a capacity of 1 comes nearest). Items
+ * are copied in and out. Stores it in `*chan`. Returns 0 or `COT_EINVAL`
+ * (NULL `chan`, an `item_size` of 0, a capacity whose bytes overflow). Its
+ * ring grows as items come (up to the capacity), so a send may return
+ * `COT_ENOMEM`. Safe from any thread.
+ *
+ * The channel belongs to no loop: coroutines and callbacks of any loops,
+ * on any threads, and threads running no loop may use it (see
+ * `cot_chan_try_send`). `loop` is not used and may be NULL: it remains
+ * from when a channel served one loop.
  *
  * # Safety
- * `loop` is NULL or a live loop; `chan` is NULL or writable.
+ * `chan` is NULL or writable.
  */
 int cot_chan_new(struct cot_loop *loop, size_t item_size, size_t capacity, struct cot_chan **chan);
 
 /**
  * Frees a channel and the items left in it. Returns 0, `COT_EBUSY` (a
- * coroutine waits on it, or was woken by it and has not run yet; a
- * coroutine freed while it waited on the channel stays counted), or
- * `COT_EINVAL` (NULL).
+ * coroutine of any loop waits on it, or was woken by it and has not run
+ * yet), or `COT_EINVAL` (NULL). A coroutine freed while it waits on it
+ * (`cot_coro_free`) stops counting. Safe from any thread, once no other
+ * thread uses the channel.
  *
  * # Safety
  * `chan` is NULL or a live channel; after success it is not used again.
@@ -3617,37 +3622,46 @@ int cot_chan_free(struct cot_chan *chan);
 /**
  * Sends a copy of `*item` (the channel's item size) if there is room,
  * without waiting. Returns 1 (sent), 0 (full), `COT_EPIPE` (closed),
- * `COT_ENOMEM`, or `COT_EINVAL` (NULL). Wakes the receivers waiting.
+ * `COT_ENOMEM`, or `COT_EINVAL` (NULL). Safe from any thread. Wakes the
+ * receivers waiting: on the loop the calling thread runs
+ * (`cot_loop_current`), at once; on other loops, through a post that
+ * their next iteration runs (one per loop until it ran, however many
+ * items come meanwhile). A thread that runs no loop (the loop's own
+ * thread outside `cot_loop_run` included) posts to every loop.
  *
  * # Safety
- * `chan` is NULL or a live channel whose loop is live; `item` is NULL or
- * readable for the item size.
+ * `chan` is NULL or a live channel; `item` is NULL or readable for the
+ * item size.
  */
 int cot_chan_try_send(struct cot_chan *chan, const void *item);
 
 /**
  * Receives the oldest item into `*item` if there is one, without waiting.
  * Returns 1 (received), 0 (empty), `COT_EPIPE` (empty and closed), or
- * `COT_EINVAL` (NULL). Wakes the senders waiting.
+ * `COT_EINVAL` (NULL). Safe from any thread; wakes the senders waiting as
+ * `cot_chan_try_send` wakes receivers.
  *
  * # Safety
- * `chan` is NULL or a live channel whose loop is live; `item` is NULL or
- * writable for the item size.
+ * `chan` is NULL or a live channel; `item` is NULL or writable for the
+ * item size.
  */
 int cot_chan_try_recv(struct cot_chan *chan, void *item);
 
 /**
  * Closes the channel: sends fail with `COT_EPIPE` from now on; receives
- * get the items left, then `COT_EPIPE`; the coroutines waiting are woken
- * to see it. Returns 1, 0 if it was closed already, or `COT_EINVAL` (NULL).
+ * get the items left, then `COT_EPIPE`; the coroutines waiting on it, on
+ * every loop, are woken to see it (as `cot_chan_try_send` wakes them).
+ * Returns 1, 0 if it was closed already, or `COT_EINVAL` (NULL). Safe from
+ * any thread.
  *
  * # Safety
- * `chan` is NULL or a live channel whose loop is live.
+ * `chan` is NULL or a live channel.
  */
 int cot_chan_close(struct cot_chan *chan);
 
 /**
- * The items in the channel (0 for NULL).
+ * The items in the channel (0 for NULL): a snapshot, if other threads use
+ * it. Safe from any thread.
  *
  * # Safety
  * `chan` is NULL or a live channel.
@@ -3659,9 +3673,9 @@ size_t cot_chan_len(const struct cot_chan *chan);
  * `timeout_ns` (`COT_CORO_FOREVER`: no limit; 0: no wait at all). Returns
  * 0, `COT_EPIPE` (closed, also while it waited), `COT_ETIMEDOUT`,
  * `COT_ECANCELED` (woken by `cot_coro_wake`), `COT_ENOMEM`, `COT_EINVAL`
- * (NULL, a channel of another loop), or `COT_EPERM` outside coroutines.
- * Waiting senders are woken in turn by each receive and try again in
- * their order in the ready queue.
+ * (NULL), or `COT_EPERM` outside coroutines. The channel may be fed from
+ * any loop or thread. Waiting senders are woken by each receive and try
+ * again in their order in the ready queue.
  *
  * # Safety
  * `chan` is NULL or a live channel; `item` is NULL or readable for the
@@ -3673,8 +3687,8 @@ int cot_coro_chan_send(struct cot_chan *chan, const void *item, uint64_t timeout
  * In a coroutine: receives the oldest item into `*item`, waiting for one
  * for at most `timeout_ns` (`COT_CORO_FOREVER`: no limit; 0: no wait at
  * all). Returns 0, `COT_EPIPE` (closed and drained), `COT_ETIMEDOUT`,
- * `COT_ECANCELED` (woken), `COT_EINVAL` (NULL, a channel of another loop),
- * or `COT_EPERM` outside coroutines.
+ * `COT_ECANCELED` (woken), `COT_EINVAL` (NULL), or `COT_EPERM` outside
+ * coroutines. The channel may be fed from any loop or thread.
  *
  * # Safety
  * `chan` is NULL or a live channel; `item` is NULL or writable for the
@@ -3684,14 +3698,14 @@ int cot_coro_chan_recv(struct cot_chan *chan, void *item, uint64_t timeout_ns);
 
 /**
  * In a coroutine: does the first of `n` cases (sends and receives on
- * channels of its loop) that can be done, trying them in array order (put
+ * channels, fed from any loops or threads) that can be done, trying them in array order (put
  * first what must win; rotate the array for fairness), waiting for at most
  * `timeout_ns` until one can (`COT_CORO_FOREVER`: no limit; 0: no wait).
  * Returns the index of that case, whose `result` it sets to 0, or to
  * `COT_EPIPE` if its channel is closed (for a receive: and drained); or
  * `COT_ETIMEDOUT`, `COT_ECANCELED` (woken), `COT_ENOMEM`, `COT_EINVAL` (NULL
- * `cases`, `n` = 0, a NULL channel or item, an unknown op, a channel of
- * another loop), or `COT_EPERM` outside coroutines.
+ * `cases`, `n` = 0, a NULL channel or item, an unknown op), or `COT_EPERM`
+ * outside coroutines.
  *
  * # Safety
  * `cases` is NULL or valid for reads and writes of `n` cases; their

@@ -1,43 +1,132 @@
-//! A channel between the tasks of one loop: a FIFO of fixed-size items,
-//! copied in and out, bounded or unbounded, that can be closed.
+//! A channel between tasks of any loops, on any threads: a FIFO of
+//! fixed-size items, copied in and out, bounded or unbounded, that can be
+//! closed.
 //!
-//! The channel itself never waits. Its two signals (keys of the loop's
-//! scheduler, addresses inside it) are where waiters park: receivers on
+//! The channel itself never waits. Its two keys (addresses inside it) are
+//! where tasks park, in their own loop's scheduler: receivers on
 //! [`Chan::recv_key`] until an item comes, senders on [`Chan::send_key`]
-//! until there is room. A send or receive that succeeds notifies the other
-//! side's key, a close notifies both; a woken waiter tries again (another
-//! may have been first) and parks again if it must. Notifying moves the
-//! whole queue of a key in O(1); nothing is scanned.
+//! until there is room. A send or receive that succeeds wakes the other
+//! side's parked tasks, a close wakes both; a woken task tries again
+//! (another may have been first, and a wake may be spurious) and parks again
+//! if it must.
 //!
 //! Closing keeps the items: receivers drain them, then get `Error::Pipe`;
 //! senders get `Error::Pipe` at once.
 //!
-//! The keys are addresses inside the channel, so it must not move while a
-//! task waits on it (the C ABI boxes it). It counts its waiters
-//! ([`Chan::wait_begin`]) so that freeing a channel waited on can be refused.
+//! # Sharing
+//! A [`Chan`] is a handle: clones share one channel, which lives as long as
+//! its last handle (a wake on its way holds one), so its keys stay its own
+//! while anything may notify them. It is `Send` and `Sync`; every call may
+//! come from any thread, on a loop (the caller passes it: `here`) or not.
+//!
+//! # State (under one lock, `waiters.rs`)
+//! - the items and `closed`;
+//! - the waiters: for each loop with tasks parked on the channel, its
+//!   [`Remote`], its identity, the count of tasks parked per side, and
+//!   `pending`, the sides whose wake was posted to it and not taken yet.
+//!
+//! # Protocol
+//! - **Park.** A task of loop L that must wait tries and, if it fails,
+//!   counts itself in L's entry *in the same hold of the lock*
+//!   ([`Chan::recv_or_park`], [`Chan::send_or_park`]), then parks on the key
+//!   in L's scheduler (`When::Wait(key)`) before it yields to L. When it
+//!   runs again it tries again, still counted ([`Parked::Again`]): the try
+//!   drops the count if it succeeds or fails for good, keeps it if the task
+//!   must wait again. A task that gives up (a timeout, a wake of another
+//!   kind, its coroutine freed) uncounts itself ([`Chan::unpark`]).
+//! - **Change.** A send, receive or close, under the lock, owes a wake to
+//!   each loop with tasks parked on the side it unblocks. After releasing
+//!   the lock the caller delivers them: on its own loop, `task_notify(key,
+//!   Later)` at once; on another loop, a post (`Remote::post`) that, there,
+//!   takes the loop's `pending` sides under the lock and notifies their
+//!   keys. A loop whose `pending` is set already gets no second post: the
+//!   change only adds its side, which the post on its way will take.
+//! - **Gone.** A post refused (the loop was dropped) forgets that loop's
+//!   entry: nothing parks there any more.
+//!
+//! # Why no wake-up is lost
+//! The lock orders every try, park and change. Take a task of L parked by
+//! a failed try, and a later change that unblocks it:
+//! - the change sees L's entry (it was counted in the failed try's hold)
+//!   and owes L a wake: a notify (L is the caller's loop, and the task
+//!   parked before the caller could run) or `pending` set;
+//! - `pending` set: either this change posted, or a post is on its way that
+//!   has not taken `pending` yet. That post takes it after the change, and
+//!   notifies L after the task parked: the post runs on L's thread, which
+//!   finished parking the task (the try, the count and `When::Wait` happen in
+//!   one step of L) before it runs any post.
+//!
+//! A change before the failed try is seen by the try itself. A wake that
+//! finds a task not parked in its scheduler (it timed out, was woken
+//! otherwise, or is woken and waits for its turn) is spurious and harmless:
+//! the task tries under the lock before it parks again. loom checks this
+//! (`loom_tests.rs`).
+//!
+//! # Costs
+//! A try with nobody parked takes the lock once (a spin lock: one atomic
+//! exchange, `util/spin.rs`) and copies the item; a retry after a wake
+//! takes it once too. Posts go out only to loops with parked tasks, at most
+//! one on its way per loop: a flood of sends to a parked receiver costs its
+//! loop one post.
+//!
+//! It counts its parked tasks ([`Chan::is_waited`]) so that freeing a
+//! channel waited on can be refused. A loop counts its tasks parked on
+//! channels too: they keep it alive, since another thread may wake them
+//! (as an async handle does; a task waiting on a plain signal does not).
 
-use super::Loop;
+mod ring;
+mod waiters;
+
+use std::sync::Arc;
+
+use super::{Loop, Remote};
 use crate::error::{Error, Result};
 use crate::sched::When;
+use ring::Ring;
+use waiters::{Home, Locked, Wakes};
+pub use waiters::{Parked, Side};
 
 /// A channel of items of one size. See the [module documentation](self).
-#[derive(Debug)]
-pub struct Chan {
+#[derive(Clone)]
+pub struct Chan(Arc<Shared>);
+
+struct Shared {
     /// Bytes per item (> 0).
     size: usize,
-    /// The most items it holds; 0: no limit.
+    /// The capacity it was made with (0: unbounded).
     cap: usize,
-    /// A ring of `buf.len() / size` item slots.
-    buf: Vec<u8>,
-    /// The slot of the oldest item.
-    head: usize,
-    /// Items in it.
-    len: usize,
-    closed: bool,
-    /// Tasks parked on its keys.
-    waiters: u32,
     /// Their addresses are the keys: receivers at 0, senders at 1.
     keys: [u8; 2],
+    state: Locked<Remote>,
+}
+
+impl Home for Remote {
+    fn id(&self) -> usize {
+        Arc::as_ptr(&self.inbox) as usize
+    }
+}
+
+impl Loop {
+    /// The identity a channel knows this loop by (its `Remote`'s).
+    fn chan_id(&self) -> usize {
+        Arc::as_ptr(&self.inbox) as usize
+    }
+
+    /// Follows a task's count in a channel (see `Core::count`): the tasks
+    /// parked on channels keep the loop alive.
+    fn chan_count(&mut self, before: Parked, r: &Result<bool>) {
+        match (before, Parked::after(r)) {
+            (Parked::No, Parked::Again) => self.chan_parked += 1,
+            (Parked::Again, Parked::No) => self.chan_parked = self.chan_parked.saturating_sub(1),
+            _ => {}
+        }
+    }
+}
+
+impl Shared {
+    fn key(&self, side: Side) -> usize {
+        &self.keys[side.index()] as *const u8 as usize
+    }
 }
 
 impl Chan {
@@ -45,262 +134,172 @@ impl Chan {
     /// unbounded). `Error::Inval` for a size of 0 or a capacity whose bytes
     /// overflow. Its ring grows as items come, up to the capacity.
     pub fn new(size: usize, cap: usize) -> Result<Chan> {
-        if size == 0 || cap.checked_mul(size).is_none_or(|b| b > isize::MAX as usize) {
-            return Err(Error::Inval);
-        }
-        Ok(Chan { size, cap, buf: Vec::new(), head: 0, len: 0, closed: false, waiters: 0, keys: [0; 2] })
+        let state = Locked::new(Ring::new(size, cap)?);
+        Ok(Chan(Arc::new(Shared { size, cap, keys: [0; 2], state })))
     }
 
     /// Bytes per item.
     pub fn item_size(&self) -> usize {
-        self.size
+        self.0.size
     }
 
     /// The capacity it was made with (0: unbounded).
     pub fn capacity(&self) -> usize {
-        self.cap
+        self.0.cap
     }
 
-    /// Items in it.
+    /// Items in it (a snapshot, when other threads use it).
     pub fn len(&self) -> usize {
-        self.len
+        self.0.state.lock().ring.len()
     }
 
-    /// Is it empty?
+    /// Is it empty (a snapshot)?
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Was it closed?
     pub fn is_closed(&self) -> bool {
-        self.closed
+        self.0.state.lock().closed
     }
 
-    /// The key receivers wait on for an item (or the close).
+    /// The key receivers park on for an item (or the close).
     pub fn recv_key(&self) -> usize {
-        &self.keys[0] as *const u8 as usize
+        self.0.key(Side::Recv)
     }
 
-    /// The key senders wait on for room (or the close).
+    /// The key senders park on for room (or the close).
     pub fn send_key(&self) -> usize {
-        &self.keys[1] as *const u8 as usize
+        self.0.key(Side::Send)
     }
 
-    /// A task parks on one of its keys.
-    pub fn wait_begin(&mut self) {
-        self.waiters += 1;
+    /// The key of `side`.
+    pub fn key(&self, side: Side) -> usize {
+        self.0.key(side)
     }
 
-    /// A task parked by [`Chan::wait_begin`] runs again.
-    pub fn wait_end(&mut self) {
-        self.waiters = self.waiters.saturating_sub(1);
-    }
-
-    /// Do tasks wait on it?
+    /// Do tasks of any loop wait on it (parked, or woken and not run yet)?
     pub fn is_waited(&self) -> bool {
-        self.waiters > 0
+        self.0.state.lock().is_waited()
     }
 
-    fn slots(&self) -> usize {
-        self.buf.len() / self.size
-    }
-
-    /// Wakes the waiters of `key` (they try again in their turn).
-    fn wake(&self, l: &mut Loop, key: usize) -> Result<()> {
-        if self.waiters > 0 {
-            l.task_notify(key, When::Later)?;
-        }
-        Ok(())
+    fn check(&self, len: usize) -> Result<()> {
+        if len == self.0.size { Ok(()) } else { Err(Error::Inval) }
     }
 
     /// Copies `item` in if there is room: `Ok(true)`, or `Ok(false)` when
     /// full. `Error::Pipe` once closed, `Error::Inval` for an item of another
-    /// size, `Error::NoMem` if the ring cannot grow.
-    pub fn try_send(&mut self, l: &mut Loop, item: &[u8]) -> Result<bool> {
-        if item.len() != self.size {
-            return Err(Error::Inval);
-        }
-        if self.closed {
-            return Err(Error::Pipe);
-        }
-        if self.cap > 0 && self.len == self.cap {
-            return Ok(false);
-        }
-        if self.len == self.slots() {
-            self.grow()?;
-        }
-        let at = (self.head + self.len) % self.slots() * self.size;
-        self.buf[at..at + self.size].copy_from_slice(item);
-        self.len += 1;
-        self.wake(l, self.recv_key())?;
-        Ok(true)
+    /// size, `Error::NoMem` if the ring cannot grow. `here` is the loop the
+    /// caller runs, if any: its parked receivers are notified at once, those
+    /// of other loops through a post.
+    pub fn try_send(&self, here: Option<&mut Loop>, item: &[u8]) -> Result<bool> {
+        self.check(item.len())?;
+        let mut w = Wakes::default();
+        let id = here.as_ref().map_or(0, |l| l.chan_id());
+        let sent = self.0.state.lock().send(item, id, &mut w)?;
+        self.deliver(here, w)?;
+        Ok(sent)
     }
 
     /// Copies the oldest item out into `out`: `Ok(true)`, or `Ok(false)`
     /// when empty. `Error::Pipe` when empty and closed, `Error::Inval` for a
-    /// buffer of another size.
-    pub fn try_recv(&mut self, l: &mut Loop, out: &mut [u8]) -> Result<bool> {
-        if out.len() != self.size {
-            return Err(Error::Inval);
-        }
-        if self.len == 0 {
-            return if self.closed { Err(Error::Pipe) } else { Ok(false) };
-        }
-        let at = self.head * self.size;
-        out.copy_from_slice(&self.buf[at..at + self.size]);
-        self.head = (self.head + 1) % self.slots();
-        self.len -= 1;
-        self.wake(l, self.send_key())?;
-        Ok(true)
+    /// buffer of another size. `here` as for [`Chan::try_send`].
+    pub fn try_recv(&self, here: Option<&mut Loop>, out: &mut [u8]) -> Result<bool> {
+        self.check(out.len())?;
+        let mut w = Wakes::default();
+        let id = here.as_ref().map_or(0, |l| l.chan_id());
+        let got = self.0.state.lock().recv(out, id, &mut w)?;
+        self.deliver(here, w)?;
+        Ok(got)
     }
 
-    /// Closes it: senders fail from now on, receivers once it is empty; its
-    /// waiters are woken to see it. Returns `false` if it was closed already.
-    pub fn close(&mut self, l: &mut Loop) -> Result<bool> {
-        if self.closed {
-            return Ok(false);
-        }
-        self.closed = true;
-        self.wake(l, self.recv_key())?;
-        self.wake(l, self.send_key())?;
-        Ok(true)
+    /// Closes it: senders fail from now on, receivers once it is empty; the
+    /// tasks parked on it, on every loop, are woken to see it. Returns
+    /// `false` if it was closed already. `here` as for [`Chan::try_send`].
+    pub fn close(&self, here: Option<&mut Loop>) -> Result<bool> {
+        let mut w = Wakes::default();
+        let id = here.as_ref().map_or(0, |l| l.chan_id());
+        let closed = self.0.state.lock().close(id, &mut w);
+        self.deliver(here, w)?;
+        Ok(closed)
     }
 
-    /// Doubles the ring (4 slots at first, never past the capacity), the
-    /// items moved to its start, in order.
-    fn grow(&mut self) -> Result<()> {
-        let old = self.slots();
-        let mut slots = old.saturating_mul(2).max(4);
-        if self.cap > 0 {
-            slots = slots.min(self.cap);
+    /// [`Chan::try_send`] for a task of `l` that will wait: when full,
+    /// `Ok(false)` also counts it as parked on [`Chan::send_key`] (in the
+    /// same hold of the lock as the try). It then parks there with
+    /// `When::Wait` before `l` runs anything else. When it runs again it
+    /// retries with `parked` = [`Parked::Again`] (the count is kept if it
+    /// must wait again, else dropped), or gives up with [`Chan::unpark`].
+    pub fn send_or_park(&self, l: &mut Loop, item: &[u8], parked: Parked) -> Result<bool> {
+        self.check(item.len())?;
+        let mut w = Wakes::default();
+        let r = self.0.state.send_or_park(item, (l.chan_id(), parked), || l.remote(), &mut w);
+        l.chan_count(parked, &r);
+        self.deliver(Some(l), w)?;
+        r
+    }
+
+    /// [`Chan::try_recv`] for a task of `l` that will wait: when empty,
+    /// `Ok(false)` also counts it as parked on [`Chan::recv_key`], as
+    /// [`Chan::send_or_park`] does.
+    pub fn recv_or_park(&self, l: &mut Loop, out: &mut [u8], parked: Parked) -> Result<bool> {
+        self.check(out.len())?;
+        let mut w = Wakes::default();
+        let r = self.0.state.recv_or_park(out, (l.chan_id(), parked), || l.remote(), &mut w);
+        l.chan_count(parked, &r);
+        self.deliver(Some(l), w)?;
+        r
+    }
+
+    /// A task of `l` counted as parked on `side` (by `send_or_park`,
+    /// `recv_or_park`) gives up: its wait ended otherwise (a timeout, a
+    /// wake of another kind), it failed to park, or it is freed.
+    pub fn unpark(&self, l: &mut Loop, side: Side) {
+        if self.0.state.lock().unpark(side, l.chan_id()) {
+            l.chan_parked = l.chan_parked.saturating_sub(1);
         }
-        let bytes = slots.checked_mul(self.size).ok_or(Error::NoMem)?;
-        let mut buf = Vec::new();
-        buf.try_reserve_exact(bytes).map_err(|_| Error::NoMem)?;
-        let split = self.head * self.size;
-        buf.extend_from_slice(&self.buf[split..]);
-        buf.extend_from_slice(&self.buf[..split]);
-        buf.resize(bytes, 0);
-        self.buf = buf;
-        self.head = 0;
+    }
+
+    /// Delivers the wakes a change owed, the lock released: notifies on the
+    /// caller's loop, posts to the others.
+    fn deliver(&self, here: Option<&mut Loop>, w: Wakes<Remote>) -> Result<()> {
+        for r in w.posts {
+            self.post_wake(r);
+        }
+        if let Some(l) = here {
+            for side in Side::BOTH {
+                if w.here[side.index()] {
+                    l.task_notify(self.0.key(side), When::Later)?;
+                }
+            }
+        }
         Ok(())
     }
+
+    /// Posts a wake to the loop of `r`: there it takes the sides pending for
+    /// that loop and notifies their keys. A refused post (the loop is gone)
+    /// forgets the loop's waiters.
+    fn post_wake(&self, r: Remote) {
+        let (me, id) = (self.0.clone(), r.id());
+        let posted = r.post(move |l| {
+            let sides = me.state.lock().woken(id);
+            for side in Side::BOTH.into_iter().filter(|s| sides & s.bit() != 0) {
+                let _ = l.task_notify(me.key(side), When::Later); // keys are never 0
+            }
+        });
+        if posted.is_err() {
+            self.0.state.lock().forget(id);
+        }
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn send(c: &mut Chan, l: &mut Loop, v: u32) -> Result<bool> {
-        c.try_send(l, &v.to_ne_bytes())
-    }
-
-    fn recv(c: &mut Chan, l: &mut Loop) -> Result<Option<u32>> {
-        let mut b = [0u8; 4];
-        Ok(c.try_recv(l, &mut b)?.then(|| u32::from_ne_bytes(b)))
-    }
-
-    #[test]
-    fn bad_sizes_are_refused() {
-        assert_eq!(Chan::new(0, 4).err(), Some(Error::Inval));
-        assert_eq!(Chan::new(2, usize::MAX).err(), Some(Error::Inval));
-        let mut l = Loop::new().unwrap();
-        let mut c = Chan::new(4, 1).unwrap();
-        assert_eq!(c.try_send(&mut l, &[1, 2, 3]), Err(Error::Inval));
-        assert_eq!(c.try_recv(&mut l, &mut [0; 5]), Err(Error::Inval));
-        assert!(c.is_empty());
-    }
-
-    #[test]
-    fn bounded_refuses_past_its_capacity_and_keeps_order_across_the_ring() {
-        let mut l = Loop::new().unwrap();
-        let mut c = Chan::new(4, 3).unwrap();
-        let mut next = 0;
-        for round in 0..10 {
-            while send(&mut c, &mut l, next).unwrap() {
-                next += 1;
-            }
-            assert_eq!(c.len(), 3, "round {round}");
-            for k in 0..2 {
-                assert_eq!(recv(&mut c, &mut l).unwrap(), Some(next - 3 + k));
-            }
-        }
-        assert_eq!(c.slots(), 3, "the ring never grows past the capacity");
-    }
-
-    #[test]
-    fn unbounded_grows_and_keeps_order() {
-        let mut l = Loop::new().unwrap();
-        let mut c = Chan::new(4, 0).unwrap();
-        for v in 0..3 {
-            send(&mut c, &mut l, v).unwrap();
-        }
-        assert_eq!(recv(&mut c, &mut l).unwrap(), Some(0)); // head moves off slot 0
-        for v in 3..1000 {
-            assert!(send(&mut c, &mut l, v).unwrap());
-        }
-        assert_eq!(c.len(), 999);
-        for v in 1..1000 {
-            assert_eq!(recv(&mut c, &mut l).unwrap(), Some(v));
-        }
-        assert_eq!(recv(&mut c, &mut l).unwrap(), None);
-    }
-
-    #[test]
-    fn close_lets_receivers_drain_then_fails() {
-        let mut l = Loop::new().unwrap();
-        let mut c = Chan::new(4, 0).unwrap();
-        send(&mut c, &mut l, 7).unwrap();
-        assert!(c.close(&mut l).unwrap());
-        assert!(!c.close(&mut l).unwrap(), "once");
-        assert_eq!(send(&mut c, &mut l, 8), Err(Error::Pipe));
-        assert_eq!(recv(&mut c, &mut l).unwrap(), Some(7));
-        assert_eq!(recv(&mut c, &mut l), Err(Error::Pipe));
-    }
-
-    /// A loop task parked on a key of `c` (its senders' if `sender`) that
-    /// counts its runs.
-    fn parked(l: &mut Loop, c: &mut Chan, sender: bool) -> std::rc::Rc<std::cell::Cell<u32>> {
-        let key = if sender { c.send_key() } else { c.recv_key() };
-        let runs = std::rc::Rc::new(std::cell::Cell::new(0));
-        let r = runs.clone();
-        let t = l.task_init(0, Box::new(move |_, _, _| r.set(r.get() + 1)));
-        l.task_schedule(t, When::Wait(key)).unwrap();
-        c.wait_begin();
-        runs
-    }
-
-    #[test]
-    fn each_side_wakes_the_other_and_close_wakes_both() {
-        use crate::reactor::RunMode;
-        let mut l = Loop::new().unwrap();
-        let mut c = Box::new(Chan::new(4, 1).unwrap());
-        let rx = parked(&mut l, &mut c, false);
-        l.run(RunMode::NoWait).unwrap();
-        assert_eq!(rx.get(), 0, "parked until an item comes");
-        send(&mut c, &mut l, 1).unwrap();
-        l.run(RunMode::NoWait).unwrap();
-        assert_eq!(rx.get(), 1);
-        c.wait_end();
-        let tx = parked(&mut l, &mut c, true);
-        assert_eq!(send(&mut c, &mut l, 2), Ok(false), "full");
-        l.run(RunMode::NoWait).unwrap();
-        assert_eq!(tx.get(), 0, "parked until there is room");
-        assert_eq!(recv(&mut c, &mut l), Ok(Some(1)));
-        l.run(RunMode::NoWait).unwrap();
-        assert_eq!(tx.get(), 1);
-        c.wait_end();
-        let (rx, tx) = (parked(&mut l, &mut c, false), parked(&mut l, &mut c, true));
-        assert!(c.is_waited());
-        c.close(&mut l).unwrap();
-        l.run(RunMode::NoWait).unwrap();
-        assert_eq!((rx.get(), tx.get()), (1, 1));
-    }
-
-    #[test]
-    fn keys_are_distinct_and_nonzero() {
-        let c = Chan::new(1, 0).unwrap();
-        assert_ne!(c.recv_key(), c.send_key());
-        assert_ne!(c.recv_key(), 0);
+impl std::fmt::Debug for Chan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chan").field("size", &self.0.size).field("cap", &self.0.cap).finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
+mod tests;

@@ -68,7 +68,7 @@ use sys::Fd;
 
 pub use crate::sync::Pool;
 pub use async_::AsyncSender;
-pub use chan::Chan;
+pub use chan::{Chan, Parked, Side};
 pub use child::ChildCallback;
 pub use handle::Handle;
 pub use poll::{DISCONNECT, PollCallback, READABLE, WRITABLE};
@@ -125,6 +125,9 @@ pub struct Loop {
     active_timers: usize,
     /// Holds taken by `hold`: they keep `run` going as an active handle does.
     holds: usize,
+    /// Tasks parked on channels (`chan.rs`): another thread may wake them,
+    /// so they keep `run` going.
+    chan_parked: usize,
     now: u64,
     stopped: bool,
     running: bool,
@@ -162,6 +165,7 @@ impl Loop {
             active: 0,
             active_timers: 0,
             holds: 0,
+            chan_parked: 0,
             now: 0,
             stopped: false,
             running: false,
@@ -222,16 +226,19 @@ impl Loop {
             && !self.stopped
             && self.active == 0
             && self.holds == 0
+            && self.chan_parked == 0
             && self.closing.is_empty()
             && self.sched.next_wake().is_none()
             && !self.inbox.pending()
     }
 
     /// Is anything keeping `run` going: an active handle, a pending close, a
-    /// loop task that is ready or postponed, or mail in the inbox (a post)?
+    /// loop task that is ready, postponed or parked on a channel, or mail in
+    /// the inbox (a post)?
     pub fn alive(&self) -> bool {
         self.active > 0
             || self.holds > 0
+            || self.chan_parked > 0
             || !self.closing.is_empty()
             || self.sched.ready_head().is_some()
             || self.sched.next_wake().is_some()
