@@ -3716,12 +3716,15 @@ int cot_coro_select(struct cot_chan_case *cases, size_t n, uint64_t timeout_ns);
 /**
  * Starts a group of `opts->loops` loops, each run by its own thread, and
  * returns it in `*out` once every loop runs and its `start` callback ran.
- * Returns 0, `COT_EINVAL` (NULL, 0 loops, unknown flags) or `COT_ENOMEM`
- * (a loop or thread could not be made: nothing is left running).
+ * `*out` is written before the first `start` runs, so a callback may use
+ * the group through it (`out` pointing at a global, say). Returns 0,
+ * `COT_EINVAL` (NULL, 0 loops, unknown flags) or `COT_ENOMEM` (a loop or
+ * thread could not be made: nothing is left running, `*out` as it was).
  *
  * # Safety
- * `opts` is NULL or readable; `out` is NULL or writable; the callbacks may
- * be called on the group's threads with `opts->data`.
+ * `opts` is NULL or readable; `out` is NULL or writable, and readable by
+ * the callbacks' threads until this returns; the callbacks may be called
+ * on the group's threads with `opts->data`.
  */
 int cot_group_new(const struct cot_group_options *opts, struct cot_group **out);
 

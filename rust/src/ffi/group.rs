@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use super::coro::wait_if;
-use super::guard::{status, write_out};
+use super::guard::status;
 use super::loop_::{Running, cot_loop, cot_loop_new, lend, running};
 use super::socket::close_all;
 use super::socket::cot_tcp_exported;
@@ -161,12 +161,15 @@ unsafe fn check<'a>(p: *const cot_group) -> Result<&'a Group> {
 
 /// Starts a group of `opts->loops` loops, each run by its own thread, and
 /// returns it in `*out` once every loop runs and its `start` callback ran.
-/// Returns 0, `COT_EINVAL` (NULL, 0 loops, unknown flags) or `COT_ENOMEM`
-/// (a loop or thread could not be made: nothing is left running).
+/// `*out` is written before the first `start` runs, so a callback may use
+/// the group through it (`out` pointing at a global, say). Returns 0,
+/// `COT_EINVAL` (NULL, 0 loops, unknown flags) or `COT_ENOMEM` (a loop or
+/// thread could not be made: nothing is left running, `*out` as it was).
 ///
 /// # Safety
-/// `opts` is NULL or readable; `out` is NULL or writable; the callbacks may
-/// be called on the group's threads with `opts->data`.
+/// `opts` is NULL or readable; `out` is NULL or writable, and readable by
+/// the callbacks' threads until this returns; the callbacks may be called
+/// on the group's threads with `opts->data`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_group_new(opts: *const cot_group_options, out: *mut *mut cot_group) -> c_int {
     // SAFETY: NULL or readable (the contract).
@@ -175,10 +178,23 @@ pub unsafe extern "C" fn cot_group_new(opts: *const cot_group_options, out: *mut
         return Error::Inval.code();
     }
     let face = CFace { stop: o.stop, end: o.end, data: Shared(o.data) };
-    let r = Group::start(Options { loops: o.loops, pin: o.flags & COT_GROUP_PIN != 0 }, face)
-        .and_then(|g| start_each(&g, o.start, Shared(o.data)).map(|()| g));
-    // SAFETY: `out` is non-NULL (checked) and writable (the contract).
-    unsafe { write_out(out, r.map(|group| Box::into_raw(Box::new(cot_group { group })))) }
+    let group = match Group::start(Options { loops: o.loops, pin: o.flags & COT_GROUP_PIN != 0 }, face) {
+        Ok(group) => Box::into_raw(Box::new(cot_group { group })),
+        Err(e) => return e.code(),
+    };
+    // SAFETY: `out` is non-NULL (checked) and writable (the contract); the
+    // posts of `start_each` come after this write, so the callbacks see it.
+    let before = unsafe { out.replace(group) };
+    // SAFETY: made just above, and freed only on the failure below.
+    if let Err(e) = start_each(unsafe { &(*group).group }, o.start, Shared(o.data)) {
+        // SAFETY: as above; the group is dropped (shut down) here, once.
+        unsafe {
+            out.write(before);
+            drop(Box::from_raw(group));
+        }
+        return e.code();
+    }
+    0
 }
 
 /// Runs `start` on every loop and waits until each has.
