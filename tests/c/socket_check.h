@@ -7,7 +7,10 @@
 #include <cothread.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -32,6 +35,27 @@ static inline cot_tcp listen_loopback(cot_loop *loop, int backlog, struct sockad
     CHECK_EQ(cot_tcp_listen(loop, t, backlog), 0);
     CHECK_EQ(cot_tcp_getsockname(loop, t, (struct sockaddr *)a, &len), 0);
     return t;
+}
+
+/* A blocking client of plain sockets, connected to `a`. */
+static inline int plain_client(const struct sockaddr_in *a) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    CHECK_EQ(connect(fd, (const struct sockaddr *)a, sizeof *a), 0);
+    return fd;
+}
+
+/* Reads exactly `n` bytes from `fd`, blocking or not: poll(2) waits at most
+ * 5 s for each part. */
+static inline void read_all(int fd, char *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        CHECK_EQ(poll(&p, 1, 5000), 1);
+        ssize_t r = read(fd, buf + got, n - got);
+        CHECK(r > 0);
+        got += (size_t)r;
+    }
 }
 
 /* Runs the loop until `*flag` is set (at most a few thousand turns). */

@@ -49,25 +49,6 @@ static int plain_listener(struct sockaddr_in *a) {
 
 /* A plain client connected to `a` (the kernel completes it from the
  * listener's queue, before any accept). */
-static int plain_client(const struct sockaddr_in *a) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(fd >= 0);
-    CHECK_EQ(connect(fd, (const struct sockaddr *)a, sizeof *a), 0);
-    return fd;
-}
-
-/* Reads exactly `n` bytes from `fd`, blocking or not: poll(2) waits. */
-static void read_all(int fd, char *buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        CHECK_EQ(poll(&p, 1, 5000), 1);
-        ssize_t r = read(fd, buf + got, n - got);
-        CHECK(r > 0);
-        got += (size_t)r;
-    }
-}
-
 /* ---- an adopted listener accepts, and the connection echoes ---- */
 
 struct echo {

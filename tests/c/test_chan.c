@@ -9,14 +9,9 @@
 #include <time.h>
 
 #include "check.h"
+#include "now.h"
 
 #define MS 1000000ull
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static cot_coro *spawn(cot_loop *loop, cot_coro_fn fn, void *arg) {
     cot_coro *co;

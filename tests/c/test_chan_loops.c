@@ -16,15 +16,10 @@
 #include <time.h>
 
 #include "check.h"
+#include "now.h"
 
 #define MS 1000000ull
 #define MAX_COROS 8
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ===== a thread running a loop of its own, with coroutines on it ===== */
 

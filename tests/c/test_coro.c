@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "now.h"
 
 #define MS 1000000ull
 
@@ -52,12 +53,6 @@
 #ifndef UNDER_TSAN
 #define UNDER_TSAN 0
 #endif
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* Resident set size in KiB, from /proc/self/statm. */
 static long rss_kib(void) {

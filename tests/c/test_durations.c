@@ -9,14 +9,9 @@
 #include <unistd.h>
 
 #include "socket_check.h"
+#include "now.h"
 
 static const uint64_t bad[] = {(uint64_t)-5, (uint64_t)INT64_MAX + 1, (uint64_t)-2};
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void never(cot_loop *loop, cot_handle h, void *data) {
     (void)loop, (void)h, (void)data;

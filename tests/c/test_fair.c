@@ -19,14 +19,9 @@
 #include <unistd.h>
 
 #include "socket_check.h"
+#include "now.h"
 
 static cot_loop *loop;
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the other coroutine: counts its turns until told to stop ---- */
 

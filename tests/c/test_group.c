@@ -12,14 +12,9 @@
 #include <unistd.h>
 
 #include "socket_check.h"
+#include "now.h"
 
 #define LOOPS 4
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- what each loop saw (each slot written on its own loop's thread) ---- */
 

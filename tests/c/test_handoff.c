@@ -18,26 +18,6 @@
 
 #include "socket_check.h"
 
-/* A plain blocking client connected to `a`. */
-static int plain_client(const struct sockaddr_in *a) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    CHECK(fd >= 0);
-    CHECK_EQ(connect(fd, (const struct sockaddr *)a, sizeof *a), 0);
-    return fd;
-}
-
-/* Reads exactly `n` bytes from `fd`, poll(2) waiting at most 5 s each. */
-static void read_all(int fd, char *buf, size_t n) {
-    size_t got = 0;
-    while (got < n) {
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        CHECK_EQ(poll(&p, 1, 5000), 1);
-        ssize_t r = read(fd, buf + got, n - got);
-        CHECK(r > 0);
-        got += (size_t)r;
-    }
-}
-
 static void sleep_ms(long ms) {
     struct timespec ts = {0, ms * 1000000L};
     nanosleep(&ts, NULL);
