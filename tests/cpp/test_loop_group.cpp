@@ -118,7 +118,7 @@ static task<void> accept_and_hand_off(cothread::loop_group &g, cothread::tcp_lis
     char c;
     co_await s.read(std::span<char>(&c, 1));
     first.set_value(c);
-    cothread::hand_off(s, g[1], [&](cothread::tcp_socket moved) { return serve(g, std::move(moved), out); });
+    g.hand_off(s, 1, [&](cothread::tcp_socket moved) { return serve(g, std::move(moved), out); });
     CHECK(!s);  // empty: the connection left
 }
 

@@ -13,8 +13,9 @@
 // thread is joined. invoke_on(target, f) runs f (a function, or one
 // returning a task) as a task of `target` and resumes the caller on its own
 // loop with the result or exception; the caller's stop token reaches it.
-// hand_off(sock, target, serve) moves a connection, with the bytes it had
-// buffered, to another loop and starts serve(socket) there.
+// g.hand_off(sock, serve) moves a connection, with the bytes it had
+// buffered, to the loop with the fewest (or loop i) and starts serve(socket)
+// there; a connection on its way counts on its target, so a burst spreads.
 #ifndef COTHREAD_LOOP_GROUP_H_INCLUDED
 #define COTHREAD_LOOP_GROUP_H_INCLUDED
 
@@ -109,9 +110,45 @@ public:
         m_group = nullptr;
     }
 
+    /// Moves connection `s` (of the calling task's loop) to loop `index`,
+    /// with the bytes it had buffered, and starts `serve(socket)` there as a
+    /// detached task (serve returns task<void>). `s` is empty after. Throws
+    /// std::system_error, `s` unchanged: device_or_resource_busy while an
+    /// operation waits on it, broken_pipe once that loop shuts down.
+    template <typename F>
+    void hand_off(tcp_socket &s, std::size_t index, F serve) {
+        move_to(s, index, std::move(serve));
+    }
+    /// The same, to the running loop with the fewest connections.
+    template <typename F>
+    void hand_off(tcp_socket &s, F serve) {
+        move_to(s, static_cast<std::size_t>(COT_LEAST_LOADED), std::move(serve));
+    }
+
     cot_group *native() const noexcept { return m_group; }
 
 private:
+    template <typename F>
+    struct arrival {
+        loop_group *g;
+        F serve;
+        static void on_arrived(cot_loop *native, int status, cot_tcp key, void *data) {
+            std::unique_ptr<arrival> self(static_cast<arrival *>(data));
+            if (status != 0) return;  // the connection is closed
+            loop &lp = *self->g->current();
+            lp.spawn_detached(self->serve(tcp_socket(native, key)));
+        }
+    };
+
+    template <typename F>
+    void move_to(tcp_socket &s, std::size_t index, F serve) {
+        auto a = std::make_unique<arrival<F>>(arrival<F>{this, std::move(serve)});
+        int r = cot_group_handoff(m_group, s.native_loop(), s.native(), index, &arrival<F>::on_arrived, a.get());
+        if (r != 0) throw std::system_error(-r, std::generic_category());
+        a.release();  // on_arrived owns it
+        s.forget();   // its key left with the connection
+    }
+
     // A member's C++ loop, current on its thread for the thread's life.
     struct member {
         std::unique_ptr<loop> lp;
@@ -186,24 +223,6 @@ auto invoke_on_all(loop_group &g, F f) {
     } else {
         return when_all(std::move(each));
     }
-}
-
-/// Moves connection `s` (of the calling task's loop) to `target`, with the
-/// bytes it had buffered, and starts `serve(socket)` there as a detached
-/// task (serve returns task<void>). `s` is empty after. Throws
-/// std::system_error: device_or_resource_busy while an operation waits on
-/// it (`s` unchanged).
-template <typename F>
-void hand_off(tcp_socket &s, loop &target, F serve) {
-    cot_tcp_exported *ex = s.export_native();
-    target.post([ex, &target, serve = std::move(serve)]() mutable {
-        cot_tcp key = 0;
-        if (cot_tcp_import(target.native(), ex, &key) != 0) {
-            cot_tcp_exported_free(ex);
-            return;
-        }
-        target.spawn_detached(serve(tcp_socket(target.native(), key)));
-    });
 }
 
 }  // namespace cothread

@@ -112,16 +112,15 @@ public:
     tcp_socket(cot_loop *lp, cot_tcp key) noexcept : socket_handle(lp, key) {}
 
     /// Takes the connection out of its loop, with the bytes it buffered,
-    /// for another loop to import (cot_tcp_import; hand_off in
-    /// loop_group.h does both). On its loop's thread. Empty after. Throws,
+    /// for another loop to import (cot_tcp_import; loop_group's hand_off
+    /// moves a connection in one call). On its loop's thread. Empty after. Throws,
     /// changing nothing, device_or_resource_busy while an operation waits
     /// on it, bad_file_descriptor if empty. Nodiscard: free it with
     /// cot_tcp_exported_free if it is not imported.
     [[nodiscard]] cot_tcp_exported *export_native() {
         cot_tcp_exported *ex = nullptr;
         detail::check(cot_tcp_export(loop_or_throw(), m_key, &ex));
-        m_lp = nullptr;
-        m_key = 0;
+        forget();
         return ex;
     }
     /// Adopts descriptor `fd`, a connected stream socket (TCP or Unix), made

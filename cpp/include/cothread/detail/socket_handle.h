@@ -68,6 +68,13 @@ public:
     /// The address it is bound to.
     endpoint local_endpoint() const { return name_of(m_lp, m_key, Sockname); }
 
+    /// Lets go of the key without closing it: for a key the C API took over
+    /// (a handoff). The handle is empty after.
+    void forget() noexcept {
+        m_lp = nullptr;
+        m_key = 0;
+    }
+
     explicit operator bool() const noexcept { return m_key != 0; }
     std::uint64_t native() const noexcept { return m_key; }
     cot_loop *native_loop() const noexcept { return m_lp; }
