@@ -430,6 +430,56 @@ static void test_handoff(void) {
     close(ho.peer);
 }
 
+/* ---- a socket used from a loop that does not own it ---- */
+
+static struct {
+    cot_tcp key;
+    int fds[2];
+    atomic_int step, other_read, other_handoff, other_close, own_read;
+} foreign;
+
+static void make_socket(cot_loop *loop, void *data) {
+    (void)data;
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, foreign.fds), 0);
+    CHECK_EQ(cot_tcp_open(loop, foreign.fds[0], &foreign.key), 0);
+    atomic_store(&foreign.step, 1);
+}
+
+static void use_elsewhere(cot_loop *loop, void *data) {
+    char b[4];
+    atomic_store(&foreign.other_read, (int)cot_tcp_try_read(loop, foreign.key, b, sizeof b));
+    atomic_store(&foreign.other_handoff, cot_group_handoff(data, loop, foreign.key, 0, on_arrived, NULL));
+    atomic_store(&foreign.other_close, cot_tcp_close(loop, foreign.key));
+    atomic_store(&foreign.step, 2);
+}
+
+static void use_at_home(cot_loop *loop, void *data) {
+    (void)data;
+    char b[4];
+    atomic_store(&foreign.own_read, (int)cot_tcp_try_read(loop, foreign.key, b, sizeof b));
+    CHECK_EQ(cot_tcp_close(loop, foreign.key), 0);
+    atomic_store(&foreign.step, 3);
+}
+
+static void test_foreign_socket(void) {
+    struct seen s;
+    cot_group *g = new_group(&s, 2, 0);
+    CHECK_EQ(cot_group_post(g, 0, make_socket, NULL), 0);
+    while (atomic_load(&foreign.step) != 1) sched_yield();
+    CHECK_EQ(write(foreign.fds[1], "ok", 2), 2);
+    CHECK_EQ(cot_group_post(g, 1, use_elsewhere, g), 0);
+    while (atomic_load(&foreign.step) != 2) sched_yield();
+    /* Loop 1's table has no such socket: refused, nothing touched. */
+    CHECK_EQ(atomic_load(&foreign.other_read), COT_EBADF);
+    CHECK_EQ(atomic_load(&foreign.other_handoff), COT_EBADF);
+    CHECK_EQ(atomic_load(&foreign.other_close), COT_EBADF);
+    CHECK_EQ(cot_group_post(g, 0, use_at_home, NULL), 0);
+    while (atomic_load(&foreign.step) != 3) sched_yield();
+    CHECK_EQ(atomic_load(&foreign.own_read), 2); /* its own loop still reads it */
+    CHECK_EQ(cot_group_free(g), 0);
+    close(foreign.fds[1]);
+}
+
 static void test_pin(void) {
     struct seen s;
     cot_group *g = new_group(&s, 2, COT_GROUP_PIN);
@@ -449,6 +499,7 @@ int main(void) {
     test_shutdown_inside();
     test_load();
     test_handoff();
+    test_foreign_socket();
     test_pin();
     puts("test_group ok");
     return 0;
