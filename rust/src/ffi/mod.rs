@@ -48,6 +48,7 @@ mod coro_net;
 // After coroutines, which wait on them.
 mod chan;
 mod group;
+mod invoke;
 
 pub use async_::*;
 pub use chain::*;
@@ -58,6 +59,7 @@ pub use error::*;
 pub use fs::*;
 pub use future::*;
 pub use group::*;
+pub use invoke::*;
 pub use loop_::*;
 pub use loop_task::*;
 pub use mutex::*;
