@@ -214,7 +214,7 @@ fn start_each(g: &Group, start: cot_group_cb, data: Shared) -> Result<()> {
 /// `group` is NULL or a live group.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_group_size(group: *const cot_group) -> usize {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_size`'s contract.
     unsafe { check(group) }.map_or(0, Group::len)
 }
 
@@ -225,7 +225,7 @@ pub unsafe extern "C" fn cot_group_size(group: *const cot_group) -> usize {
 /// `group` is NULL or a live group.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_group_index(group: *const cot_group) -> c_int {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_index`'s contract.
     match unsafe { check(group) }.and_then(|g| g.current_index().ok_or(Error::Srch)) {
         Ok(i) => i as c_int,
         Err(e) => e.code(),
@@ -250,7 +250,7 @@ pub unsafe extern "C" fn cot_group_post(
     data: *mut c_void,
 ) -> c_int {
     let Some(cb) = cb else { return Error::Inval.code() };
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_post`'s contract.
     status(unsafe { check(group) }.and_then(|g| g.post_call(index, run_post, [cb as usize, data as usize])))
 }
 
@@ -272,7 +272,7 @@ fn run_post(lp: &mut Loop, [cb, data]: [usize; 2]) {
 /// `group` is NULL or a live group.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_group_load(group: *const cot_group, index: usize) -> usize {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_load`'s contract.
     unsafe { check(group) }.map_or(0, |g| g.load(index))
 }
 
@@ -284,7 +284,7 @@ pub unsafe extern "C" fn cot_group_load(group: *const cot_group, index: usize) -
 /// `group` is NULL or a live group.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_group_least_loaded(group: *const cot_group) -> c_int {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_least_loaded`'s contract.
     match unsafe { check(group) }.and_then(|g| g.least_loaded().ok_or(Error::Pipe)) {
         Ok(i) => i as c_int,
         Err(e) => e.code(),
@@ -304,7 +304,7 @@ pub unsafe extern "C" fn cot_group_least_loaded(group: *const cot_group) -> c_in
 /// `group` is NULL or a live group.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn cot_group_shutdown(group: *const cot_group, grace_ns: u64) -> c_int {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_shutdown`'s contract.
     status(unsafe { check(group) }.and_then(|g| {
         let grace = timeout(grace_ns)?.map_or(Duration::MAX, Duration::from_nanos);
         g.shutdown(grace)
@@ -412,7 +412,7 @@ pub unsafe extern "C" fn cot_group_handoff(
     cb: cot_handoff_cb,
     data: *mut c_void,
 ) -> c_int {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_group_handoff`'s contract.
     let g = match unsafe { check(group) } {
         Ok(g) => g,
         Err(e) => return e.code(),

@@ -84,7 +84,7 @@ pub unsafe extern "C" fn cot_coro_invoke(
     data: *mut c_void,
     result: *mut *mut c_void,
 ) -> c_int {
-    // SAFETY: NULL or live (the contract).
+    // SAFETY: `group` is NULL or a live group: `cot_coro_invoke`'s contract.
     let g = match unsafe { check(group) } {
         Ok(g) => g,
         Err(e) => return e.code(),
