@@ -7,13 +7,14 @@
 //! before its `run`, during it, or after; a `stop` from anyone else only
 //! makes it run again.
 
-use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, OnceLock};
 
 use super::{CURRENT, Face, Shared};
 use crate::error::{Error, Result};
 use crate::reactor::{Loop, Post, Remote, RunMode};
+use crate::sync::shim::AtomicU8;
 
 /// Where a member is in its life, in order (see the module documentation).
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
@@ -36,6 +37,22 @@ impl State {
     }
 }
 
+/// A member's state word, moved forward only. Its atomic comes through
+/// `sync::shim`, so loom checks it with the inbox (`loom_tests.rs`).
+#[derive(Default)]
+pub(super) struct StateCell(AtomicU8);
+
+impl StateCell {
+    pub(super) fn get(&self) -> State {
+        State::from_u8(self.0.load(Ordering::SeqCst))
+    }
+
+    /// Moves it on to `to` unless it is there or past it: whether it moved.
+    pub(super) fn advance(&self, to: State) -> bool {
+        self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < to as u8).then_some(to as u8)).is_ok()
+    }
+}
+
 /// Non-blocking passes a cancelled loop gets to run what the cancel ended
 /// (close callbacks, operations' completions) before it is closed.
 const FLUSH_PASSES: usize = 4;
@@ -43,14 +60,14 @@ const FLUSH_PASSES: usize = 4;
 /// What the group knows of one loop, shared with its thread.
 #[derive(Default)]
 pub(super) struct Member {
-    state: AtomicU8,
+    state: StateCell,
     remote: OnceLock<Remote>,
     load: OnceLock<Arc<AtomicUsize>>,
 }
 
 impl Member {
     pub(super) fn state(&self) -> State {
-        State::from_u8(self.state.load(Ordering::SeqCst))
+        self.state.get()
     }
 
     pub(super) fn load(&self) -> usize {
@@ -72,8 +89,7 @@ impl Member {
     /// Moves the member on to `to` if it is not there or past it, and
     /// stops its loop's run so that its thread sees it.
     pub(super) fn advance(&self, to: State) {
-        let moved = self.state.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |s| (s < to as u8).then_some(to as u8));
-        if moved.is_ok()
+        if self.state.advance(to)
             && let Some(r) = self.remote.get()
         {
             let _ = r.post_call(|l, _| l.stop(), [0; 2]);
@@ -82,7 +98,7 @@ impl Member {
 
     /// Its thread never ran (or could not make its loop): ended.
     pub(super) fn abandon(&self) {
-        self.state.store(State::Ended as u8, Ordering::SeqCst);
+        self.state.advance(State::Ended);
     }
 }
 

@@ -293,5 +293,7 @@ impl std::fmt::Debug for Group {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, loom))]
+mod loom_tests;
+#[cfg(all(test, not(loom)))]
 mod tests;

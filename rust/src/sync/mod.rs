@@ -29,7 +29,7 @@ pub(crate) mod mutex;
 pub mod park;
 mod pool;
 pub mod resume_queue;
-mod shim;
+pub(crate) mod shim;
 mod timers;
 
 pub use pool::{JOB_WORDS, Job, Pool, Rejected, Words};
