@@ -9,7 +9,8 @@
 //              and an accept loop spawning a task per connection, the
 //              task of bench-cpp-echo (read into 64 KiB, write it back).
 //   handoff:   a loop_group of N loops; loop 0 alone listens, and hands
-//              each connection off to g.least_loaded() (hand_off).
+//              each connection to the loop with the fewest (g.hand_off:
+//              one on its way counts on its target, so a burst spreads).
 //   asio:      N threads, each its own io_context(1) and its own acceptor
 //              with SO_REUSEPORT on the port, the echo coroutine of
 //              bench-cpp-echo.
@@ -103,7 +104,7 @@ static cothread::task<void> cot_handoff_acceptor(cothread::loop_group &g, cothre
         cothread::tcp_socket s = co_await l.accept(ec);
         if (ec) co_return;  // stopped
         s.set_nodelay(true);
-        cothread::hand_off(s, g.least_loaded(), cot_echo);
+        g.hand_off(s, cot_echo);
     }
 }
 
