@@ -147,6 +147,12 @@ public:
     detail::tcp_read_op read(std::span<char> buf, deadline dl = deadline::never()) noexcept {
         return read(std::as_writable_bytes(buf), dl);
     }
+    detail::tcp_read_op read(std::span<char> buf, std::error_code &ec) noexcept {
+        return read(std::as_writable_bytes(buf), ec);
+    }
+    detail::tcp_read_op read(std::span<char> buf, deadline dl, std::error_code &ec) noexcept {
+        return read(std::as_writable_bytes(buf), dl, ec);
+    }
 
     /// Fills `buf` (reads until full, all before `dl`); returns buf.size().
     /// The end of the stream first is std::errc::broken_pipe; the
@@ -171,6 +177,12 @@ public:
     }
     detail::tcp_write_op write(std::string_view s, deadline dl = deadline::never()) noexcept {
         return write(std::as_bytes(std::span(s)), dl);
+    }
+    detail::tcp_write_op write(std::string_view s, std::error_code &ec) noexcept {
+        return write(std::as_bytes(std::span(s)), ec);
+    }
+    detail::tcp_write_op write(std::string_view s, deadline dl, std::error_code &ec) noexcept {
+        return write(std::as_bytes(std::span(s)), dl, ec);
     }
 
     /// Ends the writing side now (the peer reads the end of the stream).
