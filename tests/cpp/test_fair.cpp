@@ -203,21 +203,26 @@ static void test_flood_does_not_starve_a_ticker() {
 // the sink (checks every byte, answers with the count).
 
 // Under ThreadSanitizer each operation costs several times more, and so
-// does a turn of the loop: half the clients keep it well inside the idle
-// timeout (without the budget, 128 still lose 24 or so).
+// does a turn of the loop, and how much more varies with the machine: with
+// 128 clients and 300 ms the ticker was 28 to 443 ms late on the same
+// build (CI lost 4 connections once). There this test looks for races;
+// the plain and ASan runs (256 clients, 300 ms) show that the budget is
+// needed and enough. So under TSan: a quarter of the clients and twice
+// the idle timeout.
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define FAIR_TSAN 1
 #endif
 #endif
 #if defined(__SANITIZE_THREAD__) || defined(FAIR_TSAN)
-constexpr int clients = 128;
+constexpr int clients = 64;
+constexpr auto idle = 600ms;
 #else
 constexpr int clients = 256;
+constexpr auto idle = 300ms;
 #endif
 constexpr std::size_t per_client = 4 << 20;
 constexpr std::size_t proxy_chunk = 16 * 1024;
-constexpr auto idle = 300ms;
 
 struct proxy_stats {
     int idle_closes = 0, sessions = 0, checked = 0;
