@@ -361,8 +361,11 @@ static void notify_a(cot_loop *loop, cot_handle timer, void *data) {
     CHECK_EQ(cot_close(loop, timer, NULL), 0);
 }
 
+/* 50 ms against the joiner's 1 ms: under qemu the joiner may start
+ * several ms after this sleep began (each wait counts from its call), and
+ * with 5 ms here the sleep once ended first (CI, AArch64). */
 static void *sleep_then_return(void *arg) {
-    CHECK_EQ(cot_coro_sleep(5 * MS), 0);
+    CHECK_EQ(cot_coro_sleep(50 * MS), 0);
     return arg;
 }
 
@@ -374,7 +377,7 @@ struct joins {
 
 static void *joiner(void *arg) {
     struct joins *j = arg;
-    j->first = cot_coro_join(j->target, 1 * MS, &j->result); /* it sleeps 5 ms */
+    j->first = cot_coro_join(j->target, 1 * MS, &j->result); /* it sleeps 50 ms */
     j->second = cot_coro_join(j->target, COT_CORO_FOREVER, &j->result);
     return NULL;
 }

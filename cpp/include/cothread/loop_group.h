@@ -66,6 +66,8 @@ public:
     }
     loop_group(const loop_group &) = delete;
     loop_group &operator=(const loop_group &) = delete;
+    /// shutdown(grace). Destroy it on a thread outside the group: on one of
+    /// its own it would wait for itself (std::terminate).
     ~loop_group() { shutdown(m_grace); }
 
     std::size_t size() const noexcept { return m_loops.size(); }
