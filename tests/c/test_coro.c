@@ -361,10 +361,15 @@ static void notify_a(cot_loop *loop, cot_handle timer, void *data) {
     CHECK_EQ(cot_close(loop, timer, NULL), 0);
 }
 
+static void *sleep_then_return(void *arg) {
+    CHECK_EQ(cot_coro_sleep(5 * MS), 0);
+    return arg;
+}
+
 /* 50 ms against the joiner's 1 ms: under qemu the joiner may start
  * several ms after this sleep began (each wait counts from its call), and
- * with 5 ms here the sleep once ended first (CI, AArch64). */
-static void *sleep_then_return(void *arg) {
+ * with 5 ms the sleep once ended first (CI, AArch64). */
+static void *sleep_long_then_return(void *arg) {
     CHECK_EQ(cot_coro_sleep(50 * MS), 0);
     return arg;
 }
@@ -393,7 +398,7 @@ static void test_sleep_and_timeouts(void) {
     CHECK_EQ(cot_timer_start(loop, timer, notify_a, 20 * MS, 0), 0);
     static int token = 42;
     struct joins js = {0};
-    CHECK_EQ(cot_coro_new(loop, sleep_then_return, &token, 0, &target), 0);
+    CHECK_EQ(cot_coro_new(loop, sleep_long_then_return, &token, 0, &target), 0);
     js.target = target;
     CHECK_EQ(cot_coro_new(loop, joiner, &js, 0, &j), 0);
     CHECK_EQ(cot_coro_start(target), 0);
