@@ -33,31 +33,9 @@
 #include <cothread/tcp.h>
 
 #include "echo_load.h"
+#include "cot_echo.h"
 
 // ===== ours =====
-
-static cothread::task<void> cot_echo(cothread::tcp_socket s) {
-    std::array<std::byte, SERVER_BUF> buf;
-    std::error_code ec;
-    for (;;) {
-        std::size_t n = co_await s.read(buf, ec);
-        if (ec || n == 0) co_return;
-        co_await s.write(std::span(buf.data(), n), ec);
-        if (ec) co_return;
-    }
-}
-
-static cothread::task<void> cot_acceptor(cothread::tcp_listener l) {
-    cothread::loop &lp = co_await cothread::this_task::get_loop();
-    std::stop_token tok = co_await cothread::this_task::stop_token();
-    std::error_code ec;
-    for (;;) {
-        cothread::tcp_socket s = co_await l.accept(ec);
-        if (ec) co_return;  // stopped
-        s.set_nodelay(true);
-        lp.spawn_detached(cot_echo(std::move(s)), tok);
-    }
-}
 
 struct cot_state {
     cothread::loop lp;
