@@ -116,8 +116,8 @@ impl Loop {
     /// parked on channels keep the loop alive.
     fn chan_count(&mut self, before: Parked, r: &Result<bool>) {
         match (before, Parked::after(r)) {
-            (Parked::No, Parked::Again) => self.chan_parked += 1,
-            (Parked::Again, Parked::No) => self.chan_parked = self.chan_parked.saturating_sub(1),
+            (Parked::No, Parked::Again) => self.hold(),
+            (Parked::Again, Parked::No) => self.unhold(),
             _ => {}
         }
     }
@@ -256,7 +256,7 @@ impl Chan {
     /// wake of another kind), it failed to park, or it is freed.
     pub fn unpark(&self, l: &mut Loop, side: Side) {
         if self.0.state.lock().unpark(side, l.chan_id()) {
-            l.chan_parked = l.chan_parked.saturating_sub(1);
+            l.unhold();
         }
     }
 

@@ -123,11 +123,10 @@ pub struct Loop {
     active: usize,
     /// The active timers among them (when they are all, no I/O can come).
     active_timers: usize,
-    /// Holds taken by `hold`: they keep `run` going as an active handle does.
+    /// Holds taken by `hold`: they keep `run` going as an active handle
+    /// does, for work another thread may send (a group's loop holds itself;
+    /// each task parked on a channel holds its loop, `chan.rs`).
     holds: usize,
-    /// Tasks parked on channels (`chan.rs`): another thread may wake them,
-    /// so they keep `run` going.
-    chan_parked: usize,
     now: u64,
     stopped: bool,
     running: bool,
@@ -165,7 +164,6 @@ impl Loop {
             active: 0,
             active_timers: 0,
             holds: 0,
-            chan_parked: 0,
             now: 0,
             stopped: false,
             running: false,
@@ -226,7 +224,6 @@ impl Loop {
             && !self.stopped
             && self.active == 0
             && self.holds == 0
-            && self.chan_parked == 0
             && self.closing.is_empty()
             && self.sched.next_wake().is_none()
             && !self.inbox.pending()
@@ -238,7 +235,6 @@ impl Loop {
     pub fn alive(&self) -> bool {
         self.active > 0
             || self.holds > 0
-            || self.chan_parked > 0
             || !self.closing.is_empty()
             || self.sched.ready_head().is_some()
             || self.sched.next_wake().is_some()
@@ -246,8 +242,8 @@ impl Loop {
     }
 
     /// Keeps `run` going, with nothing else alive, until [`Loop::unhold`]:
-    /// for a loop whose work comes from other threads (a group's loop waits
-    /// for posts so).
+    /// for work that comes from other threads (a group's loop waits for
+    /// posts so; a task parked on a channel, for another loop's send).
     pub fn hold(&mut self) {
         self.holds += 1;
     }

@@ -255,14 +255,14 @@ fn a_retry_keeps_the_count_while_it_must_wait_and_drops_it_after() {
     let mut l = Loop::new().unwrap();
     assert!(!c.recv_or_park(&mut l, &mut [0; 4], Parked::No).unwrap());
     assert!(!c.recv_or_park(&mut l, &mut [0; 4], Parked::Again).unwrap());
-    assert_eq!(l.chan_parked, 1, "counted once");
+    assert_eq!(l.holds, 1, "counted once");
     c.try_send(None, &[1; 4]).unwrap();
     assert!(c.recv_or_park(&mut l, &mut [0; 4], Parked::Again).unwrap());
-    assert!(!c.is_waited() && l.chan_parked == 0);
+    assert!(!c.is_waited() && l.holds == 0);
     assert!(c.send_or_park(&mut l, &[2; 4], Parked::No).unwrap());
     assert!(!c.send_or_park(&mut l, &[3; 4], Parked::No).unwrap(), "full: counted");
-    assert_eq!(l.chan_parked, 1);
+    assert_eq!(l.holds, 1);
     c.close(Some(&mut l)).unwrap();
     assert_eq!(c.send_or_park(&mut l, &[4; 4], Parked::Again), Err(Error::Pipe));
-    assert!(!c.is_waited() && l.chan_parked == 0, "a retry that fails for good drops the count");
+    assert!(!c.is_waited() && l.holds == 0, "a retry that fails for good drops the count");
 }
